@@ -1,0 +1,34 @@
+# The two commands: `make demo` (set up, then the simulated pick through the ROS node graph)
+# and `make test` (set up, then every test). Both set up whatever is missing first.
+SHELL := /bin/bash
+VENV ?= $(CURDIR)/.venv
+export PHYSAI_VENV := $(VENV)
+RUN := source scripts/env.sh &&
+PYTEST_ARGS ?=
+
+.PHONY: help setup demo test lint shell colcon clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+setup:  ## create/refresh the project-local environment (.venv); idempotent
+	@bash scripts/setup.sh
+
+demo: setup  ## run the demo through the ROS 2 node graph (separate processes over DDS)
+	@$(RUN) physai bringup demo
+
+test: setup  ## run lint and all tests (what CI runs)
+	@$(RUN) ruff check . && ruff format --check .
+	@$(RUN) python -m pytest $(PYTEST_ARGS)
+
+lint: setup  ## ruff check and format check only
+	@$(RUN) ruff check . && ruff format --check .
+
+shell: setup  ## an interactive shell with the environment (rclpy, tf2_msgs, control_msgs, physai)
+	@bash --rcfile <(echo '[ -f ~/.bashrc ] && source ~/.bashrc; source scripts/env.sh; PS1="(physai) $$PS1"') -i
+
+colcon: setup  ## colcon build of the package into build/ and install/ (the ROS-native path)
+	@$(RUN) colcon build --packages-select physai_ros --base-paths . --event-handlers console_direct-
+
+clean:  ## remove the environment and build products
+	rm -rf $(VENV) build install log physai_output .pytest_cache

@@ -1,0 +1,103 @@
+"""``physai``: the user-facing command.
+
+    physai lesson 07|13|16 [...]   a lesson's tables as Markdown (CSV/PNG under --output)
+    physai bench <area> [...]      benchmark ratios measured in one run (last line: metric = value)
+    physai bringup <graph> [...]   start a node graph where launch_ros is absent
+
+Lessons and benchmarks are modules in ``physai_ros.experiments`` exposing
+``add_arguments(parser)`` and ``run(args) -> int``; they are mounted here by name so the CLI
+grows with the package without editing this file's logic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+
+from physai_ros.errors import PhysaiError
+
+LESSONS = {
+    "07": ("physai_ros.experiments.lesson07", "rigid transforms and frame trees (SO-101)"),
+    "13": ("physai_ros.experiments.lesson13", "trajectory generation within libfranka limits"),
+    "16": ("physai_ros.experiments.lesson16", "grasping and the scripted pick (SO-101)"),
+}
+BENCHMARKS = {
+    "tf": ("physai_ros.experiments.bench_tf", "TF node cost vs mj_kinematics"),
+    "trajectory": ("physai_ros.experiments.bench_trajectory", "fastest quintic vs ruckig"),
+    "sim": ("physai_ros.experiments.bench_sim", "sim bridge real-time factor vs raw mj_step"),
+    "pick": ("physai_ros.experiments.bench_pick", "240-grasp sweep vs raw mj_step"),
+    "bus": ("physai_ros.experiments.bench_bus", "servo bus loop rate vs byte-time limit"),
+}
+
+
+def _available(table: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """Only the entries whose module is present in this version of the package."""
+    return {k: v for k, v in table.items() if importlib.util.find_spec(v[0]) is not None}
+
+
+def _mount(subparsers: argparse._SubParsersAction, name: str, module: str, help_: str) -> None:
+    mod = importlib.import_module(module)
+    parser = subparsers.add_parser(
+        name,
+        help=help_,
+        description=(mod.__doc__ or help_).strip().split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    mod.add_arguments(parser)
+    parser.set_defaults(_run=mod.run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command tree (imports each available lesson/benchmark module)."""
+    from physai_ros import bringup
+
+    parser = argparse.ArgumentParser(
+        prog="physai",
+        description="physai_ros: lessons, benchmarks and node graphs for the SO-101 and Panda.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    lesson = commands.add_parser(
+        "lesson", help="reproduce a lesson's tables", description="Reproduce a lesson's tables."
+    )
+    lessons = lesson.add_subparsers(dest="lesson", metavar="LESSON", required=True)
+    for name, (module, help_) in _available(LESSONS).items():
+        _mount(lessons, name, module, help_)
+
+    bench = commands.add_parser(
+        "bench",
+        help="run a benchmark (ratios against a baseline in the same run)",
+        description="Benchmarks print ratios measured in one run; the last line is 'metric = value'.",
+    )
+    areas = bench.add_subparsers(dest="area", metavar="AREA", required=True)
+    for name, (module, help_) in _available(BENCHMARKS).items():
+        _mount(areas, name, module, help_)
+
+    up = commands.add_parser(
+        "bringup",
+        help="start a node graph without launch_ros",
+        description=bringup.__doc__.strip().split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    bringup.add_arguments(up)
+    up.set_defaults(_run=bringup.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``physai`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except PhysaiError as exc:
+        print(f"physai: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Pure core: numpy, scipy and mujoco only. Nothing here may import rclpy."""

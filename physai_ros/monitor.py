@@ -1,0 +1,107 @@
+"""Watch a running graph over DDS and summarise what it published.
+
+Used by ``physai bringup`` to show that the nodes talk to each other (joint states in, frame
+tree out) and by tests as an independent observer in its own process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class GraphReport:
+    """What an observer saw on the standard topics during a watch."""
+
+    duration: float
+    joint_states: int = 0
+    joint_names: list[str] = field(default_factory=list)
+    tf_messages: int = 0
+    tf_static_frames: set[str] = field(default_factory=set)
+    tf_frames: set[str] = field(default_factory=set)
+    clock_messages: int = 0
+    last_clock: float = 0.0
+    dead: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return (
+            not self.dead
+            and self.joint_states > 0
+            and self.tf_messages > 0
+            and bool(self.tf_static_frames)
+        )
+
+    def markdown(self) -> str:
+        rate = lambda n: f"{n / self.duration:.1f} /s"  # noqa: E731
+        rows = [
+            ("/joint_states", f"{self.joint_states} msgs ({rate(self.joint_states)})",
+             ", ".join(self.joint_names)),
+            ("/tf", f"{self.tf_messages} msgs ({rate(self.tf_messages)})",
+             ", ".join(sorted(self.tf_frames))),
+            ("/tf_static", f"{len(self.tf_static_frames)} frames",
+             ", ".join(sorted(self.tf_static_frames))),
+            ("/clock", f"{self.clock_messages} msgs", f"sim time {self.last_clock:.3f} s"),
+        ]
+        lines = ["| topic | received | content |", "|---|---|---|"]
+        lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+        verdict = "graph OK" if self.ok else "graph FAILED"
+        if self.dead:
+            verdict += f" (exited early: {', '.join(self.dead)})"
+        return "\n".join([*lines, "", verdict])
+
+
+def watch_graph(duration: float, procs: list[subprocess.Popen] | None = None) -> GraphReport:
+    """Subscribe to the standard topics for ``duration`` seconds of wall time."""
+    import rclpy
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from tf2_msgs.msg import TFMessage
+
+    report = GraphReport(duration=duration)
+
+    def on_joint_state(msg: JointState) -> None:
+        report.joint_states += 1
+        report.joint_names = list(msg.name)
+
+    def on_tf(msg: TFMessage) -> None:
+        report.tf_messages += 1
+        report.tf_frames.update(t.child_frame_id for t in msg.transforms)
+
+    def on_tf_static(msg: TFMessage) -> None:
+        report.tf_static_frames.update(t.child_frame_id for t in msg.transforms)
+
+    def on_clock(msg: Clock) -> None:
+        report.clock_messages += 1
+        report.last_clock = msg.clock.sec + msg.clock.nanosec * 1e-9
+
+    static_qos = QoSProfile(
+        depth=1,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        reliability=ReliabilityPolicy.RELIABLE,
+    )
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node("physai_graph_monitor", context=context)
+        node.create_subscription(JointState, "/joint_states", on_joint_state, 10)
+        node.create_subscription(TFMessage, "/tf", on_tf, 100)
+        node.create_subscription(TFMessage, "/tf_static", on_tf_static, static_qos)
+        node.create_subscription(Clock, "/clock", on_clock, 10)
+        executor = rclpy.executors.SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        deadline = time.monotonic() + duration
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+            for p in procs or []:
+                if p.poll() is not None:
+                    report.dead.append(" ".join(p.args[2:3]))
+            if report.dead:
+                break
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    return report

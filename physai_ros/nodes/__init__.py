@@ -1,0 +1,1 @@
+"""rclpy nodes: parameters, topics, actions and timers; the maths lives in ``core``."""

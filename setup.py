@@ -1,0 +1,41 @@
+"""ament_python package definition: installs the Python package, the ROS share files
+(launch/, config/, urdf/, package.xml) and one console entry point per node plus ``physai``.
+"""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "physai_ros"
+
+# One entry point per ROS node (`ros2 run physai_ros <name>`), plus the user-facing CLI.
+NODES = {
+    "tf_publisher": "physai_ros.nodes.tf_publisher:main",
+}
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
+    package_data={PACKAGE: ["models/*.xml"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.py")),
+        (f"share/{PACKAGE}/config", glob("config/*")),
+        (f"share/{PACKAGE}/urdf", glob("urdf/*")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=False,
+    maintainer="physai_ros developers",
+    maintainer_email="physai-ros@users.noreply.github.com",
+    description="SO-101 and Panda control with ROS 2 interfaces over real hardware or MuJoCo.",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    entry_points={
+        "console_scripts": [
+            "physai = physai_ros.cli:main",
+            *(f"{name} = {target}" for name, target in NODES.items()),
+        ],
+    },
+)

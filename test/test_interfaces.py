@@ -1,0 +1,64 @@
+"""The generated tf2_msgs/control_msgs are wire-compatible with the official Kilted packages.
+
+ROS 2 (Iron and later) matches publishers and subscribers by type hash (RIHS01), computed from
+the fields only. The pinned hashes below are those of the official packages as released for
+Kilted (control_msgs 6.10.0, tf2_msgs of geometry2), computed by building the upstream
+definitions with the same rosidl generators; if a field of ours drifted, these differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+KILTED_HASHES = {
+    "control_msgs/action/FollowJointTrajectory": (
+        "RIHS01_ff29901b2693f5deb847e96084a1c2cdb26e70b7c847be21859b70a55fb29cf0"
+    ),
+    "control_msgs/action/GripperCommand": (
+        "RIHS01_e17c0e644eccf14bea84a0a93e0977182872c2eb7873ca6694900059b46dbc84"
+    ),
+    "control_msgs/msg/GripperCommand": (
+        "RIHS01_57eb8f326c9889ca8bb34ead82cc94cc09bf6bc5c3b6c09546dca3a00b589890"
+    ),
+    "control_msgs/msg/JointTolerance": (
+        "RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648"
+    ),
+    "control_msgs/msg/JointComponentTolerance": (
+        "RIHS01_739ea7566931944d33830fa10f1bf5e7a7fbdc3172bce7a7eaac642bd6e3ffa4"
+    ),
+    "tf2_msgs/msg/TFMessage": (
+        "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
+    ),
+}
+
+
+def installed_type_hash(type_name: str) -> str:
+    from ament_index_python.packages import get_package_share_directory
+
+    package, kind, name = type_name.split("/")
+    share = Path(get_package_share_directory(package))
+    data = json.loads((share / kind / f"{name}.json").read_text())
+    return {h["type_name"]: h["hash_string"] for h in data["type_hashes"]}[type_name]
+
+
+@pytest.mark.parametrize("type_name", sorted(KILTED_HASHES))
+def test_type_hash_matches_official_kilted(type_name: str) -> None:
+    distro = os.environ.get("ROS_DISTRO", "kilted")
+    if distro != "kilted":
+        pytest.skip(f"{type_name} comes from the official packages of ROS 2 {distro}")
+    assert installed_type_hash(type_name) == KILTED_HASHES[type_name]
+
+
+def test_follow_joint_trajectory_has_ros2_fields() -> None:
+    """The ROS 1-era definition lacks these; ROS 2 controllers send and expect them."""
+    from control_msgs.action import FollowJointTrajectory
+
+    goal = FollowJointTrajectory.Goal()
+    for field in ("multi_dof_trajectory", "component_path_tolerance", "component_goal_tolerance"):
+        assert hasattr(goal, field)
+    assert hasattr(FollowJointTrajectory.Result(), "error_string")
+    assert FollowJointTrajectory.Result.GOAL_TOLERANCE_VIOLATED == -5
