@@ -9,6 +9,7 @@ then watches the graph over DDS, prints what it saw, and stops every process it 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -71,16 +72,12 @@ def stop(procs: list[subprocess.Popen], timeout: float = 5.0) -> None:
         if not alive:
             return
         for p in alive:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, sig)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + timeout
         for p in alive:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 p.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
 
 
 def run(args: argparse.Namespace) -> int:

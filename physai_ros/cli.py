@@ -70,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser(
         "bench",
         help="run a benchmark (ratios against a baseline in the same run)",
-        description="Benchmarks print ratios measured in one run; the last line is 'metric = value'.",
+        description=(
+            "Benchmarks print ratios measured in one run; the last line is 'metric = value'."
+        ),
     )
     areas = bench.add_subparsers(dest="area", metavar="AREA", required=True)
     for name, (module, help_) in _available(BENCHMARKS).items():

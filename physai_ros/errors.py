@@ -16,7 +16,8 @@ class InvalidInput(PhysaiError, ValueError):
 
 
 class LimitViolation(InvalidInput):
-    """A command or trajectory would leave the robot's position/velocity/acceleration/jerk limits."""
+    """A command or trajectory would leave the robot's position, velocity, acceleration or jerk
+    limits."""
 
 
 class ModelError(PhysaiError):

@@ -37,12 +37,21 @@ class GraphReport:
     def markdown(self) -> str:
         rate = lambda n: f"{n / self.duration:.1f} /s"  # noqa: E731
         rows = [
-            ("/joint_states", f"{self.joint_states} msgs ({rate(self.joint_states)})",
-             ", ".join(self.joint_names)),
-            ("/tf", f"{self.tf_messages} msgs ({rate(self.tf_messages)})",
-             ", ".join(sorted(self.tf_frames))),
-            ("/tf_static", f"{len(self.tf_static_frames)} frames",
-             ", ".join(sorted(self.tf_static_frames))),
+            (
+                "/joint_states",
+                f"{self.joint_states} msgs ({rate(self.joint_states)})",
+                ", ".join(self.joint_names),
+            ),
+            (
+                "/tf",
+                f"{self.tf_messages} msgs ({rate(self.tf_messages)})",
+                ", ".join(sorted(self.tf_frames)),
+            ),
+            (
+                "/tf_static",
+                f"{len(self.tf_static_frames)} frames",
+                ", ".join(sorted(self.tf_static_frames)),
+            ),
             ("/clock", f"{self.clock_messages} msgs", f"sim time {self.last_clock:.3f} s"),
         ]
         lines = ["| topic | received | content |", "|---|---|---|"]

@@ -7,6 +7,7 @@ editable install (the repository root, next to the ``physai_ros`` Python package
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from functools import cache
 from pathlib import Path
@@ -28,10 +29,9 @@ def share_dir() -> Path:
             get_package_share_directory,
         )
 
-        try:
+        # Without AMENT_PREFIX_PATH the index raises EnvironmentError (an OSError) instead.
+        with contextlib.suppress(PackageNotFoundError, OSError, ValueError):
             candidates.append(Path(get_package_share_directory(PACKAGE)))
-        except PackageNotFoundError:
-            pass
     except ImportError:
         pass
     candidates.append(Path(sys.prefix) / "share" / PACKAGE)

@@ -23,7 +23,9 @@ def rewrite(venv: Path) -> int:
     """Rewrite the build host's include paths in every CMake file under ``venv/share``."""
     replacements = {
         f"{BUILD_HOST_PREFIX}/include/python3.11": sysconfig.get_paths()["include"],
-        f"{BUILD_HOST_PREFIX}/lib/python3.11/site-packages/numpy/_core/include": numpy.get_include(),
+        f"{BUILD_HOST_PREFIX}/lib/python3.11/site-packages/numpy/_core/include": (
+            numpy.get_include()
+        ),
     }
     changed = 0
     for path in sorted((venv / "share").glob("*/cmake/*.cmake")):

@@ -65,7 +65,10 @@ def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
     def _spawn(*args: str, module: bool = False) -> subprocess.Popen:
         cmd = [sys.executable, "-m", *args] if module else [sys.executable, *args]
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             start_new_session=True,
         )
         procs.append(proc)

@@ -40,11 +40,11 @@ def test_joint_state_crosses_processes(ros_context, spawn):
     node.create_subscription(JointState, "/joint_states", received.append, 50)
     peer = spawn(str(PEERS / "joint_state_talker.py"), str(nonce), "20")
 
-    assert spin_until(ros_context, node, lambda: len(received) >= 10, DISCOVERY_TIMEOUT), (
-        f"received {len(received)} JointState messages; peer said: {peer.stdout.read() if peer.poll() is not None else '(running)'}"
-    )
+    got_enough = spin_until(ros_context, node, lambda: len(received) >= 10, DISCOVERY_TIMEOUT)
+    peer_said = peer.stdout.read() if peer.poll() is not None else "(running)"
+    assert got_enough, f"received {len(received)} JointState messages; peer said: {peer_said}"
     first = received[0]
-    assert list(first.name)[0] == "shoulder_pan" and len(first.name) == 6
+    assert first.name[0] == "shoulder_pan" and len(first.name) == 6
     assert first.position[0] == pytest.approx(nonce, abs=0.05)
     assert first.position[5] == pytest.approx(nonce + 5, abs=0.05)
     # The effort field carries the sequence number: messages arrive in order.

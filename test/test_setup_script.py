@@ -1,0 +1,139 @@
+"""Bad set-up input gets a clear message, and an interrupted set-up is finished by a rerun.
+
+These run the real scripts/setup.sh in scratch locations (PHYSAI_VENV), never touching the
+project's own .venv.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+
+SETUP = REPO_ROOT / "scripts" / "setup.sh"
+
+
+def run_setup(venv: Path, **env: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ROS_", "VIRTUAL_ENV"))}
+    full.pop("PYTHONPATH", None)
+    full["PATH"] = os.pathsep.join(
+        p for p in full["PATH"].split(os.pathsep) if not p.startswith(str(REPO_ROOT))
+    )
+    full.update(PHYSAI_VENV=str(venv), **env)
+    return subprocess.run(
+        ["bash", str(SETUP)], env=full, capture_output=True, text=True, timeout=900
+    )
+
+
+def other_python() -> tuple[str, str, dict[str, str]]:
+    """A real interpreter other than 3.11 (this machine kind has several under pyenv)."""
+    env: dict[str, str] = {}
+    if shutil.which("pyenv"):
+        bare = subprocess.run(["pyenv", "versions", "--bare"], capture_output=True, text=True)
+        env["PYENV_VERSION"] = ":".join(bare.stdout.split())
+    for version in ("3.12", "3.13", "3.10"):
+        exe = shutil.which(f"python{version}")
+        if (
+            exe
+            and subprocess.run(
+                [exe, "-c", "pass"], env={**os.environ, **env}, capture_output=True
+            ).returncode
+            == 0
+        ):
+            return exe, version, env
+    pytest.fail("this test needs a second Python (3.10, 3.12 or 3.13) to pose as the wrong one")
+
+
+def test_unsupported_python_is_named(tmp_path):
+    exe, version, env = other_python()
+    result = run_setup(tmp_path / "venv", PHYSAI_PYTHON=exe, **env)
+    assert result.returncode == 1
+    assert f"Python {version}" in result.stderr and "CPython 3.11" in result.stderr
+    assert "source a ROS 2" in result.stderr
+    assert not (tmp_path / "venv").exists(), "a refused set-up must not create anything"
+
+
+def test_sourced_ros_with_another_python_is_named(tmp_path):
+    site = tmp_path / "opt/ros/jazzy/lib/python3.12/site-packages"
+    (site / "rclpy").mkdir(parents=True)
+    (site / "rclpy" / "__init__.py").write_text("")
+    result = run_setup(
+        tmp_path / "venv", ROS_DISTRO="jazzy", PYTHONPATH=str(site), PHYSAI_PYTHON="python3.11"
+    )
+    assert result.returncode == 1
+    assert "built for Python 3.12" in result.stderr
+    assert "Python 3.11" in result.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def test_sourced_ros_without_rclpy_is_named(tmp_path):
+    result = run_setup(tmp_path / "venv", ROS_DISTRO="kilted", PHYSAI_PYTHON="python3.11")
+    assert result.returncode == 1
+    assert "cannot import rclpy" in result.stderr
+    assert "source /opt/ros/kilted/setup.bash" in result.stderr
+
+
+def test_no_registry_is_named(tmp_path):
+    # Port 9 (discard) on loopback refuses at once: pip can reach no index and no local wheels.
+    result = run_setup(
+        tmp_path / "venv",
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_INDEX_URL="http://127.0.0.1:9/simple",
+        PIP_EXTRA_INDEX_URL="",
+        PIP_FIND_LINKS="",
+        PIP_RETRIES="0",
+        PIP_TIMEOUT="2",
+    )
+    assert result.returncode == 1
+    assert "could not download" in result.stderr
+    assert "rerun" in result.stderr
+    assert not (tmp_path / "venv" / ".physai-setup-stamp").exists()
+
+
+@pytest.mark.slow
+def test_interrupted_setup_is_finished_by_a_rerun(tmp_path):
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROS_", "VIRTUAL_ENV"))}
+    env.update(PHYSAI_VENV=str(venv))
+    proc = subprocess.Popen(
+        ["bash", str(SETUP)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    # Interrupt it in the middle of installing packages, as a Ctrl-C or a lost SSH would.
+    deadline = time.monotonic() + 120
+    while not (venv / "lib").exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(4.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (venv / ".physai-setup-stamp").exists()
+
+    rerun = run_setup(venv)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "resuming an unfinished set-up" in rerun.stderr
+    check = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import rclpy, tf2_msgs.msg, control_msgs.action, mujoco, physai_ros;"
+            "print(mujoco.__version__)",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert check.stdout.strip() == "3.17.0", check.stderr
+
+    start = time.monotonic()
+    again = run_setup(venv)
+    assert again.returncode == 0 and again.stderr == ""
+    assert time.monotonic() - start < 10.0, "an up-to-date environment must be a no-op"
