@@ -1,0 +1,219 @@
+"""The scripted pick as a pure state machine: time and sensed inputs in, arm/jaw targets out.
+
+settle → pre → down → close → lift → hold → done; abort → aborted on trouble.
+Timed states end after their duration. ``close`` ends on a *sensed* condition — both jaws touch
+and the jaw is still for ``still_time`` — because how long a jaw takes to seat depends on its
+torque cap and the object (0.9 s to 2.7 s in lesson 16); a fixed timer would either lift too
+early or waste time. A timeout lifts anyway; the physical outcome test then tells.
+
+Nothing here calls MuJoCo or ROS: inverse kinematics is injected as a callable, so the same
+machine runs lockstep in-process for sweeps and behind the ROS pick node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import yaml
+
+from physai_ros.core.grasp import minjerk
+from physai_ros.core.kinematics import IKResult
+from physai_ros.errors import InvalidInput
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "pick.yaml"
+TIMED = ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
+NEXT = {"settle": "pre", "pre": "down", "down": "close", "close": "lift", "lift": "hold"}
+NEXT.update(hold="done", abort="aborted")
+MOVES = {"settle": ("home", "home"), "pre": ("home", "pre"), "down": ("pre", "down")}
+MOVES.update(lift=("down", "lift"), hold=("lift", "lift"))
+JAW_OPEN_STATES = frozenset({"settle", "pre", "down", "abort", "aborted"})
+TERMINAL = frozenset({"done", "aborted"})
+IKSolver = Callable[[np.ndarray, np.ndarray], IKResult]
+
+
+@dataclass(frozen=True)
+class PickConfig:
+    """Timings [s], offsets [m], jaw targets [rad] and thresholds of the pick (config/pick.yaml)."""
+
+    durations: dict[str, float]
+    offsets: dict[str, float]
+    close_timeout: float = 4.0
+    still_speed: float = 0.05
+    still_time: float = 0.1
+    pose_timeout: float = 0.5
+    jaw_open: float = 0.85
+    jaw_closed: float = -0.17453
+    min_lift: float = 0.04
+    eject_distance: float = 0.30
+    ik: dict[str, float] = field(default_factory=dict)
+    robot: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [k for k in TIMED if k not in self.durations]
+        if missing:
+            raise InvalidInput(f"pick durations lack {missing}; required: {list(TIMED)}")
+        for key, value in self.durations.items():
+            if not math.isfinite(value) or value <= 0.0:
+                raise InvalidInput(f"duration {key!r} must be > 0 [s], got {value!r}")
+        for key in ("pre", "down", "lift"):
+            if key not in self.offsets:
+                raise InvalidInput(f"pick offsets lack {key!r}; required: ['pre', 'down', 'lift']")
+        for key in ("close_timeout", "still_speed", "still_time", "pose_timeout"):
+            if getattr(self, key) <= 0.0:
+                raise InvalidInput(f"{key} must be > 0, got {getattr(self, key)!r}")
+
+
+def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
+    """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig`."""
+    path = Path(path) if path is not None else DEFAULT_CONFIG
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise InvalidInput(f"cannot read pick config {path}: {err}") from err
+    if robot not in raw:
+        robots = [k for k, v in raw.items() if isinstance(v, dict) and "arm_joints" in v]
+        raise InvalidInput(f"pick config has no robot {robot!r}; valid: {robots}")
+    nested = ("durations", "offsets", "ik", "robot")
+    scalars = {
+        k: float(raw[k]) for k in PickConfig.__dataclass_fields__ if k in raw and k not in nested
+    }
+    return PickConfig(
+        durations={k: float(v) for k, v in raw["durations"].items()},
+        offsets={k: float(v) for k, v in raw["offsets"].items()},
+        ik={k: float(v) for k, v in raw.get("ik", {}).items()},
+        robot=dict(raw[robot]),
+        **scalars,
+    )
+
+
+class PickCommand(NamedTuple):
+    """Targets for one control step: arm joints [rad] and the jaw joint [rad]."""
+
+    arm: np.ndarray
+    jaw: float
+
+
+class PickSensing(NamedTuple):
+    """What the sensors say after a step.
+
+    both_touch: both jaws push on the object; jaw_speed: jaw joint speed [rad/s];
+    cube_pos: object centre in the IK frame [m] or None if unseen; cube_stamp: when that pose
+    was measured [s] (same clock as ``now``).
+    """
+
+    both_touch: bool = False
+    jaw_speed: float = 0.0
+    cube_pos: np.ndarray | None = None
+    cube_stamp: float | None = None
+
+
+class PickMachine:
+    """settle → pre → down → close → lift → hold → done, with a sensed close and an abort path.
+
+    config: timings and thresholds; ik: ``ik(target_pos [m], q_init) -> IKResult`` for the arm
+    joints (orientation fixed by the caller); home: arm joints at rest [rad]; t0: start [s].
+    Targets for pre/down/lift are solved once, from the cube pose seen when settle ends.
+    """
+
+    def __init__(self, config: PickConfig, ik: IKSolver, home: np.ndarray, t0: float = 0.0):
+        self.cfg, self.ik = config, ik
+        self.poses: dict[str, np.ndarray] = {"home": np.asarray(home, dtype=float).copy()}
+        self.state, self.t_state = "settle", float(t0)
+        self.still_since: float | None = None
+        self.close_s = math.nan  # [s] time in close when the grip was sensed (nan: never)
+        self.closed = False  # close ended on the sensed condition, not the timeout
+        self.abort_reason: str | None = None
+        self.ik_error = math.nan  # [m] worst IK position error of the pick targets
+        self._abort_from = self.poses["home"]
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL
+
+    def command(self, now: float) -> PickCommand:
+        """Arm and jaw targets at time ``now`` [s]: min-jerk between poses; a jaw ramp in close."""
+        cfg, t = self.cfg, now - self.t_state
+        if self.state == "close":
+            u = minjerk(t / cfg.durations["close_ramp"])
+            return PickCommand(
+                self.poses["down"], cfg.jaw_open + u * (cfg.jaw_closed - cfg.jaw_open)
+            )
+        if self.state in ("abort", "aborted"):
+            u = minjerk(t / cfg.durations["abort"]) if self.state == "abort" else 1.0
+            start, home = self._abort_from, self.poses["home"]
+            return PickCommand(start + u * (home - start), cfg.jaw_open)
+        a, b = MOVES.get(self.state, ("lift", "lift"))  # done: stay at lift
+        qa, qb = self.poses[a], self.poses[b]
+        q = qa + minjerk(t / cfg.durations.get(self.state, 1.0)) * (qb - qa)
+        jaw = cfg.jaw_open if self.state in JAW_OPEN_STATES else cfg.jaw_closed
+        return PickCommand(q, jaw)
+
+    def update(self, now: float, sensed: PickSensing) -> str:
+        """Advance with what the sensors say after a step; returns the (possibly new) state."""
+        cfg, t = self.cfg, now - self.t_state
+        if self.state in TERMINAL:
+            return self.state
+        if self.state == "close":
+            settled = (
+                sensed.both_touch
+                and abs(sensed.jaw_speed) < cfg.still_speed
+                and t > cfg.durations["close_ramp"]
+            )
+            if not settled:
+                self.still_since = None
+            elif self.still_since is None:
+                self.still_since = now
+            if self.still_since is not None and now - self.still_since >= cfg.still_time:
+                self.close_s, self.closed = t, True
+                self._enter("lift", now)
+            elif t > cfg.close_timeout:
+                self._enter("lift", now)  # lift anyway; the outcome test will tell
+        elif t >= cfg.durations[self.state] - 1e-9:
+            if self.state == "settle":
+                self._plan(now, sensed)
+                if self.state == "abort":
+                    return self.state
+            self._enter(NEXT[self.state], now)
+        return self.state
+
+    def abort(self, now: float, reason: str) -> None:
+        """Open the jaw and return home from wherever the arm was commanded to be."""
+        if self.state in TERMINAL or self.state == "abort":
+            return
+        self._abort_from = self.command(now).arm
+        self.abort_reason = reason
+        self._enter("abort", now)
+
+    def _enter(self, state: str, now: float) -> None:
+        self.state, self.t_state, self.still_since = state, now, None
+
+    def _plan(self, now: float, sensed: PickSensing) -> None:
+        """Solve pre/down/lift targets from the latest cube pose, or abort with the reason."""
+        if sensed.cube_pos is None or sensed.cube_stamp is None:
+            self.abort(now, "cube pose missing")
+            return
+        age = now - sensed.cube_stamp
+        if age > self.cfg.pose_timeout:
+            self.abort(now, f"cube pose stale: {age:.3f} s old > {self.cfg.pose_timeout} s")
+            return
+        cube = np.asarray(sensed.cube_pos, dtype=float)
+        q = self.poses["home"]
+        errors = []
+        for name in ("pre", "down", "lift"):
+            target = cube + np.array([0.0, 0.0, self.cfg.offsets[name]])
+            result = self.ik(target, q)
+            if not result.converged:
+                self.abort(
+                    now,
+                    f"IK did not converge for {name} target {np.round(target, 4).tolist()} m "
+                    f"(error {result.error * 1e3:.1f} mm): cube out of reach?",
+                )
+                return
+            self.poses[name] = q = np.asarray(result.q, dtype=float)
+            errors.append(result.error)
+        self.ik_error = max(errors)

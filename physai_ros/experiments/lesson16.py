@@ -1,0 +1,428 @@
+"""Lesson 16: grasping and the scripted pick, run lockstep with MuJoCo (no weld, real contacts).
+
+``physai lesson 16 [--sweep nominal|A|B|C|all] [--model-path DIR] [--jobs N]``
+
+The pure :class:`~physai_ros.core.pick.PickMachine` is driven in-process: command → mj_step →
+sense (jaw contact forces, jaw speed, cube pose) → update, deterministic for a given model.
+Sweeps: A friction μ, B jaw torque cap, C cube mass; each row is 10 cube positions uniform in a
+2×2 cm square around (22, 0) cm (seed 0), scored with the physical outcome test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import mujoco
+import numpy as np
+
+from physai_ros.core.contact import JawContactSensor, contact_force_on
+from physai_ros.core.grasp import OUTCOMES, G, cone_use, pick_outcome, wilson
+from physai_ros.core.kinematics import solve_ik
+from physai_ros.core.pick import PickConfig, PickMachine, PickSensing, load_pick_config
+from physai_ros.errors import InvalidInput, ModelError
+
+# The lesson's set-up: one place for its numbers.
+TIMESTEP = 0.002  # [s]
+CUBE_SIZE = 0.03  # [m] edge
+CUBE_MASS = 0.03  # [kg]
+JAW_MU = 1.0  # jaw pad friction (priority 1; the cube's priority 2 makes its μ count)
+DEFAULT_CAP = 2.94  # [N·m] jaw servo torque cap of the reference model
+CENTRE = (0.22, 0.0)  # [m] cube square centre in the base frame (base at the world origin)
+HALF_SQUARE = 0.01  # [m] positions uniform in ±1 cm
+POSITIONS = 10
+SEED = 0
+SWEEPS = {  # sweep: (varied field, values, fixed fields)
+    "A": ("mu", (0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.1, 0.3, 1.0), {"mass": 0.03, "cap": 0.5}),
+    "B": ("cap", (2.94, 1.0, 0.5, 0.3, 0.2, 0.15, 0.1), {"mass": 0.03, "mu": 0.05}),
+    "C": ("mass", (0.03, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.7), {"mu": 0.3, "cap": 0.5}),
+}
+LABEL = {"mu": "μ", "cap": "τ [N·m]", "mass": "m [kg]"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One sweep row's physics: cube friction μ, cube mass [kg], jaw torque cap [N·m]."""
+
+    mu: float
+    mass: float
+    cap: float
+
+
+class PickResult(NamedTuple):
+    """One pick, measured: outcome, and what the lesson's tables report."""
+
+    outcome: str
+    ejected: bool
+    closed: bool
+    lift: float  # [m] cube bottom above the table at the end
+    close_s: float  # [s] time in close (nan if the grip never formed)
+    squeeze: float  # [N] N1 + N2 when close ended
+    forces: tuple[float, float]  # [N] (fixed, moving) jaw normal forces at the end
+    steps: int
+    ik_error: float  # [m]
+    abort_reason: str | None
+    lift_force: float  # [N] vertical force of the jaws on the cube at the end
+    max_cone_use: float  # largest |f_t| / (μ f_n) over the jaw contacts at the end (nan: none)
+
+
+def build_model(model_path: str | Path | None, row: Row) -> mujoco.MjModel:
+    """The lesson's scene: SO-101 on a table, a 3 cm cube (condim 4, priority 2), 2 ms steps.
+
+    Built here with MjSpec until the shared scene builder (physai_ros.models.scene) is
+    reconciled with this lesson's set-up.
+    """
+    return _build_scene(model_path, row)
+
+
+def _build_scene(model_path: str | Path | None, row: Row) -> mujoco.MjModel:
+    """Fallback scene construction with MjSpec (table plane, cube, jaw pads, cap)."""
+    if model_path is None:
+        path = Path(__file__).resolve().parents[1] / "models" / "so101.xml"
+    else:
+        path = Path(model_path)
+        path = path / "scene.xml" if path.is_dir() else path
+    if not path.is_file():
+        raise ModelError(f"SO-101 model not found at {path}; pass --model-path DIR or FILE")
+    spec = mujoco.MjSpec.from_file(str(path))
+    spec.option.timestep = TIMESTEP
+    if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.geoms):
+        spec.worldbody.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
+    for geom in spec.geoms:  # jaw pads: μ 1, priority 1
+        if geom.name.startswith(("fixed_jaw", "moving_jaw")):
+            geom.friction[0], geom.priority = JAW_MU, 1
+    body = spec.worldbody.add_body(name="cube", pos=[CENTRE[0], CENTRE[1], CUBE_SIZE / 2])
+    body.add_freejoint(name="cube")
+    body.add_geom(
+        name="cube",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[CUBE_SIZE / 2] * 3,
+        mass=row.mass,
+        friction=[row.mu, 0.03, 0.003],
+        condim=4,
+        priority=2,
+        rgba=[0.85, 0.2, 0.2, 1],
+    )
+    for act in spec.actuators:
+        if act.name == "gripper":
+            act.forcerange = [-row.cap, row.cap]
+    return spec.compile()
+
+
+def _top_down_quat(cfg: PickConfig) -> np.ndarray:
+    """Site orientation: x along the approach (down), z along the jaw closing direction."""
+    x = np.asarray(cfg.robot["approach"], dtype=float)
+    z = np.asarray(cfg.robot["closing"], dtype=float)
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.column_stack([x, np.cross(z, x), z]).ravel())
+    return quat
+
+
+def run_pick(
+    model: mujoco.MjModel,
+    cube_pos: Sequence[float],
+    cfg: PickConfig,
+    ctrl_log: list[np.ndarray] | None = None,
+) -> PickResult:
+    """One scripted pick from rest, lockstep with MuJoCo; returns its measured outcome.
+
+    ctrl_log: if given, every step's ``data.ctrl`` is appended (benchmarks replay it).
+    """
+    rob = cfg.robot
+    arm = list(rob["arm_joints"])
+    data = mujoco.MjData(model)
+    cube_q = model.joint("cube").qposadr[0]
+    cube_body = model.body("cube").id
+    data.qpos[cube_q : cube_q + 3] = cube_pos
+    home = np.asarray(rob["home"], dtype=float)
+    arm_q = [model.joint(n).qposadr[0] for n in arm]
+    data.qpos[arm_q] = home
+    arm_act = [model.actuator(n).id for n in arm]
+    jaw_act = model.actuator(rob["jaw_joint"]).id
+    jaw_dof = model.joint(rob["jaw_joint"]).dofadr[0]
+    mujoco.mj_forward(model, data)
+    start = data.xpos[cube_body].copy()
+    sensor = JawContactSensor(model, "cube", rob["fixed_jaw_body"], rob["moving_jaw_body"])
+    quat = _top_down_quat(cfg)
+    ik_kw = {k: (int(v) if k == "max_iters" else v) for k, v in cfg.ik.items()}
+
+    def ik(target: np.ndarray, q0: np.ndarray):
+        return solve_ik(model, data, rob["site"], target, arm, q0, quat, **ik_kw)
+
+    machine = PickMachine(cfg, ik, home, t0=data.time)
+    steps, squeeze = 0, math.nan
+    reading = sensor.read(data)
+    while not machine.finished:
+        cmd = machine.command(data.time)
+        data.ctrl[arm_act] = cmd.arm
+        data.ctrl[jaw_act] = cmd.jaw
+        if ctrl_log is not None:
+            ctrl_log.append(data.ctrl.copy())
+        mujoco.mj_step(model, data)
+        steps += 1
+        reading = sensor.read(data) if machine.state == "close" or machine.finished else None
+        sensed = PickSensing(
+            both_touch=bool(reading and reading.both_touch),
+            jaw_speed=float(data.qvel[jaw_dof]),
+            cube_pos=data.xpos[cube_body],
+            cube_stamp=data.time,
+        )
+        before = machine.state
+        machine.update(data.time, sensed)
+        if before == "close" and machine.state != "close":
+            squeeze = reading.fixed_normal + reading.moving_normal
+    reading = sensor.read(data)
+    lift = float(data.xpos[cube_body][2] - CUBE_SIZE / 2)
+    outcome = pick_outcome(lift, reading.both_touch, machine.closed, cfg.min_lift)
+    moved = float(np.linalg.norm(data.xpos[cube_body][:2] - start[:2]))
+    mu = float(model.geom_friction[sensor.object_geom][0])
+    uses = [
+        cone_use(contact_force_on(model, data, k, sensor.object_geom)[0], mu)
+        for k, _ in sensor.jaw_contacts(data)
+        if contact_force_on(model, data, k, sensor.object_geom)[0][0] > 0.0
+    ]
+    return PickResult(
+        outcome=outcome,
+        ejected=moved > cfg.eject_distance,
+        closed=machine.closed,
+        lift=lift,
+        close_s=machine.close_s,
+        squeeze=squeeze,
+        forces=(reading.fixed_normal, reading.moving_normal),
+        steps=steps,
+        ik_error=machine.ik_error,
+        abort_reason=machine.abort_reason,
+        lift_force=reading.lift_force,
+        max_cone_use=max(uses) if uses else math.nan,
+    )
+
+
+def cube_positions(n: int = POSITIONS, seed: int = SEED) -> np.ndarray:
+    """``n`` cube centres [m], uniform in the 2×2 cm square around (22, 0) cm, on the table."""
+    rng = np.random.default_rng(seed)
+    xy = np.asarray(CENTRE) + rng.uniform(-HALF_SQUARE, HALF_SQUARE, size=(n, 2))
+    return np.column_stack([xy, np.full(n, CUBE_SIZE / 2)])
+
+
+_MODELS: dict[tuple, mujoco.MjModel] = {}  # per-process cache: one compile per row
+
+
+def model_for(model_path: str | Path | None, row: Row) -> mujoco.MjModel:
+    """The row's compiled model, cached per process (compiling costs more than a pick)."""
+    key = (model_path, row)
+    if key not in _MODELS:
+        _MODELS[key] = build_model(model_path, row)
+    return _MODELS[key]
+
+
+def _trial(job: tuple) -> PickResult:
+    model_path, row, pos, cfg = job
+    return run_pick(model_for(model_path, row), pos, cfg)
+
+
+def run_trials(jobs: list[tuple], workers: int, progress: bool = True) -> list[PickResult]:
+    """Run (model_path, row, pos, cfg) jobs in order; ``workers`` > 1 uses processes."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(jobs), file=sys.stderr, disable=not progress, desc="picks")
+    results = []
+    if workers <= 1:
+        for job in jobs:
+            results.append(_trial(job))
+            bar.update()
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for result in pool.map(_trial, jobs, chunksize=max(1, len(jobs) // (4 * workers))):
+                results.append(result)
+                bar.update()
+    bar.close()
+    return results
+
+
+class RowStats(NamedTuple):
+    """A sweep row summarised as the lesson's tables report it."""
+
+    value: float
+    row: Row
+    counts: dict[str, int]
+    ejected: int
+    close_s: float  # [s] mean over picks whose grip formed (nan if none)
+    squeeze: float  # [N] mean N1 + N2 over the same picks
+    ratio: float  # μ (N1 + N2) / (m g) from that mean squeeze
+    ci: tuple[float, float]
+
+
+def summarise(value: float, row: Row, results: Sequence[PickResult]) -> RowStats:
+    counts = {o: sum(r.outcome == o for r in results) for o in OUTCOMES}
+    closed = [r for r in results if r.closed]
+    close_s = float(np.mean([r.close_s for r in closed])) if closed else math.nan
+    squeeze = float(np.mean([r.squeeze for r in closed])) if closed else math.nan
+    ratio = row.mu * squeeze / (row.mass * G) if closed else math.nan
+    ci = tuple(wilson(counts["held"], len(results)))
+    ejected = sum(r.ejected for r in results)
+    return RowStats(value, row, counts, ejected, close_s, squeeze, ratio, ci)
+
+
+def sweep_rows(name: str) -> list[tuple[float, Row]]:
+    field_name, values, fixed = SWEEPS[name]
+    return [(v, Row(**{**fixed, field_name: v})) for v in values]
+
+
+def run_sweep(
+    name: str, model_path, cfg: PickConfig, positions: np.ndarray, workers: int, progress=True
+) -> list[RowStats]:
+    rows = sweep_rows(name)
+    jobs = [(model_path, row, pos, cfg) for _, row in rows for pos in positions]
+    results = run_trials(jobs, workers, progress)
+    n = len(positions)
+    return [summarise(v, row, results[i * n : (i + 1) * n]) for i, (v, row) in enumerate(rows)]
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "–" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def table(name: str, stats: Sequence[RowStats]) -> tuple[list[str], list[list[str]]]:
+    header = [LABEL[SWEEPS[name][0]], "success", "Wilson 95 %", "close [s]", "squeeze [N]"]
+    header += ["μ(N1+N2)/mg", "held / not closed / dropped; ejected"]
+    body = []
+    for s in stats:
+        n = sum(s.counts.values())
+        c = s.counts
+        body.append(
+            [
+                f"{s.value:g}",
+                f"{c['held']}/{n}",
+                f"[{s.ci[0]:.2f}, {s.ci[1]:.2f}]",
+                _fmt(s.close_s),
+                _fmt(s.squeeze),
+                _fmt(s.ratio),
+                f"{c['held']} / {c['not closed']} / {c['dropped']}; {s.ejected}",
+            ]
+        )
+    return header, body
+
+
+def markdown(header: list[str], body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
+
+
+def _save(out: Path, name: str, header, body) -> str:
+    with open(out / f"sweep_{name}.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows([header, *body])
+    text = f"### Sweep {name}\n\n{markdown(header, body)}\n"
+    (out / f"sweep_{name}.md").write_text(text)
+    return text
+
+
+def plot(out: Path, stats: dict[str, list[RowStats]]) -> None:
+    """Outcomes per μ (sweep A) and success vs cone ratio (all rows with a ratio)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if "A" in stats:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        labels = [f"{s.value:g}" for s in stats["A"]]
+        bottom = np.zeros(len(labels))
+        for outcome in OUTCOMES:
+            counts = np.array([s.counts[outcome] for s in stats["A"]])
+            ax.bar(labels, counts, bottom=bottom, label=outcome)
+            bottom += counts
+        ax.set(xlabel="cube friction μ", ylabel="picks", title="Sweep A: outcome per μ")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "outcomes_per_mu.png", dpi=120)
+        plt.close(fig)
+    points = [
+        (s.ratio, s.counts["held"] / sum(s.counts.values()), k)
+        for k, v in stats.items()
+        for s in v
+        if not math.isnan(s.ratio)
+    ]
+    if points:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        for key in sorted({p[2] for p in points}):
+            xs = [p[0] for p in points if p[2] == key]
+            ys = [p[1] for p in points if p[2] == key]
+            ax.scatter(xs, ys, label=f"sweep {key}")
+        ax.axvline(1.0, color="grey", ls="--", lw=1)
+        ax.set(
+            xscale="log",
+            xlabel="μ(N1+N2)/(m g)",
+            ylabel="success rate",
+            title="Success vs friction-cone ratio",
+        )
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "success_vs_cone_ratio.png", dpi=120)
+        plt.close(fig)
+
+
+def nominal(model_path, cfg: PickConfig) -> PickResult:
+    """The lesson's nominal pick: μ 1, 30 g, default cap, cube at (22, 0) cm."""
+    model = build_model(model_path, Row(mu=1.0, mass=CUBE_MASS, cap=DEFAULT_CAP))
+    return run_pick(model, (CENTRE[0], CENTRE[1], CUBE_SIZE / 2), cfg)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--sweep", choices=["nominal", "A", "B", "C", "all"], default="all")
+    parser.add_argument(
+        "--model-path",
+        default=None,
+        help="reference SO-101 folder or scene file (default: embedded model)",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--positions", type=int, default=POSITIONS, help="cube positions per row")
+    parser.add_argument("--output", default="physai_output/lesson16", help="output directory")
+    parser.add_argument(
+        "--config", default=None, help="pick config YAML (default config/pick.yaml)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs < 1 or args.positions < 1:
+        raise InvalidInput(f"--jobs and --positions must be ≥ 1, got {args.jobs}, {args.positions}")
+    cfg = load_pick_config(args.config)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    res = nominal(args.model_path, cfg)
+    header = ["outcome", "lift [cm]", "IK error [mm]", "jaw forces [N]", "close [s]", "steps"]
+    body = [
+        [
+            res.outcome,
+            f"{res.lift * 100:.2f}",
+            f"{res.ik_error * 1e3:.3f}",
+            f"{res.forces[0]:.2f} / {res.forces[1]:.2f}",
+            _fmt(res.close_s, 3),
+            str(res.steps),
+        ]
+    ]
+    report = [_save(out, "nominal", header, body)]
+    print(report[-1])
+    names = {"all": ["A", "B", "C"], "nominal": []}.get(args.sweep, [args.sweep])
+    positions = cube_positions(args.positions)
+    stats = {}
+    for name in names:
+        stats[name] = run_sweep(name, args.model_path, cfg, positions, args.jobs)
+        report.append(_save(out, name, *table(name, stats[name])))
+        print(report[-1])
+    (out / "lesson16.md").write_text("\n".join(report))
+    if stats:
+        plot(out, stats)
+    return 0
+
+
+if __name__ == "__main__":
+    _parser = argparse.ArgumentParser(description=__doc__)
+    add_arguments(_parser)
+    raise SystemExit(run(_parser.parse_args()))

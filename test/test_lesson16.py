@@ -1,0 +1,81 @@
+"""Lesson 16 on the reference SO-101: the nominal pick's numbers and the sweeps' laws.
+
+Tolerances: the nominal pick's lift, jaw forces, close time and step count within 3 % of the
+lesson (our IK/orientation and jaw-open choices are reconstructions, not the lesson's code);
+state outcomes exact. The reduced sweeps use the first 4 of the lesson's 10 positions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from physai_ros.core.grasp import G
+from physai_ros.core.pick import load_pick_config
+from physai_ros.experiments.lesson16 import (
+    CUBE_MASS,
+    Row,
+    cube_positions,
+    nominal,
+    run_trials,
+    summarise,
+)
+
+REL = 0.03  # relative tolerance on the lesson's nominal numbers
+CFG = load_pick_config()
+POSITIONS = cube_positions()[:4]
+
+
+@pytest.fixture(scope="module")
+def so101_dir(shared_models):
+    return str(shared_models / "robotstudio_so101")
+
+
+def test_nominal_pick_reproduces_the_lesson(so101_dir):
+    res = nominal(so101_dir, CFG)
+    assert res.outcome == "held" and res.closed and not res.ejected and res.abort_reason is None
+    assert res.lift == pytest.approx(0.0737, rel=REL)
+    assert res.forces[0] == pytest.approx(39.84, rel=REL)
+    assert res.forces[1] == pytest.approx(39.83, rel=REL)
+    assert res.close_s == pytest.approx(0.474, rel=REL)
+    assert res.steps == pytest.approx(2287, rel=REL)
+    assert res.ik_error < 0.18e-3  # lesson: 0.18 mm
+    # only friction holds the cube up: the jaws' vertical force is its weight (2 %, hold is static)
+    assert res.lift_force == pytest.approx(CUBE_MASS * G, rel=0.02)
+    # μ 1, 30 g: the grip barely uses its cones (lesson: 0.037)
+    assert res.max_cone_use < 0.2
+
+
+def _rows(so101_dir, rows):
+    jobs = [(so101_dir, row, pos, CFG) for row in rows for pos in POSITIONS]
+    results = run_trials(jobs, workers=2, progress=False)
+    n = len(POSITIONS)
+    return [summarise(0.0, row, results[i * n : (i + 1) * n]) for i, row in enumerate(rows)]
+
+
+def test_reduced_sweeps_obey_the_friction_cone(so101_dir):
+    a_low, a_high, b_strong, b_weak, c_light, c_heavy = _rows(
+        so101_dir,
+        [
+            Row(mu=0.02, mass=0.03, cap=0.5),  # A: μ ≤ 0.02 never holds
+            Row(mu=0.05, mass=0.03, cap=0.5),  # A: μ ≥ 0.05 always holds
+            Row(mu=0.05, mass=0.03, cap=1.0),  # B: 1 N·m holds everything
+            Row(mu=0.05, mass=0.03, cap=0.2),  # B: ≤ 0.2 N·m holds nothing
+            Row(mu=0.3, mass=0.4, cap=0.5),  # C: ratio 1.24 holds
+            Row(mu=0.3, mass=0.45, cap=0.5),  # C: ratio 1.12 drops
+        ],
+    )
+    n = len(POSITIONS)
+    assert a_low.counts["held"] == 0 and a_high.counts["held"] == n
+    assert b_strong.counts["held"] == n and b_weak.counts["held"] == 0
+    assert c_light.counts["held"] == n and c_heavy.counts["held"] == 0
+    assert c_heavy.counts["dropped"] == n  # the grip formed, the lift pulled the cube out
+    # the cone law: every all-held row has ratio > 1, every row with a ratio < 1 holds nothing
+    for row in (a_low, a_high, b_strong, b_weak, c_light, c_heavy):
+        if not math.isnan(row.ratio) and row.ratio < 1.0:
+            assert row.counts["held"] == 0
+        if row.counts["held"] == n:
+            assert row.ratio > 1.0
+    # squeeze grows with the cap (lesson: 27.23 N at 1 N·m vs 12.74 N at 0.5 N·m)
+    assert b_strong.squeeze > 1.5 * a_high.squeeze

@@ -1,0 +1,141 @@
+"""PickMachine is pure: driven here with a fake clock and scripted sensor readings, no MuJoCo.
+
+Timing tolerance: one 2 ms step (the machine switches on the first step at or after a duration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from physai_ros.core.kinematics import IKResult
+from physai_ros.core.pick import PickMachine, PickSensing, load_pick_config
+from physai_ros.errors import InvalidInput
+
+DT = 0.002  # [s]
+CFG = load_pick_config()
+HOME = np.zeros(5)
+CUBE = np.array([0.22, 0.0, 0.015])
+
+
+def linear_ik(target, q0):
+    """A stand-in IK that is exact and invertible: q = 10·(x, y, z, 0, 0)."""
+    q = np.concatenate([10.0 * np.asarray(target), [0.0, 0.0]])
+    return IKResult(q=q, error=0.0, iterations=1, converged=True)
+
+
+def failing_ik(target, q0):
+    return IKResult(q=np.asarray(q0), error=0.05, iterations=300, converged=False)
+
+
+def drive(machine, sensing, t_end=20.0):
+    """Step the clock; ``sensing(state, t_in_state)`` returns (both_touch, jaw_speed)."""
+    t, trace = 0.0, []
+    while not machine.finished and t < t_end:
+        cmd = machine.command(t)
+        trace.append((t, machine.state, cmd))
+        t = round(t + DT, 9)
+        touch, speed = sensing(machine.state, t - machine.t_state)
+        machine.update(t, PickSensing(touch, speed, CUBE, t))
+    return t, trace
+
+
+def test_config_loads_the_lesson_numbers_frozen():
+    d = CFG.durations
+    assert (d["settle"], d["pre"], d["down"], d["lift"], d["hold"]) == (0.3, 1.2, 0.8, 1.0, 0.8)
+    assert (d["close_ramp"], CFG.close_timeout, CFG.still_speed, CFG.still_time) == (
+        0.3,
+        4.0,
+        0.05,
+        0.1,
+    )
+    assert (CFG.offsets["pre"], CFG.offsets["down"], CFG.offsets["lift"]) == (0.055, -0.004, 0.07)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        CFG.close_timeout = 1.0
+    with pytest.raises(InvalidInput, match="valid"):
+        load_pick_config(robot="ur5")
+
+
+def test_timed_states_and_a_sensed_close():
+    touch_at = 0.25  # [s] into close the jaws seat and stop
+    machine = PickMachine(CFG, linear_ik, HOME)
+
+    def sensing(state, t):
+        return (state == "close" and t >= touch_at), (0.0 if t >= touch_at else 2.0)
+
+    t_end, trace = drive(machine, sensing)
+    entered = {}
+    for t, state, _ in trace:
+        entered.setdefault(state, t)
+    assert entered["pre"] == pytest.approx(0.3, abs=DT)
+    assert entered["down"] == pytest.approx(1.5, abs=DT)
+    assert entered["close"] == pytest.approx(2.3, abs=DT)
+    # sensed: still only counts after the 0.3 s ramp, then for 0.1 s
+    assert machine.closed and machine.close_s == pytest.approx(0.4, abs=DT)
+    assert entered["lift"] - entered["close"] == pytest.approx(0.4, abs=2 * DT)
+    assert t_end == pytest.approx(2.3 + 0.4 + 1.0 + 0.8, abs=2 * DT)
+    assert machine.state == "done" and machine.abort_reason is None
+    # targets: IK of cube + offsets, reached at the end of each move; jaw open until close
+    by_state = {s: [c for _, st, c in trace if st == s] for s in ("pre", "down", "close", "hold")}
+    np.testing.assert_allclose(
+        by_state["down"][-1].arm[:3], 10 * (CUBE + np.array([0, 0, -0.004])), atol=1e-6
+    )
+    np.testing.assert_allclose(
+        by_state["hold"][-1].arm[:3], 10 * (CUBE + np.array([0, 0, 0.07])), atol=1e-9
+    )
+    assert all(c.jaw == CFG.jaw_open for c in by_state["pre"] + by_state["down"])
+    assert by_state["close"][0].jaw == pytest.approx(CFG.jaw_open)
+    assert by_state["close"][-1].jaw == pytest.approx(CFG.jaw_closed)
+    assert all(np.array_equal(c.arm, by_state["close"][0].arm) for c in by_state["close"])
+
+
+def test_stillness_must_last_and_a_twitch_restarts_it():
+    machine = PickMachine(CFG, linear_ik, HOME)
+
+    def sensing(state, t):
+        twitch = 0.35 <= t < 0.36  # jaw moves briefly: the 0.1 s window starts again
+        return state == "close", (1.0 if twitch else 0.0)
+
+    drive(machine, sensing)
+    assert machine.close_s == pytest.approx(0.36 + 0.1, abs=2 * DT)
+
+
+def test_no_grip_times_out_and_lifts_anyway():
+    machine = PickMachine(CFG, linear_ik, HOME)
+    _, trace = drive(machine, lambda state, t: (False, 0.0))
+    assert machine.state == "done" and not machine.closed and math.isnan(machine.close_s)
+    close_time = sum(1 for _, s, _ in trace if s == "close") * DT
+    assert close_time == pytest.approx(CFG.close_timeout, abs=2 * DT)
+
+
+def test_unreachable_cube_aborts_open_and_back_home():
+    machine = PickMachine(CFG, failing_ik, HOME)
+    _, trace = drive(machine, lambda state, t: (False, 0.0))
+    assert machine.state == "aborted" and "IK did not converge" in machine.abort_reason
+    assert all(c.jaw == CFG.jaw_open for _, _, c in trace)
+    np.testing.assert_array_equal(machine.command(99.0).arm, HOME)
+
+
+@pytest.mark.parametrize(
+    ("pose", "stamp", "reason"), [(None, None, "missing"), (CUBE, -1.0, "stale")]
+)
+def test_missing_or_stale_cube_pose_aborts(pose, stamp, reason):
+    machine = PickMachine(CFG, linear_ik, HOME)
+    t = 0.0
+    while machine.state == "settle":
+        t = round(t + DT, 9)
+        machine.update(t, PickSensing(False, 0.0, pose, stamp))
+    assert machine.state == "abort" and reason in machine.abort_reason
+
+
+def test_abort_mid_move_blends_from_where_the_arm_was():
+    machine = PickMachine(CFG, linear_ik, HOME)
+    _, _ = drive(machine, lambda s, t: (False, 0.0), t_end=1.0)  # in pre, mid-move
+    where = machine.command(1.0).arm
+    machine.abort(1.0, "operator stop")
+    np.testing.assert_allclose(machine.command(1.0).arm, where)
+    assert machine.command(1.0).jaw == CFG.jaw_open
+    np.testing.assert_allclose(machine.command(1.0 + CFG.durations["abort"]).arm, HOME)
