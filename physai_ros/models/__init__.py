@@ -6,7 +6,13 @@ Menagerie checkout via ``model_path``); ``build_scene`` adds the table and the c
 """
 
 from physai_ros.models.loader import ROBOTS, load_robot_model, load_robot_spec, robot_model_file
-from physai_ros.models.scene import build_scene, build_scene_spec, load_scene_config, scene_preset
+from physai_ros.models.scene import (
+    build_scene,
+    build_scene_spec,
+    load_scene_config,
+    place_robot,
+    scene_preset,
+)
 
 __all__ = [
     "ROBOTS",
@@ -15,6 +21,7 @@ __all__ = [
     "load_robot_model",
     "load_robot_spec",
     "load_scene_config",
+    "place_robot",
     "robot_model_file",
     "scene_preset",
 ]

@@ -122,10 +122,7 @@ def build_scene_spec(
     spec = load_robot_spec(robot, model_path)
     spec.option.timestep = timestep
 
-    # Place the robot: its root bodies hang off a frame at the base pose (composes with their own).
-    frame = spec.worldbody.add_frame(pos=base_pos, quat=yaw_quat(base_yaw_deg))
-    for body in list(spec.worldbody.bodies):
-        body.set_frame(frame)
+    place_robot(spec, base_pos, base_yaw_deg)
 
     _add_table(spec, config["table"]["name"])
     _set_jaw(spec, robot, defaults, jaw_mu, int(jaw_cfg["priority"]), jaw_torque_cap)
@@ -144,6 +141,17 @@ def build_scene_spec(
         rgba=cube_cfg["rgba"],
     )
     return spec
+
+
+def place_robot(spec: mujoco.MjSpec, base_pos: Sequence[float], base_yaw_deg: float) -> None:
+    """Put the robot's root bodies on a frame at the base pose (composes with their own pose).
+
+    Shared by the scene and the TF publisher so that sim and TF place the base identically.
+    """
+    pos = _vector("base_pos", base_pos, (3,))
+    frame = spec.worldbody.add_frame(pos=pos, quat=yaw_quat(float(base_yaw_deg)))
+    for body in list(spec.worldbody.bodies):
+        body.set_frame(frame)
 
 
 def build_scene(robot: str, **kwargs: Any) -> mujoco.MjModel:

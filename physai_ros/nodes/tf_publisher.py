@@ -1,0 +1,156 @@
+"""TF publisher: ``/joint_states`` in, the robot's frame tree out on ``/tf`` and ``/tf_static``.
+
+A robot_state_publisher for the package's own models, computed from the same MJCF the
+simulation steps (``physai_ros.core.robot_tf``), so RViz shows exactly what MuJoCo simulates.
+Moving links go on ``/tf`` stamped with the joint state's header stamp (sim time under
+``use_sim_time``); the world→base placement, fixed mounts, sites, cameras and optical frames go
+once on ``/tf_static`` (transient local). Objects (the cube) become frames when their pose is
+published. Bad joint states are logged and dropped; the last good TF stays.
+"""
+
+from __future__ import annotations
+
+import math
+
+import rclpy
+from geometry_msgs.msg import PoseStamped, TransformStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from tf2_msgs.msg import TFMessage
+
+from physai_ros import interfaces
+from physai_ros.core.robot_tf import Edge, load_robot_tf
+from physai_ros.core.spatial import mat_to_quat
+from physai_ros.errors import PhysaiError
+from physai_ros.models import load_scene_config
+
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+
+
+def to_msg(edge: Edge, stamp) -> TransformStamped:
+    msg = TransformStamped()
+    msg.header.stamp = stamp
+    msg.header.frame_id = edge.parent
+    msg.child_frame_id = edge.child
+    t = msg.transform.translation
+    t.x, t.y, t.z = (float(v) for v in edge.T[:3, 3])
+    w, x, y, z = (float(v) for v in mat_to_quat(edge.T[:3, :3]))
+    r = msg.transform.rotation
+    r.w, r.x, r.y, r.z = w, x, y, z
+    return msg
+
+
+class TfPublisher(Node):
+    def __init__(self) -> None:
+        super().__init__("tf_publisher")
+        ro = ParameterDescriptor(read_only=True)
+        robot = self.declare_parameter(
+            "robot", "so101", ParameterDescriptor(read_only=True, description="so101 or panda")
+        ).value
+        defaults = load_scene_config()["robots"].get(robot, {})
+        model_path = self.declare_parameter(
+            "model_path",
+            "",
+            ParameterDescriptor(
+                read_only=True,
+                description="Menagerie-style model folder or MJCF file; empty = the embedded model",
+            ),
+        ).value
+        base_pos = self.declare_parameter(
+            "base_pos",
+            [float(v) for v in defaults.get("base_pos", [0.0, 0.0, 0.0])],
+            ParameterDescriptor(read_only=True, description="robot base in the world [m]"),
+        ).value
+        base_yaw = self.declare_parameter(
+            "base_yaw_deg",
+            float(defaults.get("base_yaw_deg", 0.0)),
+            ParameterDescriptor(read_only=True, description="base yaw about world z [deg]"),
+        ).value
+        self.world = self.declare_parameter(
+            "world_frame",
+            "world",
+            ParameterDescriptor(read_only=True, description="fixed frame of the scene"),
+        ).value
+        topics = self.declare_parameter("object_topics", [interfaces.CUBE_POSE], ro).value
+        frames = self.declare_parameter("object_frames", ["cube"], ro).value
+        try:
+            self.tf = load_robot_tf(robot, model_path or None, base_pos, base_yaw, self.world)
+        except PhysaiError as exc:
+            raise SystemExit(f"tf_publisher: cannot load the {robot} model: {exc}") from exc
+        self.pub_tf = self.create_publisher(TFMessage, interfaces.TF, 100)
+        self.pub_static = self.create_publisher(TFMessage, interfaces.TF_STATIC, LATCHED)
+        self.pub_description = self.create_publisher(String, interfaces.ROBOT_DESCRIPTION, LATCHED)
+        self._publish_description(robot, model_path or None)
+        stamp = self.get_clock().now().to_msg()
+        self.pub_static.publish(
+            TFMessage(transforms=[to_msg(e, stamp) for e in self.tf.static_edges()])
+        )
+        self.create_subscription(JointState, interfaces.JOINT_STATES, self.on_joint_state, 10)
+        if len(topics) != len(frames):
+            raise SystemExit("tf_publisher: object_topics and object_frames differ in length")
+        for topic, frame in zip(topics, frames, strict=True):
+            self.create_subscription(
+                PoseStamped, topic, lambda m, f=frame: self.on_object(m, f), 10
+            )
+        self._last_error = ""
+        self.get_logger().info(
+            f"{robot}: {len(self.tf.frame_names)} frames, joints {list(self.tf.joint_names)}"
+        )
+
+    def _publish_description(self, robot: str, model_path: str | None) -> None:
+        from physai_ros.models.urdf import generate_urdf
+
+        self.pub_description.publish(String(data=generate_urdf(robot, model_path)))
+
+    def on_joint_state(self, msg: JointState) -> None:
+        try:
+            self.tf.update(msg.name, msg.position)
+        except PhysaiError as exc:
+            text = f"joint state dropped, last good TF kept: {exc}"
+            if text != self._last_error:  # once per distinct problem, not at 100 Hz
+                self.get_logger().error(text)
+                self._last_error = text
+            return
+        if not self.tf.complete:
+            return
+        stamp = msg.header.stamp
+        self.pub_tf.publish(
+            TFMessage(transforms=[to_msg(e, stamp) for e in self.tf.dynamic_edges()])
+        )
+
+    def on_object(self, msg: PoseStamped, frame: str) -> None:
+        p, q = msg.pose.position, msg.pose.orientation
+        values = (p.x, p.y, p.z, q.w, q.x, q.y, q.z)
+        if not all(math.isfinite(v) for v in values) or abs(math.hypot(*values[3:]) - 1.0) > 1e-3:
+            self.get_logger().error(f"{frame} pose dropped: non-finite or non-unit {values}")
+            return
+        t = TransformStamped()
+        t.header = msg.header
+        if not t.header.frame_id:
+            t.header.frame_id = self.world
+        t.child_frame_id = frame
+        t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = (
+            p.x,
+            p.y,
+            p.z,
+        )
+        t.transform.rotation = q
+        self.pub_tf.publish(TFMessage(transforms=[t]))
+
+
+def main(args: list[str] | None = None) -> None:
+    try:
+        with rclpy.init(args=args):
+            rclpy.spin(TfPublisher())
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
+if __name__ == "__main__":
+    main()
