@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+import mujoco
 import numpy as np
 import yaml
 
 from physai_ros.core.grasp import minjerk
-from physai_ros.core.kinematics import IKResult
+from physai_ros.core.kinematics import IKResult, solve_ik
 from physai_ros.errors import InvalidInput
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "config" / "pick.yaml"
 TIMED = ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
 NEXT = {"settle": "pre", "pre": "down", "down": "close", "close": "lift", "lift": "hold"}
 NEXT.update(hold="done", abort="aborted")
@@ -70,7 +70,11 @@ class PickConfig:
 
 def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
     """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig`."""
-    path = Path(path) if path is not None else DEFAULT_CONFIG
+    if path is None:
+        from physai_ros.paths import config_path
+
+        path = config_path("pick.yaml")
+    path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
     except OSError as err:
@@ -217,3 +221,34 @@ class PickMachine:
             self.poses[name] = q = np.asarray(result.q, dtype=float)
             errors.append(result.error)
         self.ik_error = max(errors)
+
+
+def grasp_quat(config: PickConfig) -> np.ndarray:
+    """Gripper-site orientation for the grasp (scalar-first quaternion, world frame).
+
+    The site's x axis points along the approach (down onto the cube) and its z axis along the
+    jaw closing direction, so the jaws close across the cube's faces, not its edges.
+    """
+    x = np.asarray(config.robot["approach"], dtype=float)
+    z = np.asarray(config.robot["closing"], dtype=float)
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.column_stack([x, np.cross(z, x), z]).ravel())
+    return quat
+
+
+def arm_ik(model: mujoco.MjModel, config: PickConfig) -> IKSolver:
+    """The pick's IK: the arm joints put the gripper site at a point with the grasp orientation.
+
+    Used by the in-process runner and by the pick node with the same model file, so both
+    solve the same problem; a scratch ``MjData`` keeps the caller's state untouched.
+    """
+    rob = config.robot
+    arm = list(rob["arm_joints"])
+    quat = grasp_quat(config)
+    kw = {k: (int(v) if k == "max_iters" else v) for k, v in config.ik.items()}
+    data = mujoco.MjData(model)
+
+    def ik(target: np.ndarray, q_init: np.ndarray) -> IKResult:
+        return solve_ik(model, data, rob["site"], target, arm, q_init, quat, **kw)
+
+    return ik

@@ -25,9 +25,15 @@ import numpy as np
 
 from physai_ros.core.contact import JawContactSensor, contact_force_on
 from physai_ros.core.grasp import OUTCOMES, G, cone_use, pick_outcome, wilson
-from physai_ros.core.kinematics import solve_ik
-from physai_ros.core.pick import PickConfig, PickMachine, PickSensing, load_pick_config
-from physai_ros.errors import InvalidInput, ModelError
+from physai_ros.core.pick import (
+    PickConfig,
+    PickMachine,
+    PickSensing,
+    arm_ik,
+    load_pick_config,
+)
+from physai_ros.errors import InvalidInput
+from physai_ros.models import build_scene
 
 # The lesson's set-up: one place for its numbers.
 TIMESTEP = 0.002  # [s]
@@ -74,55 +80,21 @@ class PickResult(NamedTuple):
 
 
 def build_model(model_path: str | Path | None, row: Row) -> mujoco.MjModel:
-    """The lesson's scene: SO-101 on a table, a 3 cm cube (condim 4, priority 2), 2 ms steps.
-
-    Built here with MjSpec until the shared scene builder (physai_ros.models.scene) is
-    reconciled with this lesson's set-up.
-    """
-    return _build_scene(model_path, row)
-
-
-def _build_scene(model_path: str | Path | None, row: Row) -> mujoco.MjModel:
-    """Fallback scene construction with MjSpec (table plane, cube, jaw pads, cap)."""
-    if model_path is None:
-        path = Path(__file__).resolve().parents[1] / "models" / "so101.xml"
-    else:
-        path = Path(model_path)
-        path = path / "scene.xml" if path.is_dir() else path
-    if not path.is_file():
-        raise ModelError(f"SO-101 model not found at {path}; pass --model-path DIR or FILE")
-    spec = mujoco.MjSpec.from_file(str(path))
-    spec.option.timestep = TIMESTEP
-    if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.geoms):
-        spec.worldbody.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05])
-    for geom in spec.geoms:  # jaw pads: μ 1, priority 1
-        if geom.name.startswith(("fixed_jaw", "moving_jaw")):
-            geom.friction[0], geom.priority = JAW_MU, 1
-    body = spec.worldbody.add_body(name="cube", pos=[CENTRE[0], CENTRE[1], CUBE_SIZE / 2])
-    body.add_freejoint(name="cube")
-    body.add_geom(
-        name="cube",
-        type=mujoco.mjtGeom.mjGEOM_BOX,
-        size=[CUBE_SIZE / 2] * 3,
-        mass=row.mass,
-        friction=[row.mu, 0.03, 0.003],
-        condim=4,
-        priority=2,
-        rgba=[0.85, 0.2, 0.2, 1],
+    """The lesson's scene (``physai_ros.models.build_scene``): SO-101 on a table, a 3 cm cube
+    (condim 4, priority 2), jaw pads μ 1 priority 1, this row's μ, mass and jaw cap, 2 ms steps."""
+    return build_scene(
+        "so101",
+        model_path=model_path,
+        base_pos=(0.0, 0.0, 0.0),
+        base_yaw_deg=0.0,
+        cube_pos=CENTRE,
+        cube_size=CUBE_SIZE,
+        cube_mass=row.mass,
+        cube_mu=row.mu,
+        jaw_mu=JAW_MU,
+        jaw_torque_cap=row.cap,
+        timestep=TIMESTEP,
     )
-    for act in spec.actuators:
-        if act.name == "gripper":
-            act.forcerange = [-row.cap, row.cap]
-    return spec.compile()
-
-
-def _top_down_quat(cfg: PickConfig) -> np.ndarray:
-    """Site orientation: x along the approach (down), z along the jaw closing direction."""
-    x = np.asarray(cfg.robot["approach"], dtype=float)
-    z = np.asarray(cfg.robot["closing"], dtype=float)
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, np.column_stack([x, np.cross(z, x), z]).ravel())
-    return quat
 
 
 def run_pick(
@@ -150,13 +122,7 @@ def run_pick(
     mujoco.mj_forward(model, data)
     start = data.xpos[cube_body].copy()
     sensor = JawContactSensor(model, "cube", rob["fixed_jaw_body"], rob["moving_jaw_body"])
-    quat = _top_down_quat(cfg)
-    ik_kw = {k: (int(v) if k == "max_iters" else v) for k, v in cfg.ik.items()}
-
-    def ik(target: np.ndarray, q0: np.ndarray):
-        return solve_ik(model, data, rob["site"], target, arm, q0, quat, **ik_kw)
-
-    machine = PickMachine(cfg, ik, home, t0=data.time)
+    machine = PickMachine(cfg, arm_ik(model, cfg), home, t0=data.time)
     steps, squeeze = 0, math.nan
     reading = sensor.read(data)
     while not machine.finished:
