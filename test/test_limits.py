@@ -1,0 +1,232 @@
+"""Limits as data, the shortest duration per shape, trajectory checks and the rate limiter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from physai_ros.core.limits import (
+    check_trajectory,
+    limit_rate,
+    load_limits,
+    plan_move,
+    sampled_peaks,
+    shortest_duration,
+)
+from physai_ros.core.trajectory import JointMove, spline_reference
+from physai_ros.errors import InvalidInput, LimitViolation
+
+LESSON_DQ = np.array([0.6, 0.4, -0.4, 0.5, 0.5, -0.4, 0.6])  # [rad] lesson 13's Panda move
+HOME = np.array([0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853])  # Panda `home` keyframe
+MINIMAL_WITHIN = 1e-3  # [s] the chosen duration minus this must violate a limit
+MIN_PERIODS = 5  # a move shorter than this many control periods is sampled as a near-step;
+# it is still checked to be safe, but minimality is only asserted above it.
+
+# Property test budget: moves per example x examples per (robot, shape). Smooth shapes need
+# ~1 ms per move; a linear move's velocity jump forces T of minutes, so it gets fewer moves.
+BATCH = 25
+EXAMPLES = {"quintic": 50, "septic": 50, "cubic": 50, "trapezoid": 50, "linear": 2}
+TOTAL_MOVES = 2 * BATCH * sum(EXAMPLES.values())  # both robots
+STEP_MOVES = 2 * 200  # step: no duration helps; checked separately below
+
+
+def test_property_budget_is_at_least_ten_thousand_moves():
+    assert TOTAL_MOVES + STEP_MOVES >= 10_000
+
+
+def test_limit_sets_load_by_name():
+    panda = load_limits("panda")
+    assert panda.set_name == "libfranka" and panda.control_period == pytest.approx(1e-3)
+    np.testing.assert_allclose(panda.acceleration, 10.0)
+    np.testing.assert_allclose(panda.jerk, 5000.0)
+    np.testing.assert_allclose(panda.torque_rate, 1000.0)
+    np.testing.assert_allclose(panda.velocity, [2.175] * 4 + [2.61] * 3)
+    np.testing.assert_allclose(panda.torque, [87] * 4 + [12] * 3)
+    legacy = load_limits("panda", "libfranka_legacy")
+    np.testing.assert_allclose(legacy.acceleration, [15, 7.5, 10, 12.5, 15, 20, 20])
+    np.testing.assert_allclose(legacy.jerk, [7500, 3750, 5000, 6250, 7500, 10000, 10000])
+    so101 = load_limits("so101")
+    assert len(so101.joint_names) == 6 and np.isinf(so101.jerk).all()
+    with pytest.raises(InvalidInput, match=r"valid: \['libfranka', 'libfranka_legacy'\]"):
+        load_limits("panda", "fast")
+    with pytest.raises(InvalidInput, match=r"valid robots"):
+        load_limits("ur5")
+    with pytest.raises(InvalidInput, match=r"valid:"):
+        panda.select(["joint1", "joint9"])
+
+
+def test_lesson_move_quintic_inside_libfranka_at_1s_but_not_at_half_a_second():
+    panda = load_limits("panda")
+    move = JointMove(panda.joint_names, HOME, HOME + LESSON_DQ)
+    peaks = check_trajectory(move.shaped("quintic", 1.0), panda)
+    assert peaks.acceleration.max() == pytest.approx(0.6 * 10 * np.sqrt(3) / 3, rel=1e-3)  # 3.46
+    assert peaks.jerk.max() == pytest.approx(0.6 * 60, rel=1e-9)  # 36: exact at the start
+    with pytest.raises(LimitViolation, match=r"joint 'joint1' acceleration 13.86 rad/s²"):
+        check_trajectory(move.shaped("quintic", 0.5), panda)
+    with pytest.raises(LimitViolation, match=r"acceleration"):
+        check_trajectory(move.shaped("cubic", 0.5), panda)
+
+
+def test_acceleration_and_jerk_scale_with_inverse_powers_of_T():
+    panda = load_limits("panda")
+    move = JointMove(panda.joint_names, HOME, HOME + LESSON_DQ)
+    p1, p2 = (
+        sampled_peaks(move.shaped("quintic", 1.0), 1e-3),
+        sampled_peaks(move.shaped("quintic", 0.5), 1e-3),
+    )
+    np.testing.assert_allclose(p2.velocity / p1.velocity, 2.0, rtol=1e-5)
+    np.testing.assert_allclose(p2.acceleration / p1.acceleration, 4.0, rtol=1e-4)
+    np.testing.assert_allclose(p2.jerk / p1.jerk, 8.0, rtol=1e-9)
+
+
+def _moves(limits, unit: np.ndarray) -> list[JointMove]:
+    """Unit-cube samples (batch, 2, n) -> moves between points inside the position range."""
+    span = limits.position_max - limits.position_min
+    q = limits.position_min + unit * span
+    return [JointMove(limits.joint_names, a, b) for a, b in q]
+
+
+def _assert_shortest_and_minimal(limits, move, shape):
+    T = shortest_duration(move, shape, limits)
+    check_trajectory(move.shaped(shape, T), limits)  # never exceeds any limit
+    if MIN_PERIODS * limits.control_period <= T - MINIMAL_WITHIN:
+        with pytest.raises(LimitViolation):
+            check_trajectory(move.shaped(shape, T - MINIMAL_WITHIN), limits)
+    else:
+        assert np.abs(move.delta).max() < 1e-3  # only tiny moves are that fast
+
+
+@pytest.mark.parametrize("robot", ["panda", "so101"])
+@pytest.mark.parametrize("shape", list(EXAMPLES))
+def test_shortest_duration_is_safe_and_minimal(robot, shape):
+    limits = load_limits(robot)
+    n = len(limits.joint_names)
+
+    @settings(
+        max_examples=EXAMPLES[shape],
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(arrays(np.float64, (BATCH, 2, n), elements=st.floats(0.0, 1.0)))
+    def prop(unit):
+        for move in _moves(limits, unit):
+            _assert_shortest_and_minimal(limits, move, shape)
+
+    prop()
+
+
+@pytest.mark.parametrize("robot", ["panda", "so101"])
+@settings(max_examples=8, deadline=None, derandomize=True)
+@given(unit=arrays(np.float64, (STEP_MOVES // 16, 2, 6), elements=st.floats(0.0, 1.0)))
+def test_a_step_is_rejected_unless_the_move_is_tiny(robot, unit):
+    limits = load_limits(robot)
+    limits = limits.select(limits.joint_names[:6])
+    for move in _moves(limits, unit):
+        dq = np.abs(move.delta)
+        # velocity Δq/dt, acceleration Δq/dt², jerk 2Δq/dt³ (third difference of a step)
+        dt = limits.control_period
+        fits = np.all(
+            (dq / dt <= limits.velocity)
+            & (dq / dt**2 <= limits.acceleration)
+            & (2 * dq / dt**3 <= limits.jerk)
+        )
+        if fits:
+            assert shortest_duration(move, "step", limits) == 0.0
+        else:
+            with pytest.raises(
+                LimitViolation, match=r"joint '.+': a step .* limit at any duration"
+            ):
+                shortest_duration(move, "step", limits)
+
+
+def test_bad_goals_are_rejected_naming_the_joint_and_limit():
+    panda = load_limits("panda")
+    move = JointMove(panda.joint_names, HOME, HOME + LESSON_DQ)
+    with pytest.raises(
+        LimitViolation, match=r"joint 'joint1' needs ≥ 0.5886 s for its acceleration limit 10"
+    ):
+        plan_move(move, "quintic", panda, duration=0.5)
+    outside = HOME.copy()
+    outside[3] = 0.1  # joint4's range ends at -0.0698 rad
+    with pytest.raises(LimitViolation, match=r"goal of joint 'joint4' = 0.1000 rad is outside"):
+        plan_move(JointMove(panda.joint_names, HOME, outside), "quintic", panda)
+    with pytest.raises(InvalidInput, match=r"unknown joint"):
+        plan_move(JointMove(("joint1", "elbow"), [0, 0], [1, 1]), "quintic", panda)
+    assert plan_move(move, "quintic", panda, duration=1.0).duration == 1.0
+
+
+def test_waypoint_trajectory_check_names_joint_and_limit():
+    panda = load_limits("panda")
+    names = panda.joint_names[:2]
+    fast = spline_reference(names, [0.0, 0.3, 0.6], [[0, 0], [0.5, 0.1], [0.0, 0.0]])
+    with pytest.raises(LimitViolation, match=r"joint 'joint1' (velocity|acceleration)"):
+        check_trajectory(fast, panda)
+    slow = spline_reference(names, [0.0, 3.0, 6.0], [[0, 0], [0.5, 0.1], [0.0, 0.0]])
+    check_trajectory(slow, panda)
+    over = spline_reference(names, [0.0, 3.0, 6.0], [[0, 0], [0.5, 1.76], [0.0, 1.76]])
+    with pytest.raises(LimitViolation, match=r"joint 'joint2' position .* above its limit"):
+        check_trajectory(over, panda)  # the spline overshoots 1.7628 between waypoints
+
+
+def _finite_differences(q: np.ndarray, dt: float, start: np.ndarray):
+    full = np.vstack([start, start, start, q])
+    v = np.diff(full, axis=0) / dt
+    a = np.diff(v, axis=0) / dt
+    return v, a, np.diff(a, axis=0) / dt
+
+
+def test_rate_limiter_clips_a_step_into_limits_and_reports_it():
+    panda = load_limits("panda")
+    dt = panda.control_period
+    commands = np.tile(HOME + LESSON_DQ, (1500, 1))  # a step, held for 1.5 s
+    out = limit_rate(commands, panda, initial=HOME)
+    v, a, _ = _finite_differences(out.commands, dt, HOME)
+    assert np.all(np.abs(v) <= panda.velocity * (1 + 1e-9))
+    assert np.all(np.abs(a) <= panda.acceleration * (1 + 1e-9))
+    assert out.report.clipped and out.report.clipped_steps["jerk"].min() > 0
+    np.testing.assert_allclose(
+        out.report.max_deviation, np.abs(LESSON_DQ), rtol=1e-4
+    )  # 1st step moved
+    assert "joint1 jerk" in str(out.report)
+
+
+def test_rate_limiter_leaves_a_feasible_quintic_alone():
+    panda = load_limits("panda")
+    move = JointMove(panda.joint_names, HOME, HOME + LESSON_DQ)
+    commands = move.shaped("quintic", 1.0)(np.arange(0, 1500) * panda.control_period)
+    out = limit_rate(commands, panda, initial=HOME)
+    assert not out.report.clipped
+    np.testing.assert_allclose(out.commands, commands, atol=1e-9)
+
+
+def test_torque_rate_limiter():
+    panda = load_limits("panda")
+    tau = np.zeros((10, 7))
+    tau[2:] = 5.0  # a 5 N·m jump; 1000 N·m/s at 1 ms allows 1 N·m per step
+    out = limit_rate(tau, panda, kind="torque")
+    np.testing.assert_allclose(out.commands[2:7, 0], [1, 2, 3, 4, 5])
+    assert out.report.clipped_steps["torque_rate"][0] == 4
+    with pytest.raises(InvalidInput, match=r"valid"):
+        limit_rate(tau, panda, kind="current")
+
+
+@pytest.mark.parametrize("robot", ["panda", "so101"])
+def test_ruckig_is_within_limits_and_never_slower_than_the_quintic(robot):
+    from physai_ros.core.ruckig_shape import ruckig_move
+
+    limits = load_limits(robot)
+    rng = np.random.default_rng(1)
+    span = limits.position_max - limits.position_min
+    for a, b in limits.position_min + rng.random((20, 2, len(span))) * span:
+        move = JointMove(limits.joint_names, a, b)
+        optimal = ruckig_move(move, limits)
+        check_trajectory(optimal, limits)
+        assert optimal.duration <= shortest_duration(move, "quintic", limits) + 1e-9
+    lesson = JointMove(("joint1",), [0.0], [0.6])
+    if robot == "panda":  # lesson: the quintic needs ≈ 1.19x the time-optimal duration
+        ratio = shortest_duration(lesson, "quintic", limits) / ruckig_move(lesson, limits).duration
+        assert ratio == pytest.approx(1.19, abs=0.01)
