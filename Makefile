@@ -14,8 +14,8 @@ help:  ## list the targets
 setup:  ## create/refresh the project-local environment (.venv); idempotent
 	@bash scripts/setup.sh
 
-demo: setup  ## run the demo through the ROS 2 node graph (separate processes over DDS)
-	@$(RUN) physai bringup demo
+demo: setup  ## the simulated SO-101 pick through the ROS 2 node graph (separate processes)
+	@$(RUN) physai bringup pick
 
 test: setup  ## run lint and all tests (what CI runs)
 	@$(RUN) ruff check . && ruff format --check .

@@ -10,7 +10,10 @@ PACKAGE = "physai_ros"
 
 # One entry point per ROS node (`ros2 run physai_ros <name>`), plus the user-facing CLI.
 NODES = {
+    "sim_bridge": "physai_ros.nodes.sim_bridge:main",
     "tf_publisher": "physai_ros.nodes.tf_publisher:main",
+    "pick": "physai_ros.nodes.pick:main",
+    "trajectory": "physai_ros.nodes.trajectory:main",
 }
 
 setup(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
+import json
 import os
 import signal
 import subprocess
@@ -20,14 +22,38 @@ from pathlib import Path
 
 import yaml
 
+from physai_ros.errors import InvalidInput
 from physai_ros.graph import GRAPHS, ROBOTS, NodeSpec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("graph", choices=sorted(GRAPHS), help="which node graph to start")
+    parser.add_argument(
+        "graph",
+        choices=sorted(GRAPHS),
+        help="demo: sim bridge + TF publisher, watched for --duration; pick: the simulated (or "
+        "--emulated / real) pick, watched until its outcome",
+    )
     parser.add_argument("--robot", choices=ROBOTS, default="so101", help="robot to simulate")
     parser.add_argument(
-        "--duration", type=float, default=5.0, help="how long to watch the graph [s wall time]"
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME:=VALUE",
+        help="graph argument, e.g. -p cube_mu:=0.5 -p real_time_factor:=0 "
+        "(see physai_ros.graph for the names)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=None,
+        help="demo: how long to watch [s wall time] (default 5); pick: timeout (default 120)",
+    )
+    parser.add_argument(
+        "--outcome-json",
+        type=Path,
+        default=None,
+        help="pick: also write the pick outcome to this JSON file",
     )
     parser.add_argument(
         "--log-dir",
@@ -35,6 +61,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="where each node's stdout/stderr goes (default: a temporary directory)",
     )
+
+
+def parse_overrides(items: list[str]) -> dict[str, object]:
+    """``["cube_mu:=0.5", "sim:=false"]`` → ``{"cube_mu": 0.5, "sim": False}`` (YAML values)."""
+    out: dict[str, object] = {}
+    for item in items:
+        name, sep, value = item.partition(":=")
+        if not sep or not name:
+            raise InvalidInput(f"graph argument {item!r} is not NAME:=VALUE")
+        out[name] = yaml.safe_load(value)
+    return out
 
 
 def _params_file(spec: NodeSpec, directory: Path) -> Path:
@@ -83,17 +120,27 @@ def stop(procs: list[subprocess.Popen], timeout: float = 5.0) -> None:
 def run(args: argparse.Namespace) -> int:
     from physai_ros.monitor import watch_graph
 
-    specs = GRAPHS[args.graph](robot=args.robot)
+    kwargs = parse_overrides(args.param)
+    graph = GRAPHS[args.graph]
+    valid = [name for name in inspect.signature(graph).parameters if name != "robot"]
+    unknown = sorted(set(kwargs) - set(valid))
+    if unknown:
+        raise InvalidInput(f"graph {args.graph!r} has no argument {unknown}; valid: {valid}")
+    specs = graph(robot=args.robot, **kwargs)
+    wait_for_pick = args.graph == "pick"
+    duration = args.duration or (120.0 if wait_for_pick else 5.0)
     with tempfile.TemporaryDirectory(prefix="physai-bringup-") as tmp:
         log_dir = args.log_dir or Path(tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
         print(f"starting {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {log_dir})")
         procs = start(specs, log_dir)
         try:
-            report = watch_graph(args.duration, procs)
+            report = watch_graph(duration, procs, wait_for_pick=wait_for_pick)
         finally:
             stop(procs)
         print(report.markdown())
+        if args.outcome_json is not None and report.pick_outcome is not None:
+            args.outcome_json.write_text(json.dumps(report.pick_outcome, indent=2))
         if not report.ok:
             for spec in specs:
                 tail = (log_dir / f"{spec.name}.log").read_text(errors="replace")[-2000:]

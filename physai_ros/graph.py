@@ -46,4 +46,53 @@ def demo_graph(robot: str = "so101", use_sim_time: bool = True) -> list[NodeSpec
     ]
 
 
-GRAPHS = {"demo": demo_graph}
+def pick_graph(
+    robot: str = "so101",
+    sim: bool = True,
+    *,
+    cube_x: float = 0.22,
+    cube_y: float = 0.0,
+    cube_mu: float = 1.0,
+    cube_mass: float = 0.03,
+    jaw_torque_cap: float = 2.94,
+    real_time_factor: float = 1.0,
+    model_path: str = "",
+) -> list[NodeSpec]:
+    """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick.
+
+    cube_x, cube_y: cube centre in the base frame [m]; cube_mu: its friction; cube_mass [kg];
+    jaw_torque_cap: gripper torque cap [N m], both the sim actuator's and the pick's
+    GripperCommand max_effort; real_time_factor: sim pacing (0 = as fast as possible).
+    """
+    _check_robot(robot)
+    if robot != "so101":
+        raise InvalidInput(f"the scripted pick is written for the SO-101; got robot {robot!r}")
+    shared = {"robot": robot, "model_path": model_path}
+    if sim:
+        driver = NodeSpec(
+            "sim_bridge",
+            "sim_bridge",
+            {
+                **shared,
+                # float(): a ROS double parameter refuses an integer such as `1`.
+                "real_time_factor": float(real_time_factor),
+                "cube_x": float(cube_x),
+                "cube_y": float(cube_y),
+                "cube_mu": float(cube_mu),
+                "cube_mass": float(cube_mass),
+                "jaw_torque_cap": float(jaw_torque_cap),
+            },
+        )
+    else:
+        from physai_ros.graph_so101 import real_driver_spec
+
+        driver = real_driver_spec(**shared)
+    timing = {"use_sim_time": sim}
+    return [
+        driver,
+        NodeSpec("tf_publisher", "tf_publisher", {**shared, **timing}),
+        NodeSpec("pick", "pick", {**shared, **timing, "jaw_torque_cap": float(jaw_torque_cap)}),
+    ]
+
+
+GRAPHS = {"demo": demo_graph, "pick": pick_graph}

@@ -6,9 +6,11 @@ tree out) and by tests as an independent observer in its own process.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -24,15 +26,19 @@ class GraphReport:
     clock_messages: int = 0
     last_clock: float = 0.0
     dead: list[str] = field(default_factory=list)
+    pick_states: list[str] = field(default_factory=list)
+    pick_outcome: dict[str, Any] | None = None
+    wait_for_pick: bool = False
 
     @property
     def ok(self) -> bool:
-        return (
+        graph_ok = (
             not self.dead
             and self.joint_states > 0
             and self.tf_messages > 0
             and bool(self.tf_static_frames)
         )
+        return graph_ok and (self.pick_outcome is not None or not self.wait_for_pick)
 
     def markdown(self) -> str:
         rate = lambda n: f"{n / self.duration:.1f} /s"  # noqa: E731
@@ -56,21 +62,46 @@ class GraphReport:
         ]
         lines = ["| topic | received | content |", "|---|---|---|"]
         lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+        if self.wait_for_pick:
+            lines.append(
+                f"| /pick/state | {len(self.pick_states)} states | {' → '.join(self.pick_states)} |"
+            )
         verdict = "graph OK" if self.ok else "graph FAILED"
         if self.dead:
             verdict += f" (exited early: {', '.join(self.dead)})"
+        if self.wait_for_pick:
+            if self.pick_outcome is None:
+                verdict += f" (no pick outcome within {self.duration:.0f} s)"
+            else:
+                o = self.pick_outcome
+                verdict = (
+                    f"pick outcome: {o['outcome']} — lift {o['lift_cm']} cm, "
+                    f"close {o['close_s']} s, squeeze {o['squeeze_N']} N, "
+                    f"jaw forces {o['jaw_forces_N']} N"
+                    + (f", aborted: {o['abort_reason']}" if o.get("abort_reason") else "")
+                    + "\n"
+                    + verdict
+                )
         return "\n".join([*lines, "", verdict])
 
 
-def watch_graph(duration: float, procs: list[subprocess.Popen] | None = None) -> GraphReport:
-    """Subscribe to the standard topics for ``duration`` seconds of wall time."""
+def watch_graph(
+    duration: float,
+    procs: list[subprocess.Popen] | None = None,
+    wait_for_pick: bool = False,
+) -> GraphReport:
+    """Subscribe to the standard topics for ``duration`` seconds of wall time, or, with
+    ``wait_for_pick``, until the pick publishes its outcome (``duration`` is then a timeout)."""
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
+    from std_msgs.msg import String
     from tf2_msgs.msg import TFMessage
 
-    report = GraphReport(duration=duration)
+    from physai_ros import interfaces
+
+    report = GraphReport(duration=duration, wait_for_pick=wait_for_pick)
 
     def on_joint_state(msg: JointState) -> None:
         report.joint_states += 1
@@ -87,6 +118,13 @@ def watch_graph(duration: float, procs: list[subprocess.Popen] | None = None) ->
         report.clock_messages += 1
         report.last_clock = msg.clock.sec + msg.clock.nanosec * 1e-9
 
+    def on_pick_state(msg: String) -> None:
+        if not report.pick_states or report.pick_states[-1] != msg.data:
+            report.pick_states.append(msg.data)
+
+    def on_pick_outcome(msg: String) -> None:
+        report.pick_outcome = json.loads(msg.data)
+
     static_qos = QoSProfile(
         depth=1,
         durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -96,20 +134,24 @@ def watch_graph(duration: float, procs: list[subprocess.Popen] | None = None) ->
     rclpy.init(context=context)
     try:
         node = rclpy.create_node("physai_graph_monitor", context=context)
-        node.create_subscription(JointState, "/joint_states", on_joint_state, 10)
-        node.create_subscription(TFMessage, "/tf", on_tf, 100)
-        node.create_subscription(TFMessage, "/tf_static", on_tf_static, static_qos)
-        node.create_subscription(Clock, "/clock", on_clock, 10)
+        node.create_subscription(JointState, interfaces.JOINT_STATES, on_joint_state, 10)
+        node.create_subscription(TFMessage, interfaces.TF, on_tf, 100)
+        node.create_subscription(TFMessage, interfaces.TF_STATIC, on_tf_static, static_qos)
+        node.create_subscription(Clock, interfaces.CLOCK, on_clock, 10)
+        node.create_subscription(String, interfaces.PICK_STATE, on_pick_state, static_qos)
+        node.create_subscription(String, interfaces.PICK_OUTCOME, on_pick_outcome, static_qos)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        deadline = time.monotonic() + duration
+        start = time.monotonic()
+        deadline = start + duration
         while time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
             for p in procs or []:
                 if p.poll() is not None:
                     report.dead.append(" ".join(p.args[2:3]))
-            if report.dead:
+            if report.dead or (wait_for_pick and report.pick_outcome is not None):
                 break
+        report.duration = max(time.monotonic() - start, 1e-3)
         node.destroy_node()
     finally:
         rclpy.shutdown(context=context)

@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-ROS_PACKAGES_FROM_IMPORTS = {"rclpy", "launch", "launch_ros", "ament_index_python"}
+ROS_PACKAGES_FROM_IMPORTS = {
+    "rclpy",
+    "launch",
+    "launch_ros",
+    "ament_index_python",
+    "rcl_interfaces",
+}
 
 
 def ros_imports() -> set[str]:
@@ -32,7 +38,7 @@ def ros_imports() -> set[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 found.add(node.module.split(".")[0])
-    return found
+    return found - {"physai_ros"}
 
 
 def test_package_xml_parses_with_catkin_pkg_and_lists_every_ros_dependency():
@@ -123,9 +129,7 @@ def test_colcon_build_installs_share_files_and_executables(tmp_path):
         )
         assert expected <= installed, f"{folder}: missing {expected - installed}"
     executables = {p.name for p in (install / "lib" / "physai_ros").iterdir()}
-    nodes = {
-        p.stem for p in (REPO_ROOT / "physai_ros" / "nodes").glob("*.py") if p.stem != "__init__"
-    }
+    nodes = {p.stem for p in (REPO_ROOT / "physai_ros" / "nodes").glob("[!_]*.py")}
     assert {"physai", *nodes} <= executables
     # The installed CLI runs from the install tree alone (its share files found there).
     site = next((install / "lib").glob("python3*/site-packages"))

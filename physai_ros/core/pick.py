@@ -52,6 +52,7 @@ class PickConfig:
     eject_distance: float = 0.30
     ik: dict[str, float] = field(default_factory=dict)
     robot: dict[str, object] = field(default_factory=dict)
+    ros: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         missing = [k for k in TIMED if k not in self.durations]
@@ -82,7 +83,7 @@ def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> Pi
     if robot not in raw:
         robots = [k for k, v in raw.items() if isinstance(v, dict) and "arm_joints" in v]
         raise InvalidInput(f"pick config has no robot {robot!r}; valid: {robots}")
-    nested = ("durations", "offsets", "ik", "robot")
+    nested = ("durations", "offsets", "ik", "robot", "ros")
     scalars = {
         k: float(raw[k]) for k in PickConfig.__dataclass_fields__ if k in raw and k not in nested
     }
@@ -91,6 +92,7 @@ def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> Pi
         offsets={k: float(v) for k, v in raw["offsets"].items()},
         ik={k: float(v) for k, v in raw.get("ik", {}).items()},
         robot=dict(raw[robot]),
+        ros={k: float(v) for k, v in raw.get("ros", {}).items()},
         **scalars,
     )
 
@@ -252,3 +254,23 @@ def arm_ik(model: mujoco.MjModel, config: PickConfig) -> IKSolver:
         return solve_ik(model, data, rob["site"], target, arm, q_init, quat, **kw)
 
     return ik
+
+
+def phase_trajectory(machine: PickMachine, now: float, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """The arm motion of the current timed state, sampled for a FollowJointTrajectory goal.
+
+    Returns ``(times, q)``: times [s] from ``now`` (first sample at ``dt``, last at the state's
+    end) and the arm targets [rad] there, shape (n, joints). The controller interpolates
+    between samples; at ``dt`` = 20 ms the min-jerk blend is followed to well under 0.1 mrad.
+    Empty for ``close`` (the arm holds) and for the terminal states.
+    """
+    if machine.state == "close" or machine.finished:
+        return np.empty(0), np.empty((0, len(machine.poses["home"])))
+    if dt <= 0.0 or not math.isfinite(dt):
+        raise InvalidInput(f"dt must be > 0 [s], got {dt!r}")
+    key = "abort" if machine.state == "abort" else machine.state
+    end = machine.t_state + machine.cfg.durations[key]
+    times = np.arange(now + dt, end, dt)
+    times = np.append(times, end) if times.size == 0 or end - times[-1] > 1e-9 else times
+    q = np.array([machine.command(t).arm for t in times])
+    return times - now, q

@@ -26,7 +26,7 @@ from physai_ros import interfaces
 from physai_ros.core.robot_tf import Edge, load_robot_tf
 from physai_ros.core.spatial import mat_to_quat
 from physai_ros.errors import PhysaiError
-from physai_ros.models import load_scene_config
+from physai_ros.nodes._common import declare_robot_params
 
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
@@ -50,28 +50,7 @@ class TfPublisher(Node):
     def __init__(self) -> None:
         super().__init__("tf_publisher")
         ro = ParameterDescriptor(read_only=True)
-        robot = self.declare_parameter(
-            "robot", "so101", ParameterDescriptor(read_only=True, description="so101 or panda")
-        ).value
-        defaults = load_scene_config()["robots"].get(robot, {})
-        model_path = self.declare_parameter(
-            "model_path",
-            "",
-            ParameterDescriptor(
-                read_only=True,
-                description="Menagerie-style model folder or MJCF file; empty = the embedded model",
-            ),
-        ).value
-        base_pos = self.declare_parameter(
-            "base_pos",
-            [float(v) for v in defaults.get("base_pos", [0.0, 0.0, 0.0])],
-            ParameterDescriptor(read_only=True, description="robot base in the world [m]"),
-        ).value
-        base_yaw = self.declare_parameter(
-            "base_yaw_deg",
-            float(defaults.get("base_yaw_deg", 0.0)),
-            ParameterDescriptor(read_only=True, description="base yaw about world z [deg]"),
-        ).value
+        robot, model_path, base_pos, base_yaw = declare_robot_params(self)
         self.world = self.declare_parameter(
             "world_frame",
             "world",
@@ -80,13 +59,13 @@ class TfPublisher(Node):
         topics = self.declare_parameter("object_topics", [interfaces.CUBE_POSE], ro).value
         frames = self.declare_parameter("object_frames", ["cube"], ro).value
         try:
-            self.tf = load_robot_tf(robot, model_path or None, base_pos, base_yaw, self.world)
+            self.tf = load_robot_tf(robot, model_path, base_pos, base_yaw, self.world)
         except PhysaiError as exc:
             raise SystemExit(f"tf_publisher: cannot load the {robot} model: {exc}") from exc
         self.pub_tf = self.create_publisher(TFMessage, interfaces.TF, 100)
         self.pub_static = self.create_publisher(TFMessage, interfaces.TF_STATIC, LATCHED)
         self.pub_description = self.create_publisher(String, interfaces.ROBOT_DESCRIPTION, LATCHED)
-        self._publish_description(robot, model_path or None)
+        self._publish_description(robot, model_path)
         stamp = self.get_clock().now().to_msg()
         self.pub_static.publish(
             TFMessage(transforms=[to_msg(e, stamp) for e in self.tf.static_edges()])

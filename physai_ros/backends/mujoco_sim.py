@@ -1,0 +1,646 @@
+"""The simulated robot: a MuJoCo pick scene driven the way ros2_control drives a real arm.
+
+``MujocoSim`` owns one scene from ``physai_ros.models.build_scene`` (SO-101 or Panda, table,
+cube) and gives the sim bridge node what a hardware driver would: joint state (effort = the
+actuators' joint-space force), a joint trajectory follower, a gripper with a torque cap and stall
+detection, per-jaw contact wrenches, the cube pose, reset and recovery from a diverged step.
+
+How the arm follows a trajectory depends on the robot, as on the real ones:
+* SO-101: its position servos (MuJoCo position actuators) get the reference as their target.
+* Panda: position actuators off, joint torques ``qfrc_bias + Kp(q_r − q) + Kd(q̇_r − q̇)``
+  (+ ``M(q) q̈_r − qfrc_passive`` feedforward) computed every physics step between
+  ``mj_step1`` and ``mj_step2`` (state-consistent), clipped at the torque limits (lesson 13).
+
+Pure (numpy + mujoco, no rclpy). Names are looked up once; the step loop works on index arrays
+and preallocated buffers, and when nothing needs a per-step update it hands MuJoCo a whole batch
+(``mj_step(..., nstep=n)``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import mujoco
+import numpy as np
+import yaml
+
+from physai_ros.core.grasp import minjerk
+from physai_ros.core.joint_trajectory import (
+    JointRanges,
+    StartState,
+    TimedTrajectory,
+    Tolerances,
+    TrajectoryPoint,
+    plan_trajectory,
+)
+from physai_ros.errors import InvalidInput, ModelError
+from physai_ros.models import build_scene, load_scene_config
+from physai_ros.models.scene import CUBE_BODY, CUBE_JOINT, cube_world_pos
+from physai_ros.paths import config_path
+
+_BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
+_BADQVEL = int(mujoco.mjtWarning.mjWARN_BADQVEL)
+_BADQPOS = int(mujoco.mjtWarning.mjWARN_BADQPOS)
+"""MuJoCo counts these and resets the data itself (time too) when the state goes non-finite."""
+
+
+@cache
+def load_sim_config() -> dict[str, Any]:
+    """``config/sim_bridge.yaml`` as a dict (read once)."""
+    with config_path("sim_bridge.yaml").open(encoding="utf-8") as stream:
+        return yaml.safe_load(stream)
+
+
+@dataclass(frozen=True)
+class GripperSettings:
+    """Gripper goal thresholds: goal_tolerance [rad|m], stall_velocity [rad/s|m/s],
+    stall_timeout [s], timeout [s sim], allow_stalling (a stall ends the goal successfully),
+    ramp_time [s]: the servo target moves to a new goal along a min-jerk ramp this long, as a
+    servo's acceleration profile does (0 = jump)."""
+
+    goal_tolerance: float
+    stall_velocity: float
+    stall_timeout: float
+    timeout: float
+    allow_stalling: bool
+    ramp_time: float = 0.0
+
+
+class ArmState(NamedTuple):
+    """Measured arm state (controller order): q [rad], qd [rad/s], effort [N·m]."""
+
+    q: np.ndarray
+    qd: np.ndarray
+    effort: np.ndarray
+
+
+class GripperStatus(NamedTuple):
+    """The gripper as GripperCommand's result reports it; ``active`` = a goal is running."""
+
+    position: float
+    effort: float
+    stalled: bool
+    reached_goal: bool
+    active: bool
+
+
+class Wrench(NamedTuple):
+    """Contact force [N] and torque [N·m] on a jaw, about and in its body frame."""
+
+    force: np.ndarray
+    torque: np.ndarray
+    contacts: int
+
+
+class ContactPoint(NamedTuple):
+    """One jaw contact for drawing: world position [m], unit normal pointing from the jaw into
+    the other body, force the jaw applies there [N] (world), friction coefficient."""
+
+    jaw: str
+    position: np.ndarray
+    normal: np.ndarray
+    force: np.ndarray
+    mu: float
+
+
+def friction_cone_mesh(
+    apex: np.ndarray, axis: np.ndarray, mu: float, height: float, segments: int
+) -> np.ndarray:
+    """Triangles (3·segments, 3) of a friction cone: apex at the contact, opening along
+    ``axis`` with half-angle atan(μ), ``height`` [m] tall (RViz TRIANGLE_LIST order)."""
+    axis = axis / np.linalg.norm(axis)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(axis, helper)
+    u /= np.linalg.norm(u)
+    w = np.cross(axis, u)
+    angles = np.linspace(0.0, 2.0 * math.pi, segments + 1)
+    rim = apex + height * (axis + mu * (np.outer(np.cos(angles), u) + np.outer(np.sin(angles), w)))
+    tris = np.empty((segments, 3, 3))
+    tris[:, 0] = apex
+    tris[:, 1] = rim[:-1]
+    tris[:, 2] = rim[1:]
+    return tris.reshape(-1, 3)
+
+
+def _ids(model: mujoco.MjModel, obj: mujoco.mjtObj, names: Sequence[str], kind: str) -> np.ndarray:
+    ids = [mujoco.mj_name2id(model, obj, n) for n in names]
+    missing = [n for n, i in zip(names, ids, strict=True) if i < 0]
+    if missing:
+        raise ModelError(f"the scene has no {kind} {missing}")
+    return np.array(ids, dtype=int)
+
+
+class MujocoSim:
+    """One simulated robot and cube; every public method is safe to call between steps.
+
+    Args:
+        robot: "so101" or "panda".
+        model_path: ``None`` = embedded model, else a Menagerie-style folder or MJCF file.
+        cube_pos: cube centre in the base frame [m], (x, y) on the table or (x, y, z).
+        cube_size [m], cube_mass [kg], cube_mu, jaw_torque_cap [N·m | N]: as ``build_scene``
+            (``None`` = config/scene.yaml).
+        timestep: physics step [s] (``None`` = config/scene.yaml, 2 ms).
+    """
+
+    def __init__(
+        self,
+        robot: str = "so101",
+        *,
+        model_path: str | Path | None = None,
+        cube_pos: Sequence[float] | None = None,
+        cube_size: float | None = None,
+        cube_mass: float | None = None,
+        cube_mu: float | None = None,
+        jaw_torque_cap: float | None = None,
+        timestep: float | None = None,
+    ) -> None:
+        config = load_sim_config()
+        if robot not in config["robots"]:
+            raise InvalidInput(
+                f"unknown robot {robot!r}; valid choices: {sorted(config['robots'])}"
+            )
+        cfg = config["robots"][robot]
+        self.robot = robot
+        self.model = build_scene(
+            robot,
+            model_path=model_path,
+            cube_pos=cube_pos,
+            cube_size=cube_size,
+            cube_mass=cube_mass,
+            cube_mu=cube_mu,
+            jaw_torque_cap=jaw_torque_cap,
+            timestep=timestep,
+        )
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self.dt = float(m.opt.timestep)
+        scene = load_scene_config()["robots"][robot]
+        self._base_pos = np.asarray(scene["base_pos"], dtype=float)
+        self._base_yaw = float(scene["base_yaw_deg"])
+        self.cube_size = float(m.geom_size[m.geom("cube").id][0] * 2.0)
+
+        # --- names to indices, once ---
+        self.arm_joints = tuple(cfg["arm_joints"])
+        self.gripper_joints = tuple(cfg["gripper_joints"])
+        jnt = mujoco.mjtObj.mjOBJ_JOINT
+        arm_j = _ids(m, jnt, self.arm_joints, "joint")
+        grip_j = _ids(m, jnt, self.gripper_joints, "joint")
+        self._arm_q = m.jnt_qposadr[arm_j].copy()
+        self._arm_v = m.jnt_dofadr[arm_j].copy()
+        self._grip_q = m.jnt_qposadr[grip_j].copy()
+        self._grip_v = m.jnt_dofadr[grip_j].copy()
+        self.state_names = self.arm_joints + self.gripper_joints
+        self._state_q = np.concatenate([self._arm_q, self._grip_q])
+        self._state_v = np.concatenate([self._arm_v, self._grip_v])
+        self._arm_act = np.array([self._actuator_of(j) for j in arm_j], dtype=int)
+        self._grip_act = int(
+            _ids(m, mujoco.mjtObj.mjOBJ_ACTUATOR, [cfg["gripper_actuator"]], "actuator")[0]
+        )
+        self.ranges = JointRanges(
+            self.arm_joints, m.jnt_range[arm_j, 0].copy(), m.jnt_range[arm_j, 1].copy()
+        )
+        self.gripper_range = (float(m.jnt_range[grip_j[0], 0]), float(m.jnt_range[grip_j[0], 1]))
+        # A position-type actuator reaches equilibrium where gain·ctrl = kp·length: ctrl per unit.
+        gain, kp = m.actuator_gainprm[self._grip_act, 0], -m.actuator_biasprm[self._grip_act, 1]
+        if gain <= 0 or kp <= 0:
+            raise ModelError(
+                f"gripper actuator {cfg['gripper_actuator']!r} is not a position servo"
+            )
+        self._grip_ctrl_per_unit = float(kp / gain)
+        self._grip_default_cap = float(m.actuator_forcerange[self._grip_act, 1])
+        self.gripper = GripperSettings(**cfg["gripper"])
+        self._grip_ramp: tuple[float, float, float] | None = None  # (from, to, t0) servo ctrl
+
+        tol = cfg["tolerances"]
+        n = len(self.arm_joints)
+
+        def per_joint(value: float) -> np.ndarray:
+            return np.full(n, math.inf if value < 0 else float(value))
+
+        self.default_tolerances = Tolerances(
+            per_joint(tol["path"]),
+            per_joint(tol["goal"]),
+            per_joint(tol["goal_velocity"]),
+            float(tol["goal_time"]),
+        )
+        self.start_tolerance = float(tol["start"])
+
+        # --- jaws: geom -> jaw index lookup, bodies for the wrench frames ---
+        self.jaw_names = tuple(cfg["jaws"])
+        self.jaw_body_names: dict[str, str] = dict(cfg["jaws"])  # jaw -> body (wrench frame)
+        self._jaw_body = _ids(m, mujoco.mjtObj.mjOBJ_BODY, list(cfg["jaws"].values()), "body")
+        self._jaw_of_geom = np.full(m.ngeom, -1, dtype=int)
+        collide = (m.geom_contype != 0) | (m.geom_conaffinity != 0)
+        for i, body in enumerate(self._jaw_body):
+            self._jaw_of_geom[(m.geom_bodyid == body) & collide] = i
+        self._no_jaws = np.zeros((0, 2), dtype=int)
+        zero = np.zeros(3)
+        zero.flags.writeable = False
+        self._zero_wrenches = {name: Wrench(zero, zero, 0) for name in self.jaw_names}
+        self._cube_body = m.body(CUBE_BODY).id
+        self._cube_q = int(m.joint(CUBE_JOINT).qposadr[0])
+        self._cube_v = int(m.joint(CUBE_JOINT).dofadr[0])
+
+        # --- arm control ---
+        self.control = cfg["control"]
+        if self.control not in ("position", "torque"):
+            raise InvalidInput(
+                f"{robot}: control must be 'position' or 'torque', got {self.control!r}"
+            )
+        if self.control == "torque":
+            self._setup_torque_mode(cfg)
+        self._steps_per_update = max(1, round(1.0 / float(config["rates"]["controller"]) / self.dt))
+        self._ref = np.zeros((3, n))  # desired (q, q̇, q̈) now
+        self._traj: TimedTrajectory | None = None
+        self._traj_start = 0.0
+        self._traj_done = True
+        self._tmp_nv = np.zeros(m.nv)
+        self._res_nv = np.zeros(m.nv)
+        self._tau = np.zeros(n)
+        self._f6 = np.zeros(6)
+        self._grip_goal: float | None = None
+        self._grip_still = 0.0
+        self._grip_stalled = False
+        self._grip_started = 0.0
+        self.instabilities = 0
+        self.last_instability = ""
+        self._warn_seen = 0
+        self._home_q = self._home(cfg)
+        self._cube_home = self.data.qpos[self._cube_q : self._cube_q + 7].copy()
+        self.reset()
+
+    # ------------------------------------------------------------------ set-up helpers
+    def _actuator_of(self, joint: int) -> int:
+        m = self.model
+        hits = np.flatnonzero(
+            (m.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT) & (m.actuator_trnid[:, 0] == joint)
+        )
+        if hits.size != 1:
+            raise ModelError(f"joint {m.joint(joint).name!r} needs exactly one actuator")
+        return int(hits[0])
+
+    def _setup_torque_mode(self, cfg: dict[str, Any]) -> None:
+        """Turn the arm's position actuators into torque motors (gain 1, no bias): ctrl is then
+        the joint torque, clipped at the limits, and actuator_force reports it as effort."""
+        from physai_ros.core.limits import load_limits
+
+        limits = load_limits(self.robot).select(self.arm_joints)
+        self._kp = np.asarray(cfg["kp"], dtype=float)
+        self._kd = np.asarray(cfg["kd"], dtype=float)
+        n = len(self.arm_joints)
+        if self._kp.shape != (n,) or self._kd.shape != (n,):
+            raise InvalidInput(f"{self.robot}: kp and kd need {n} values each")
+        self._feedforward = bool(cfg["feedforward"])
+        self.torque_limit = limits.torque.copy()
+        m, act = self.model, self._arm_act
+        m.actuator_gainprm[act] = 0.0
+        m.actuator_gainprm[act, 0] = 1.0
+        m.actuator_biasprm[act] = 0.0
+        m.actuator_biastype[act] = mujoco.mjtBias.mjBIAS_NONE
+        m.actuator_ctrllimited[act] = 1
+        m.actuator_ctrlrange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
+        m.actuator_forcelimited[act] = 1
+        m.actuator_forcerange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
+
+    def _home(self, cfg: dict[str, Any]) -> np.ndarray:
+        """Full qpos at reset: the keyframe (Panda) or the configured arm and jaw (SO-101)."""
+        m = self.model
+        qpos = m.qpos0.copy()
+        if "home_keyframe" in cfg:
+            key = m.key(cfg["home_keyframe"]).id
+            robot_nq = self._cube_q  # the cube's free joint comes after the robot's joints
+            qpos[:robot_nq] = m.key_qpos[key][:robot_nq]
+        else:
+            qpos[self._arm_q] = cfg["home"]
+            qpos[self._grip_q] = cfg["gripper_home"]
+        return qpos
+
+    # ------------------------------------------------------------------ state
+    @property
+    def time(self) -> float:
+        """Simulation time [s]; never goes backwards (reset keeps it)."""
+        return float(self.data.time)
+
+    def arm_state(self) -> ArmState:
+        """Measured arm q [rad], q̇ [rad/s], effort = actuator joint force [N·m] (copies)."""
+        d = self.data
+        return ArmState(d.qpos[self._arm_q], d.qvel[self._arm_v], d.qfrc_actuator[self._arm_v])
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(position, velocity, effort) of ``state_names`` (arm then gripper joints)."""
+        d = self.data
+        return d.qpos[self._state_q], d.qvel[self._state_v], d.qfrc_actuator[self._state_v]
+
+    def joint_state_into(
+        self, position: np.ndarray, velocity: np.ndarray, effort: np.ndarray
+    ) -> None:
+        """``joint_state`` written into the caller's arrays (no allocation; publish loop)."""
+        d = self.data
+        np.take(d.qpos, self._state_q, out=position)
+        np.take(d.qvel, self._state_v, out=velocity)
+        np.take(d.qfrc_actuator, self._state_v, out=effort)
+
+    def reference(self) -> np.ndarray:
+        """Desired arm (q, q̇, q̈) now, shape (3, n) (copy)."""
+        return self._ref.copy()
+
+    def tracking_error(self) -> np.ndarray:
+        """q_r − q [rad] per arm joint."""
+        return self._ref[0] - self.data.qpos[self._arm_q]
+
+    def tracking_error_into(self, position: np.ndarray, velocity: np.ndarray) -> None:
+        """q_r − q [rad] and q̇_r − q̇ [rad/s] written into the caller's arrays."""
+        np.take(self.data.qpos, self._arm_q, out=position)
+        np.subtract(self._ref[0], position, out=position)
+        np.take(self.data.qvel, self._arm_v, out=velocity)
+        np.subtract(self._ref[1], velocity, out=velocity)
+
+    def trajectory_time(self) -> float | None:
+        """Time [s] since the running trajectory started, ``None`` when holding."""
+        return None if self._traj is None else self.time - self._traj_start
+
+    # ------------------------------------------------------------------ arm commands
+    def plan(
+        self, joint_names: Sequence[str], points: Sequence[TrajectoryPoint]
+    ) -> TimedTrajectory:
+        """Validate a goal and interpolate it from the current reference (the servos' target,
+        equal to the measured state at rest up to the tracking error): no jump at t = 0."""
+        start = StartState(self._ref[0].copy(), self._ref[1].copy(), self._ref[2].copy())
+        return plan_trajectory(self.ranges, joint_names, points, start, self.start_tolerance)
+
+    def follow(self, trajectory: TimedTrajectory, start_time: float | None = None) -> None:
+        """Start ``trajectory`` at ``start_time`` [s sim] (default now); replaces any other."""
+        if trajectory.joint_names != self.arm_joints:
+            raise InvalidInput(f"trajectory joints {trajectory.joint_names} != {self.arm_joints}")
+        self._traj = trajectory
+        self._traj_start = self.time if start_time is None else max(self.time, start_time)
+        self._traj_done = False
+        self._sample_reference()
+
+    def hold(self, positions: np.ndarray | None = None) -> None:
+        """Stop any trajectory and hold ``positions`` (default: the measured ones) at rest."""
+        self._traj = None
+        self._traj_done = True
+        self._ref[0] = self.data.qpos[self._arm_q] if positions is None else positions
+        self._ref[1:] = 0.0
+        if self.control == "position":
+            self.data.ctrl[self._arm_act] = self._ref[0]
+
+    # ------------------------------------------------------------------ gripper
+    def check_gripper_goal(self, position: float, max_effort: float) -> None:
+        """Raise ``InvalidInput`` unless ``position`` is finite and inside the jaw joint's range
+        and ``max_effort`` is finite (a goal is checked before it is accepted)."""
+        low, high = self.gripper_range
+        if not (math.isfinite(position) and low <= position <= high):
+            raise InvalidInput(
+                f"gripper position {position!r} outside the {self.gripper_joints[0]} range "
+                f"[{low:.4f}, {high:.4f}]"
+            )
+        if not math.isfinite(max_effort):
+            raise InvalidInput(f"gripper max_effort {max_effort!r} must be finite")
+
+    def gripper_command(self, position: float, max_effort: float) -> None:
+        """Drive the jaw to ``position`` [rad | m per finger] with at most ``max_effort``
+        [N·m | N] (written as the actuator's force range; <= 0 = the scene's default cap)."""
+        self.check_gripper_goal(position, max_effort)
+        cap = self._grip_default_cap if max_effort <= 0.0 else float(max_effort)
+        m, a = self.model, self._grip_act
+        m.actuator_forcerange[a] = (-cap, cap)
+        low, high = m.actuator_ctrlrange[a]
+        target = min(max(position * self._grip_ctrl_per_unit, low), high)
+        self._grip_ramp = (float(self.data.ctrl[a]), float(target), self.time)
+        self._ramp_gripper()
+        self._grip_goal = float(position)
+        self._grip_still = 0.0
+        self._grip_stalled = False
+        self._grip_started = self.time
+
+    def gripper_stop(self) -> None:
+        """Hold the jaw where it is (a cancelled gripper goal)."""
+        self.gripper_command(
+            float(self.data.qpos[self._grip_q[0]]),
+            float(self.model.actuator_forcerange[self._grip_act, 1]),
+        )
+        self._grip_goal = None
+
+    def _ramp_gripper(self) -> None:
+        """Move the jaw servo's target along its min-jerk ramp (called after every step)."""
+        if self._grip_ramp is None:
+            return
+        start, target, t0 = self._grip_ramp
+        ramp = self.gripper.ramp_time
+        u = 1.0 if ramp <= 0.0 else (self.time - t0) / ramp
+        if u >= 1.0:
+            self.data.ctrl[self._grip_act] = target
+            self._grip_ramp = None
+        else:
+            self.data.ctrl[self._grip_act] = start + minjerk(u) * (target - start)
+
+    def gripper_status(self) -> GripperStatus:
+        """Jaw position, actuator effort, stalled / reached flags of the current goal."""
+        pos = float(self.data.qpos[self._grip_q[0]])
+        reached = (
+            self._grip_goal is not None
+            and abs(pos - self._grip_goal) <= self.gripper.goal_tolerance
+        )
+        return GripperStatus(
+            position=pos,
+            effort=float(self.data.actuator_force[self._grip_act]),
+            stalled=self._grip_stalled,
+            reached_goal=reached,
+            active=self._grip_goal is not None,
+        )
+
+    def gripper_elapsed(self) -> float:
+        """Sim time [s] since the last gripper command."""
+        return self.time - self._grip_started
+
+    def _update_gripper(self, elapsed: float) -> None:
+        if self._grip_goal is None:
+            return
+        pos = self.data.qpos[self._grip_q[0]]
+        if abs(pos - self._grip_goal) <= self.gripper.goal_tolerance:
+            self._grip_still = 0.0
+            self._grip_stalled = False
+        elif abs(self.data.qvel[self._grip_v[0]]) < self.gripper.stall_velocity:
+            self._grip_still += elapsed
+            self._grip_stalled = self._grip_still >= self.gripper.stall_timeout
+        else:
+            self._grip_still = 0.0
+            self._grip_stalled = False
+
+    # ------------------------------------------------------------------ stepping
+    def step(self, n: int = 1) -> None:
+        """Advance ``n`` physics steps, updating the arm controller as it requires."""
+        if n < 1:
+            return
+        t_end = self.data.time + n * self.dt
+        m, d = self.model, self.data
+        if self.control == "torque":
+            for _ in range(n):
+                mujoco.mj_step1(m, d)
+                self._torque_update()
+                mujoco.mj_step2(m, d)
+                if not self._traj_done:
+                    self._sample_reference()
+                self._ramp_gripper()
+        else:
+            every = self._steps_per_update
+            left = n
+            # Servo targets at the controller rate while the arm or the jaw has a ramp to follow.
+            while left > 0 and (not self._traj_done or self._grip_ramp is not None):
+                batch = min(every, left)
+                mujoco.mj_step(m, d, nstep=batch)
+                left -= batch
+                if not self._traj_done:
+                    self._sample_reference()
+                self._ramp_gripper()
+            if left > 0:
+                mujoco.mj_step(m, d, nstep=left)
+        self._after_steps(n * self.dt, t_end)
+
+    def advance(self, duration: float) -> int:
+        """Advance by ``duration`` [s] (rounded to whole steps, at least one); returns steps."""
+        n = max(1, round(duration / self.dt))
+        self.step(n)
+        return n
+
+    def _sample_reference(self) -> None:
+        """The reference at the current sim time (so q_r − q compares like with like); the
+        position servos get it as their target."""
+        t = self.data.time - self._traj_start
+        self._traj.sample(t, self._ref)
+        if t >= self._traj.duration:
+            self._traj_done = True
+        if self.control == "position":
+            self.data.ctrl[self._arm_act] = self._ref[0]
+
+    def _torque_update(self) -> None:
+        """tau = bias + Kp(q_r − q) + Kd(q̇_r − q̇) [+ M q̈_r − passive], clipped (after mj_step1,
+        so bias, M and passive forces belong to the current state)."""
+        d = self.data
+        tau, ref = self._tau, self._ref
+        np.subtract(ref[0], d.qpos[self._arm_q], out=tau)
+        tau *= self._kp
+        tau += self._kd * (ref[1] - d.qvel[self._arm_v])
+        tau += d.qfrc_bias[self._arm_v]
+        if self._feedforward and not self._traj_done:
+            self._tmp_nv[self._arm_v] = ref[2]
+            mujoco.mj_mulM(self.model, d, self._res_nv, self._tmp_nv)
+            tau += self._res_nv[self._arm_v]
+            tau -= d.qfrc_passive[self._arm_v]
+        np.clip(tau, -self.torque_limit, self.torque_limit, out=tau)
+        d.ctrl[self._arm_act] = tau
+
+    def _after_steps(self, elapsed: float, t_end: float) -> None:
+        number = self.data.warning.number
+        warnings = int(number[_BADQACC] + number[_BADQVEL] + number[_BADQPOS])
+        if warnings != self._warn_seen:
+            self._warn_seen = warnings
+            self.instabilities += 1
+            self.last_instability = (
+                f"simulation diverged (NaN/Inf in qpos, qvel or qacc) near t = {t_end:.3f} s; "
+                "reset to home"
+            )
+            self.data.time = t_end
+            self.reset()
+            return
+        self.data.time = t_end  # exact: no drift from summing dt
+        self._update_gripper(elapsed)
+
+    # ------------------------------------------------------------------ scene
+    def reset(self) -> None:
+        """Robot home, cube back where it started, velocities zero, sim time unchanged."""
+        m, d = self.model, self.data
+        t = d.time
+        mujoco.mj_resetData(m, d)
+        d.time = t
+        d.qpos[:] = self._home_q
+        d.qpos[self._cube_q : self._cube_q + 7] = self._cube_home
+        self._grip_goal = None
+        self._grip_ramp = None
+        self._grip_stalled = False
+        m.actuator_forcerange[self._grip_act] = (-self._grip_default_cap, self._grip_default_cap)
+        d.ctrl[self._grip_act] = d.qpos[self._grip_q[0]] * self._grip_ctrl_per_unit
+        mujoco.mj_forward(m, d)
+        number = d.warning.number
+        self._warn_seen = int(number[_BADQACC] + number[_BADQVEL] + number[_BADQPOS])
+        self.hold(d.qpos[self._arm_q].copy())
+
+    def place_cube(self, cube_pos: Sequence[float]) -> None:
+        """Put the cube at rest at ``cube_pos`` (base frame, (x, y) on the table or (x, y, z))."""
+        world = cube_world_pos(cube_pos, self.cube_size, self._base_pos, self._base_yaw)
+        d = self.data
+        d.qpos[self._cube_q : self._cube_q + 3] = world
+        d.qpos[self._cube_q + 3 : self._cube_q + 7] = (1.0, 0.0, 0.0, 0.0)
+        d.qvel[self._cube_v : self._cube_v + 6] = 0.0
+        self._cube_home = d.qpos[self._cube_q : self._cube_q + 7].copy()
+        mujoco.mj_forward(self.model, d)
+
+    def cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Cube centre [m] and orientation quaternion (w, x, y, z) in the world."""
+        return self.data.xpos[self._cube_body].copy(), self.data.xquat[self._cube_body].copy()
+
+    # ------------------------------------------------------------------ contacts
+    def _jaw_hits(self) -> tuple[np.ndarray, list[int]]:
+        """(per-contact jaw indices (ncon, 2), indices k of force-carrying jaw contacts)."""
+        d = self.data
+        if d.ncon == 0:
+            return self._no_jaws, []
+        jaws = self._jaw_of_geom[d.contact.geom]  # one vectorised lookup for all contacts
+        hits = np.flatnonzero((jaws[:, 0] != jaws[:, 1]) & (d.contact.efc_address >= 0))
+        return jaws, hits.tolist()
+
+    def _jaw_contact_forces(self, jaws: np.ndarray, hits: list[int]):
+        """Yield (jaw index, contact k, world force on the jaw, world torque, position)."""
+        m, d, f6 = self.model, self.data, self._f6
+        for k in hits:
+            j1, j2 = int(jaws[k, 0]), int(jaws[k, 1])
+            mujoco.mj_contactForce(m, d, k, f6)
+            contact = d.contact[k]
+            frame = contact.frame.reshape(3, 3)
+            force = frame.T @ f6[:3]  # on geom2, from geom1 (normal points geom1 -> geom2)
+            torque = frame.T @ f6[3:]
+            if j2 >= 0:
+                yield j2, k, force, torque, contact.pos
+            if j1 >= 0:
+                yield j1, k, -force, -torque, contact.pos
+
+    def jaw_wrenches(self) -> dict[str, Wrench]:
+        """Per jaw: total contact wrench from everything it touches (object, table, other jaw),
+        force [N] and torque about the jaw body origin [N·m], in the jaw body frame."""
+        jaws, hits = self._jaw_hits()
+        if not hits:
+            return self._zero_wrenches
+        d = self.data
+        sums = np.zeros((len(self.jaw_names), 6))
+        counts = [0] * len(self.jaw_names)
+        for j, _, force, torque, pos in self._jaw_contact_forces(jaws, hits):
+            lever = pos - d.xpos[self._jaw_body[j]]
+            sums[j, :3] += force
+            sums[j, 3:] += torque + np.cross(lever, force)
+            counts[j] += 1
+        out = {}
+        for j, name in enumerate(self.jaw_names):
+            R = d.xmat[self._jaw_body[j]].reshape(3, 3)
+            out[name] = Wrench(R.T @ sums[j, :3], R.T @ sums[j, 3:], counts[j])
+        return out
+
+    def contact_points(self) -> list[ContactPoint]:
+        """Every pressing jaw contact, as the force the jaw applies (for markers)."""
+        points = []
+        for j, k, force_on_jaw, _, pos in self._jaw_contact_forces(*self._jaw_hits()):
+            push = -force_on_jaw
+            normal = self.data.contact[k].frame[:3].copy()
+            if normal @ push < 0.0:
+                normal = -normal
+            if np.linalg.norm(push) <= 0.0:
+                continue
+            mu = float(self.data.contact[k].friction[0])
+            points.append(ContactPoint(self.jaw_names[j], pos.copy(), normal, push, mu))
+        return points

@@ -1,0 +1,154 @@
+"""Benchmark: the sim bridge's real-time factor, free-running, against raw ``mj_step``.
+
+``physai bench sim [--robot so101|panda] [--seconds S] [--no-listener]``
+
+Both run in this process on the same scene (``MujocoSim``'s compiled model): first a plain
+Python loop of ``mj_step`` with the arm at rest, then the bridge node at real_time_factor 0
+with every publisher on at its default SIM-time rate (/clock, /joint_states, tracking error,
+cube pose, jaw wrenches, markers) and the physics thread holding the arm, while a listener in
+another process subscribes to all of those topics (so messages are really serialised and
+sent). Real-time factor = simulated seconds per wall second. Target for the SO-101: the
+bridge reaches ≥ 50 % of the raw speed. Last line: ``sim_bridge_vs_raw = <ratio>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import mujoco
+
+LISTEN_TOPICS = (
+    "clock",
+    "joint_states",
+    "tracking_error",
+    "cube_pose",
+    "jaw_contact",
+    "contact_markers",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--robot", choices=("so101", "panda"), default="so101")
+    parser.add_argument("--seconds", type=float, default=5.0, help="wall time per measurement [s]")
+    parser.add_argument(
+        "--no-listener", action="store_true", help="no subscriber process (publishers idle)"
+    )
+    parser.add_argument("--listen", action="store_true", help=argparse.SUPPRESS)
+
+
+def raw_rtf(robot: str, seconds: float) -> tuple[float, int]:
+    """Sim seconds per wall second of a plain ``mj_step`` loop on the bridge's scene."""
+    from physai_ros.backends.mujoco_sim import MujocoSim
+
+    sim = MujocoSim(robot)
+    model, data = sim.model, mujoco.MjData(sim.model)
+    data.qpos[:] = sim.data.qpos
+    data.ctrl[:] = sim.data.ctrl
+    mujoco.mj_forward(model, data)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(500):
+            mujoco.mj_step(model, data)
+        steps += 500
+    return steps * model.opt.timestep / (time.perf_counter() - start), steps
+
+
+def bridge_rtf(robot: str, seconds: float) -> float:
+    """Sim seconds per wall second of the bridge node at real_time_factor 0 (after 1 s warm-up)."""
+    import rclpy
+    from rclpy.executors import MultiThreadedExecutor
+
+    from physai_ros.nodes.sim_bridge import SimBridge
+
+    args = ["--ros-args", "-p", f"robot:={robot}", "-p", "real_time_factor:=0.0"]
+    with rclpy.init(args=args):
+        node = SimBridge()
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spinner.start()
+        time.sleep(1.0)
+        t0, w0 = node.sim.time, time.perf_counter()
+        time.sleep(seconds)
+        t1, w1 = node.sim.time, time.perf_counter()
+        node.stop()
+        executor.shutdown()
+        node.destroy_node()
+    return (t1 - t0) / (w1 - w0)
+
+
+def listen() -> int:
+    """Subscribe to every bridge stream and print the message counts at SIGINT."""
+    import rclpy
+    from geometry_msgs.msg import PoseStamped, WrenchStamped
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from visualization_msgs.msg import MarkerArray
+
+    from physai_ros import interfaces as names
+
+    counts = dict.fromkeys(LISTEN_TOPICS, 0)
+
+    def count(key):
+        return lambda _msg: counts.__setitem__(key, counts[key] + 1)
+
+    with rclpy.init():
+        node = rclpy.create_node("bench_sim_listener")
+        node.create_subscription(Clock, names.CLOCK, count("clock"), 10)
+        node.create_subscription(JointState, names.JOINT_STATES, count("joint_states"), 10)
+        node.create_subscription(JointState, names.TRACKING_ERROR, count("tracking_error"), 10)
+        node.create_subscription(PoseStamped, names.CUBE_POSE, count("cube_pose"), 10)
+        node.create_subscription(MarkerArray, names.CONTACT_MARKERS, count("contact_markers"), 10)
+        for jaw in ("fixed_jaw", "moving_jaw", "left_finger", "right_finger"):
+            topic = f"{names.JAW_CONTACT_PREFIX}/{jaw}"
+            node.create_subscription(WrenchStamped, topic, count("jaw_contact"), 10)
+        print("listening", flush=True)
+        try:
+            rclpy.spin(node)
+        except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException, RuntimeError):
+            pass  # SIGINT may land inside a callback conversion: stopping is all we want
+        finally:
+            print("received " + ", ".join(f"{k} {v}" for k, v in counts.items()), flush=True)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.listen:
+        return listen()
+    os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    raw, steps = raw_rtf(args.robot, args.seconds)
+    print(f"raw mj_step ({args.robot}): {steps} steps, real-time factor {raw:.1f}")
+    listener = None
+    if not args.no_listener:
+        cmd = [sys.executable, "-m", "physai_ros.experiments.bench_sim", "--listen"]
+        listener = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        listener.stdout.readline()
+    try:
+        bridge = bridge_rtf(args.robot, args.seconds)
+    finally:
+        if listener is not None:
+            os.killpg(listener.pid, signal.SIGINT)
+            out, _ = listener.communicate(timeout=10)
+            print(f"listener {out.strip()}")
+    print(
+        f"sim bridge ({args.robot}, real_time_factor 0, default rates): "
+        f"real-time factor {bridge:.1f}"
+    )
+    ratio = bridge / raw
+    if args.robot == "so101":
+        print(f"target for the SO-101: >= 0.5 of raw; {'met' if ratio >= 0.5 else 'NOT met'}")
+    print(f"sim_bridge_vs_raw = {ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    sys.exit(run(parser.parse_args()))
