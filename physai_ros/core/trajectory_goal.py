@@ -1,0 +1,516 @@
+"""From a trajectory goal to a timed, sampled, limit-checked trajectory for a controller.
+
+A user's goal (``JointTrajectory`` topic or ``FollowJointTrajectory`` action) names joints and
+gives waypoints. This module decides *when* the arm passes each waypoint (lesson 13): every
+segment — current state → waypoint 1 → … → last waypoint — is a rest-to-rest move timed by one
+shape (``step`` … ``septic`` from :mod:`physai_ros.core.trajectory`, or ``ruckig`` time-optimal).
+
+* Untimed goal (every ``time_from_start`` zero): each segment gets the shortest duration its
+  joints' velocity/acceleration/jerk limits allow; a requested total ``duration`` stretches all
+  segments by the same factor (never shrinks them: a too-short duration is rejected).
+* Timed goal: the times are checked (finite, strictly increasing) and each segment must be
+  feasible in its given time, else the message names the joint and the binding limit.
+
+The reference is then checked as the robot receives it (:func:`check_trajectory` at the limits'
+control period) and sampled every ``sample_period`` into positions, velocities and
+accelerations; the samples are checked again (:func:`check_samples`) — nothing outside the limits
+leaves this module. :class:`TrackingMonitor` measures ``q_reference − q_measured`` afterwards.
+
+Pure numpy/scipy: no rclpy. Joint names are the ones in the messages (``prefix`` + the limits
+file's names, e.g. ``panda_joint1`` for franka_ros2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import yaml
+
+from physai_ros.core.limits import (
+    RATE_NAMES,
+    RTOL,
+    UNITS,
+    JointLimits,
+    Peaks,
+    Reference,
+    check_trajectory,
+    plan_move,
+    shortest_duration,
+)
+from physai_ros.core.trajectory import SHAPES, JointMove, check_joint_names
+from physai_ros.errors import InvalidInput, LimitViolation
+from physai_ros.paths import config_path
+
+SHAPE_NAMES = (*SHAPES, "ruckig")
+"""Every shape a goal can be timed by (``ruckig`` = time-optimal, jerk-limited)."""
+
+
+@cache
+def load_trajectory_config() -> dict[str, Any]:
+    """``config/trajectory.yaml`` as a dict (read once): the trajectory node's defaults."""
+    with config_path("trajectory.yaml").open(encoding="utf-8") as stream:
+        return yaml.safe_load(stream)
+
+
+def limits_path(robot: str, limits_file: str = "") -> Path:
+    """``limits_file`` if given, else the package's ``config/limits_<robot>.yaml``."""
+    return Path(limits_file) if limits_file else config_path(f"limits_{robot}.yaml")
+
+
+class GoalPoint(NamedTuple):
+    """One waypoint as a message carries it: ``time_from_start`` [s] and per-joint values in the
+    goal's joint order. Velocities/accelerations are optional and only validated: the timing is
+    this module's job, so they are recomputed."""
+
+    time_from_start: float
+    positions: Sequence[float]
+    velocities: Sequence[float] = ()
+    accelerations: Sequence[float] = ()
+
+
+@dataclass(frozen=True)
+class GoalPolicy:
+    """How goals are timed and sampled.
+
+    shape: one of :data:`SHAPE_NAMES`. duration: total time [s] of an untimed goal, 0 = the
+    fastest within the limits. sample_period: spacing [s] of the points sent to the controller.
+    start_tolerance: [rad] how far a first waypoint at t = 0 may be from the current state (it
+    is then taken as the start; farther would be a jump).
+    """
+
+    shape: str = "quintic"
+    duration: float = 0.0
+    sample_period: float = 0.01
+    start_tolerance: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPE_NAMES:
+            raise InvalidInput(f"unknown shape {self.shape!r}; valid: {list(SHAPE_NAMES)}")
+        if not (math.isfinite(self.duration) and self.duration >= 0.0):
+            raise InvalidInput(f"duration must be finite and >= 0 [s], got {self.duration!r}")
+        if not (math.isfinite(self.sample_period) and self.sample_period > 0.0):
+            raise InvalidInput(f"sample_period must be > 0 [s], got {self.sample_period!r}")
+        if not (math.isfinite(self.start_tolerance) and self.start_tolerance >= 0.0):
+            raise InvalidInput(f"start_tolerance must be >= 0 [rad], got {self.start_tolerance!r}")
+
+
+@dataclass(frozen=True)
+class Stretched:
+    """``base`` slowed down by ``factor`` ≥ 1: the r-th derivative scales by ``1/factor^r``."""
+
+    base: Reference
+    factor: float
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.base.joint_names
+
+    @property
+    def duration(self) -> float:
+        return self.base.duration * self.factor
+
+    def __call__(self, t: np.ndarray | float, order: int = 0) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        return self.base(t / self.factor, order) / self.factor**order
+
+
+@dataclass(frozen=True)
+class PiecewiseReference:
+    """Rest-to-rest segments one after the other; segment k runs from ``starts[k]`` [s].
+
+    Each segment is at rest outside its own interval, so the sum of segments is continuous and
+    every derivative is the one of the segment that owns the time.
+    """
+
+    joint_names: tuple[str, ...]
+    segments: tuple[Reference, ...]
+    starts: np.ndarray
+
+    @property
+    def duration(self) -> float:
+        return float(self.starts[-1] + self.segments[-1].duration)
+
+    def __call__(self, t: np.ndarray | float, order: int = 0) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        k = np.clip(np.searchsorted(self.starts, t, side="right") - 1, 0, len(self.segments) - 1)
+        out = np.empty((t.size, len(self.joint_names)))
+        for i, segment in enumerate(self.segments):
+            mask = k == i
+            if mask.any():
+                out[mask] = segment(t[mask] - self.starts[i], order)
+        return out
+
+
+@dataclass(frozen=True)
+class PlannedTrajectory:
+    """A goal ready to send: the continuous reference and its samples (controller order).
+
+    times [s] from the start (the first sample is one period in; t = 0 is the current state),
+    positions [rad], velocities [rad/s], accelerations [rad/s²] of shape (N, n_joints); peaks:
+    the reference's extremes as the robot samples it; timed_by: how the duration was chosen.
+    """
+
+    joint_names: tuple[str, ...]
+    reference: PiecewiseReference
+    times: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    accelerations: np.ndarray
+    peaks: Peaks
+    timed_by: str
+    shape: str
+
+    @property
+    def duration(self) -> float:
+        return float(self.times[-1])
+
+    @property
+    def goal(self) -> np.ndarray:
+        return self.positions[-1]
+
+    def describe(self, limits: JointLimits) -> str:
+        """One log line: shape, duration, and how close the binding limit is."""
+        use = {
+            name: getattr(self.peaks, name) / limits.rate(r)
+            for r, name in enumerate(RATE_NAMES, start=1)
+        }
+        name = max(use, key=lambda k: float(np.max(use[k])))
+        j = int(np.argmax(use[name]))
+        return (
+            f"{self.shape}, {len(self.reference.segments)} segment(s), {self.duration:.4f} s "
+            f"({self.timed_by}), {len(self.times)} points; binding: {self.joint_names[j]} "
+            f"{name} at {100 * use[name][j]:.1f} % of its limit (set {limits.set_name!r})"
+        )
+
+
+def check_samples(
+    joint_names: Sequence[str],
+    positions: np.ndarray,
+    velocities: np.ndarray,
+    accelerations: np.ndarray,
+    limits: JointLimits,
+) -> None:
+    """The last gate before sending: every sample finite and inside position, velocity and
+    acceleration limits (``limits`` in ``joint_names`` order). Raises ``LimitViolation``."""
+    checks = (
+        ("position", positions, None),
+        ("velocity", velocities, limits.velocity),
+        ("acceleration", accelerations, limits.acceleration),
+    )
+    for what, values, bound in checks:
+        bad = np.argwhere(~np.isfinite(values))
+        if bad.size:
+            i, j = bad[0]
+            raise LimitViolation(f"sample {i}: {what} of joint {joint_names[j]!r} is not finite")
+        if bound is None:
+            low = values < limits.position_min - RTOL
+            high = values > limits.position_max + RTOL
+            out = np.argwhere(low | high)
+            if out.size:
+                i, j = out[0]
+                raise LimitViolation(
+                    f"sample {i}: joint {joint_names[j]!r} position {values[i, j]:.4f} rad is "
+                    f"outside [{limits.position_min[j]:.4f}, {limits.position_max[j]:.4f}] rad"
+                )
+            continue
+        out = np.argwhere(np.abs(values) > bound * (1 + RTOL))
+        if out.size:
+            i, j = out[0]
+            raise LimitViolation(
+                f"sample {i}: joint {joint_names[j]!r} {what} {values[i, j]:.4g} {UNITS[what]} "
+                f"exceeds its limit {bound[j]:.4g} {UNITS[what]} (set {limits.set_name!r})"
+            )
+
+
+class TrajectoryPlanner:
+    """Turns goals into :class:`PlannedTrajectory` for one controller's joints.
+
+    limits: the robot's limits (names as in its limits file). joints: the controller's joints
+    (limits-file names, its order). prefix: put before each name in messages (franka_ros2:
+    ``panda_`` or ``fr3_``).
+    """
+
+    def __init__(
+        self, limits: JointLimits, joints: Sequence[str], policy: GoalPolicy, prefix: str = ""
+    ) -> None:
+        names = check_joint_names(joints)
+        sub = limits.select(names)
+        self.joint_names = tuple(prefix + n for n in names)
+        self.limits = dataclasses.replace(sub, joint_names=self.joint_names)
+        self.policy = policy
+
+    # ------------------------------------------------------------------ validation
+    def _order(self, joint_names: Sequence[str]) -> np.ndarray:
+        """Index of each goal joint in the controller; unknown and duplicated names rejected."""
+        names = list(joint_names)
+        if not names:
+            raise InvalidInput(f"empty goal: no joint names; this controller drives {self._valid}")
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise InvalidInput(f"duplicated joint name(s) {dupes} in the goal")
+        unknown = [n for n in names if n not in self.joint_names]
+        if unknown:
+            raise InvalidInput(f"unknown joint(s) {unknown}; valid joints: {self._valid}")
+        return np.array([self.joint_names.index(n) for n in names], dtype=int)
+
+    @property
+    def _valid(self) -> list[str]:
+        return list(self.joint_names)
+
+    def current_positions(self, state: Mapping[str, float]) -> np.ndarray:
+        """The controller's joints from a name → position [rad] map (a ``/joint_states``)."""
+        missing = [n for n in self.joint_names if n not in state]
+        if missing:
+            raise InvalidInput(f"no current position for joint(s) {missing} in /joint_states")
+        q = np.array([float(state[n]) for n in self.joint_names])
+        bad = np.flatnonzero(~np.isfinite(q))
+        if bad.size:
+            raise InvalidInput(f"current position of {self.joint_names[bad[0]]!r} is not finite")
+        return q
+
+    def _waypoints(
+        self, joint_names: Sequence[str], points: Sequence[GoalPoint], start: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Waypoints in controller order (joints the goal omits hold their current position),
+        and their times [s] or ``None`` when the goal leaves the timing to us."""
+        idx = self._order(joint_names)
+        if not points:
+            raise InvalidInput("empty goal: the trajectory has no points")
+        names = list(joint_names)
+        q = np.tile(start, (len(points), 1))
+        times = np.empty(len(points))
+        for i, point in enumerate(points):
+            t = float(point.time_from_start)
+            if not math.isfinite(t) or t < 0.0:
+                raise InvalidInput(f"point {i}: time_from_start {t!r} s must be finite and >= 0")
+            times[i] = t
+            for field in ("positions", "velocities", "accelerations"):
+                values = np.asarray(getattr(point, field), dtype=float)
+                if field != "positions" and values.size == 0:
+                    continue
+                if values.shape != (len(names),):
+                    raise InvalidInput(
+                        f"point {i}: {field} has {values.size} values, expected {len(names)} "
+                        f"(one per joint {names})"
+                    )
+                bad = np.flatnonzero(~np.isfinite(values))
+                if bad.size:
+                    raise InvalidInput(
+                        f"point {i}: {field} of joint {names[bad[0]]!r} is {values[bad[0]]} "
+                        "(NaN/Inf are not allowed)"
+                    )
+            q[i, idx] = np.asarray(point.positions, dtype=float)
+        lim = self.limits
+        for i, row in enumerate(q):
+            out = np.flatnonzero((row < lim.position_min) | (row > lim.position_max))
+            if out.size:
+                j = out[0]
+                raise LimitViolation(
+                    f"point {i}: joint {self.joint_names[j]!r} = {row[j]:.4f} rad is outside its "
+                    f"position limits [{lim.position_min[j]:.4f}, {lim.position_max[j]:.4f}] rad"
+                )
+        if not np.any(times):
+            return q, None
+        if times[0] == 0.0:  # a first point at t = 0 must be where the arm is: it is the start
+            jump = np.abs(q[0] - start)
+            if np.any(jump > self.policy.start_tolerance):
+                j = int(np.argmax(jump))
+                raise InvalidInput(
+                    f"point 0 at t = 0 puts {self.joint_names[j]!r} {jump[j]:.4f} rad from its "
+                    f"current position (start tolerance {self.policy.start_tolerance:g} rad): "
+                    "give it a time > 0 or leave every time at 0"
+                )
+            q, times = q[1:], times[1:]
+        steps = np.diff(np.concatenate([[0.0], times]))
+        if times.size == 0 or np.any(steps <= 0.0):
+            bad = int(np.argmax(steps <= 0.0)) if times.size else 0
+            raise InvalidInput(
+                f"time_from_start must strictly increase: {times.tolist()} s (problem at "
+                f"waypoint {bad}); or give every point 0 to let the planner choose"
+            )
+        return q, times
+
+    # ------------------------------------------------------------------ timing
+    def _segment(self, move: JointMove, duration: float | None) -> Reference:
+        """One rest-to-rest segment: fastest (``duration`` None) or exactly ``duration`` [s]."""
+        shape = self.policy.shape
+        if shape != "ruckig":
+            return plan_move(move, shape, self.limits, duration)
+        from physai_ros.core.ruckig_shape import ruckig_move
+
+        fastest = ruckig_move(move, self.limits)
+        if duration is None or duration == fastest.duration:
+            return fastest
+        if duration < fastest.duration * (1 - RTOL):
+            alone = [
+                ruckig_move(JointMove((n,), [a], [b]), self.limits).duration
+                for n, a, b in zip(move.joint_names, move.start, move.goal, strict=True)
+            ]
+            j = int(np.argmax(alone))
+            lim = self.limits.select([move.joint_names[j]])
+            raise LimitViolation(
+                f"duration {duration:.4f} s is too short: joint {move.joint_names[j]!r} needs "
+                f"≥ {alone[j]:.4f} s time-optimally under its velocity {lim.velocity[0]:.4g} "
+                f"rad/s, acceleration {lim.acceleration[0]:.4g} rad/s² and jerk "
+                f"{lim.jerk[0]:.4g} rad/s³ limits (set {self.limits.set_name!r})"
+            )
+        return Stretched(fastest, duration / fastest.duration)
+
+    def _fastest(self, move: JointMove) -> float:
+        if self.policy.shape == "ruckig":
+            return self._segment(move, None).duration
+        return shortest_duration(move, self.policy.shape, self.limits)
+
+    def plan(
+        self,
+        joint_names: Sequence[str],
+        points: Sequence[GoalPoint],
+        current: Mapping[str, float],
+    ) -> PlannedTrajectory:
+        """Validate ``points`` (goal order ``joint_names``), time them from the ``current``
+        state (name → position [rad]) and sample them. Raises ``InvalidInput`` /
+        ``LimitViolation`` naming the joint and the limit; nothing is returned unless every
+        check passed."""
+        start = self.current_positions(current)
+        waypoints, times = self._waypoints(joint_names, points, start)
+        ends = np.vstack([start, waypoints])
+        moves = [
+            JointMove(self.joint_names, ends[k], ends[k + 1])
+            for k in range(len(waypoints))
+            if times is not None or np.any(ends[k] != ends[k + 1])
+        ]
+        if not moves:  # already there: hold the current state for one period
+            moves = [JointMove(self.joint_names, start, start)]
+        if times is not None:
+            durations = np.diff(np.concatenate([[0.0], times]))
+            timed_by = "goal times"
+        else:
+            fastest = np.array([self._fastest(m) for m in moves])
+            total = float(fastest.sum())
+            requested = self.policy.duration
+            if requested and requested < total * (1 - RTOL):
+                prefix = f"duration {requested:g} s is too short (the goal needs ≥ {total:.4f} s)"
+                for k, (move, d) in enumerate(zip(moves, fastest * requested / total, strict=True)):
+                    try:  # name the joint and limit that bind in the first infeasible segment
+                        self._segment(move, float(d))
+                    except LimitViolation as err:
+                        if len(moves) == 1:
+                            raise
+                        raise LimitViolation(f"{prefix} in segment {k}: {err}") from err
+                raise LimitViolation(prefix)
+            scale = requested / total if requested and total > 0 else 1.0
+            durations = fastest * scale
+            timed_by = "requested duration" if requested else "fastest within limits"
+        segments = []
+        for k, (move, d) in enumerate(zip(moves, durations, strict=True)):
+            try:
+                segments.append(self._segment(move, float(d)))
+            except LimitViolation as err:
+                if len(moves) == 1:
+                    raise
+                raise LimitViolation(f"segment {k} (to waypoint {k}): {err}") from err
+        starts = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
+        reference = PiecewiseReference(self.joint_names, tuple(segments), starts)
+        peaks = check_trajectory(reference, self.limits)
+        return self._sample(reference, peaks, timed_by)
+
+    def _sample(
+        self, reference: PiecewiseReference, peaks: Peaks, timed_by: str
+    ) -> PlannedTrajectory:
+        period, duration = self.policy.sample_period, reference.duration
+        n = max(1, math.floor(duration / period + 1e-9))
+        times = np.arange(1, n + 1) * period
+        if duration - times[-1] > 1e-9 * max(1.0, duration):
+            times = np.append(times, duration)
+        times = times[times <= max(duration, period) + 1e-12]
+        q, qd, qdd = (reference(times, r) for r in range(3))
+        qd[-1] = qdd[-1] = 0.0  # the move ends at rest (a cubic's end acceleration jumps to 0)
+        q[-1] = reference(np.array([duration + 1.0]))[0]
+        check_samples(self.joint_names, q, qd, qdd, self.limits)
+        return PlannedTrajectory(
+            self.joint_names, reference, times, q, qd, qdd, peaks, timed_by, self.policy.shape
+        )
+
+
+class TrackingMonitor:
+    """``q_reference(t) − q_measured`` per joint while a planned trajectory runs.
+
+    start_time: when the controller starts the trajectory, on the clock of the joint states'
+    stamps [s]. ``update`` takes each ``/joint_states``; ``report`` gives max and final errors.
+    """
+
+    def __init__(self, planned: PlannedTrajectory, start_time: float) -> None:
+        self.planned = planned
+        self.start_time = start_time
+        n = len(planned.joint_names)
+        self.max_error = np.zeros(n)
+        self.max_error_time = np.zeros(n)
+        self.final_error = np.full(n, np.nan)
+        self.samples = 0
+        self._index: dict[str, int] = {}
+
+    def update(self, stamp: float, names: Sequence[str], positions: Sequence[float]) -> None:
+        """One measurement at ``stamp`` [s]; ignored if it lacks a joint or is not finite."""
+        where = {name: i for i, name in enumerate(names)}
+        try:
+            q = np.array([positions[where[n]] for n in self.planned.joint_names], dtype=float)
+        except (KeyError, IndexError):
+            return
+        if not np.all(np.isfinite(q)):
+            return
+        t = stamp - self.start_time
+        error = self.planned.reference(np.array([t]))[0] - q
+        self.final_error = self.planned.goal - q
+        if t < 0.0:
+            return
+        worse = np.abs(error) > self.max_error
+        self.max_error[worse] = np.abs(error[worse])
+        self.max_error_time[worse] = t
+        self.samples += 1
+
+    def report(self) -> dict[str, Any]:
+        """JSON-ready: per joint max |error| while moving and final error [rad and deg]."""
+        names = list(self.planned.joint_names)
+        if self.samples == 0:
+            return {"joints": names, "samples": 0, "note": "no /joint_states during the move"}
+        j = int(np.argmax(self.max_error))
+        return {
+            "joints": names,
+            "samples": self.samples,
+            "max_error_rad": [round(float(v), 6) for v in self.max_error],
+            "max_error_time_s": [round(float(v), 4) for v in self.max_error_time],
+            "final_error_rad": [round(float(v), 6) for v in self.final_error],
+            "max_error_deg": round(math.degrees(float(self.max_error.max())), 4),
+            "final_error_deg": round(math.degrees(float(np.nanmax(np.abs(self.final_error)))), 4),
+            "worst_joint": names[j],
+        }
+
+
+def outcome_report(
+    status: str,
+    message: str,
+    planned: PlannedTrajectory | None = None,
+    tracking: TrackingMonitor | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The JSON-ready summary of one goal: status (``rejected``, ``succeeded``, ``aborted``,
+    ``canceled``, ``preempted``), a message naming what went wrong, the plan and the tracking."""
+    report: dict[str, Any] = {"status": status, "message": message, **extra}
+    if planned is not None:
+        report["plan"] = {
+            "shape": planned.shape,
+            "duration_s": round(planned.duration, 6),
+            "timed_by": planned.timed_by,
+            "points": len(planned.times),
+            "segments": len(planned.reference.segments),
+        }
+    if tracking is not None:
+        report["tracking"] = tracking.report()
+    return report

@@ -1,0 +1,371 @@
+"""trajectory: goals in, limit-checked timed trajectories out to a FollowJointTrajectory controller.
+
+Takes ``JointTrajectory`` on ``~/goal`` and ``FollowJointTrajectory`` on
+``~/follow_joint_trajectory`` (untimed waypoints: the planner picks the time; timed: the times
+are checked), times them from the current ``/joint_states`` with the configured shape inside the
+robot's limits (lesson 13, ``physai_ros.core.trajectory_goal``), and forwards the sampled
+trajectory to the controller (the sim bridge, or franka_ros2's joint_trajectory_controller).
+Feedback and results are relayed, cancels forwarded; a bad goal is rejected with the joint and
+the limit named and nothing reaches the controller. The tracking error (reference vs
+``/joint_states``) is reported on ``~/result`` (JSON) and in the action result.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+
+import rclpy
+from builtin_interfaces.msg import Duration, Time
+from control_msgs.action import FollowJointTrajectory
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from physai_ros import interfaces
+from physai_ros.core.limits import load_limits
+from physai_ros.core.trajectory_goal import (
+    SHAPE_NAMES,
+    GoalPoint,
+    GoalPolicy,
+    PlannedTrajectory,
+    TrackingMonitor,
+    TrajectoryPlanner,
+    limits_path,
+    load_trajectory_config,
+    outcome_report,
+)
+from physai_ros.errors import PhysaiError
+
+FJT = FollowJointTrajectory
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")
+PARAMS = {  # name: (description with units, (min, max) or None, read_only); defaults: config/
+    "robot": ("robot: so101 | panda", None, True),
+    "joints": ("the controller's joints (limits-file names), its order", None, True),
+    "limits_file": ("limits YAML; '' = config/limits_<robot>.yaml", None, True),
+    "limits_set": ("limit set in that file; '' = its default_set", None, True),
+    "controller_action": ("FollowJointTrajectory action of the controller", None, True),
+    "joint_prefix": ("put before joint names in messages (franka_ros2: panda_)", None, True),
+    "shape": (f"time scaling: {' | '.join(SHAPE_NAMES)}", None, False),
+    "duration": ("total time of an untimed goal [s]; 0 = fastest in limits", (0.0, 3600.0), False),
+    "sample_period": ("spacing of the points sent [s]", (1e-3, 1.0), False),
+    "start_tolerance": ("a t = 0 waypoint may be this far from the state [rad]", (0.0, 1.0), False),
+    "start_delay": ("the controller starts this long after now [s]", (0.0, 10.0), False),
+    "rest_velocity": ("the arm is at rest below this joint speed [rad/s]", (0.0, 10.0), False),
+    "settle_timeout": ("wait this long for rest after a preemption [s]", (0.0, 60.0), False),
+    "server_timeout": (
+        "wait this long for the controller's action server [s]",
+        (0.1, 600.0),
+        False,
+    ),
+    "result_margin": ("wait this long for the result after the end [s]", (0.1, 600.0), False),
+    "state_timeout": ("a /joint_states older than this is stale [s wall]", (0.01, 60.0), False),
+    "monitor_rate": ("cancel/preempt checks while a goal runs [Hz]", (1.0, 1000.0), False),
+    "progress_period": ("progress log period [s wall]", (0.05, 60.0), False),
+}
+
+
+def seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+@dataclass
+class Run:
+    """One goal on its way through the controller (the execute thread owns it)."""
+
+    planned: PlannedTrajectory
+    monitor: TrackingMonitor
+    preempted: threading.Event = field(default_factory=threading.Event)
+    downstream: object = None
+
+
+class TrajectoryNode(Node):
+    def __init__(self) -> None:
+        super().__init__("trajectory")
+        cfg = load_trajectory_config()
+        robot = self._param("robot", cfg["robot"], *PARAMS["robot"])
+        if robot not in cfg["robots"]:
+            raise SystemExit(f"trajectory: unknown robot {robot!r}; choose {list(cfg['robots'])}")
+        defaults = cfg | cfg["robots"][robot]
+        self.cfg = v = {"robot": robot} | {
+            name: self._param(name, defaults[name], *spec)
+            for name, spec in PARAMS.items()
+            if name != "robot"
+        }
+        try:
+            path = limits_path(robot, v["limits_file"])
+            limits = load_limits(robot, v["limits_set"] or None, path)
+            policy = GoalPolicy(**{name: v[name] for name in POLICY_PARAMS})
+            self.planner = TrajectoryPlanner(limits, v["joints"], policy, v["joint_prefix"])
+        except PhysaiError as exc:
+            raise SystemExit(f"trajectory: {exc}") from exc
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.lock = threading.Lock()
+        self.run: Run | None = None
+        self.state: dict[str, tuple[float, float]] = {}  # name -> (position, velocity)
+        self.state_wall = 0.0
+        self.state_stamp = 0.0
+        group = ReentrantCallbackGroup()
+        self.action = v["controller_action"]
+        self.client = ActionClient(self, FJT, self.action, callback_group=group)
+        ActionServer(
+            self,
+            FJT,
+            "~/follow_joint_trajectory",
+            self._execute,
+            goal_callback=self._check_goal,
+            handle_accepted_callback=self._accept,
+            cancel_callback=lambda _handle: CancelResponse.ACCEPT,
+            callback_group=group,
+        )
+        self.create_subscription(JointState, interfaces.JOINT_STATES, self._on_state, 50)
+        self.create_subscription(
+            JointTrajectory, "~/goal", self._on_topic, 10, callback_group=group
+        )
+        self.pub_result = self.create_publisher(String, "~/result", LATCHED)
+        self.get_logger().info(
+            f"{robot}: joints {list(self.planner.joint_names)}, limits "
+            f"{self.planner.limits.set_name!r}, {policy} -> {self.action}"
+        )
+
+    def _param(self, name, default, description, limits=None, read_only=False):
+        desc = ParameterDescriptor(description=description, read_only=read_only)
+        if limits is not None:
+            desc.floating_point_range = [
+                FloatingPointRange(from_value=limits[0], to_value=limits[1])
+            ]
+            default = float(default)
+        return self.declare_parameter(name, default, desc).value
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        """Runtime changes (``ros2 param set``): the policy is validated as a whole first."""
+        changed = {p.name: p.value for p in params if p.name in self.cfg}
+        fields = {k: getattr(self.planner.policy, k) for k in POLICY_PARAMS}
+        fields |= {k: v for k, v in changed.items() if k in POLICY_PARAMS}
+        try:
+            policy = GoalPolicy(**fields)
+        except PhysaiError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        self.planner.policy = policy
+        self.cfg.update(changed)
+        if changed:
+            self.get_logger().info(f"parameters now {changed}; goal policy {policy}")
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ inputs
+    def _on_state(self, msg: JointState) -> None:
+        vel = list(msg.velocity) if len(msg.velocity) == len(msg.name) else [0.0] * len(msg.name)
+        self.state = {n: (q, v) for n, q, v in zip(msg.name, msg.position, vel, strict=False)}
+        self.state_wall = time.monotonic()
+        self.state_stamp = seconds(msg.header.stamp) or self.get_clock().now().nanoseconds * 1e-9
+        run = self.run
+        if run is not None:
+            run.monitor.update(self.state_stamp, msg.name, msg.position)
+
+    def _plan(self, traj: JointTrajectory) -> PlannedTrajectory:
+        if time.monotonic() - self.state_wall > self.cfg["state_timeout"]:
+            raise PhysaiError(f"no current /joint_states (none in {self.cfg['state_timeout']} s)")
+        points = [
+            GoalPoint(seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
+            for p in traj.points
+        ]
+        current = {n: q for n, (q, _) in self.state.items()}
+        return self.planner.plan(traj.joint_names, points, current)
+
+    def _reject(self, source: str, exc: Exception) -> None:
+        self.get_logger().error(f"rejected {source} goal, nothing sent: {exc}")
+        self._publish(outcome_report("rejected", str(exc), source=source))
+
+    def _check_goal(self, request) -> GoalResponse:
+        try:
+            self._plan(request.trajectory)
+        except PhysaiError as exc:
+            self._reject("action", exc)
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _accept(self, handle) -> None:
+        with self.lock:
+            if self.run is not None:
+                self.run.preempted.set()
+        handle.execute()
+
+    def _on_topic(self, msg: JointTrajectory) -> None:
+        try:
+            self._plan(msg)
+        except PhysaiError as exc:
+            self._reject("topic", exc)
+            return
+        with self.lock:
+            if self.run is not None:
+                self.run.preempted.set()
+        self._drive(msg, None, None)
+
+    def _execute(self, handle) -> FJT.Result:
+        return self._drive(handle.request.trajectory, handle.request, handle)
+
+    # ------------------------------------------------------------------ execution
+    def _drive(self, traj: JointTrajectory, request, handle) -> FJT.Result:
+        """Re-plan from the state now, send, relay, watch; returns the user's result."""
+        source = "topic" if handle is None else "action"
+        self._wait_for_rest()
+        try:
+            planned = self._plan(traj)
+        except PhysaiError as exc:
+            return self._finish(handle, outcome_report("aborted", str(exc), source=source))
+        if not self.client.wait_for_server(timeout_sec=self.cfg["server_timeout"]):
+            msg = f"controller action {self.action} not available"
+            return self._finish(handle, outcome_report("aborted", msg, planned, source=source))
+        goal = FJT.Goal(trajectory=self._message(planned))
+        if request is not None:
+            goal.path_tolerance, goal.goal_tolerance = (
+                request.path_tolerance,
+                request.goal_tolerance,
+            )
+            goal.goal_time_tolerance = request.goal_time_tolerance
+        start = max(self.get_clock().now().nanoseconds * 1e-9, self.state_stamp)
+        start += self.cfg["start_delay"]
+        goal.trajectory.header.stamp = Time(sec=int(start), nanosec=int(start % 1 * 1e9))
+        run = Run(planned, TrackingMonitor(planned, start))
+        with self.lock:
+            self.run = run
+        self.get_logger().info(f"sending {planned.describe(self.planner.limits)}")
+        relay = handle.publish_feedback if handle is not None else None
+        sent = self._wait(
+            self.client.send_goal_async(goal, relay and (lambda f: relay(f.feedback)))
+        )
+        if sent is None or not sent.accepted:
+            msg = "the controller rejected the trajectory (see its log)"
+            return self._finish(handle, outcome_report("aborted", msg, planned, source=source))
+        run.downstream = sent
+        result = self._watch(run, handle, sent.get_result_async())
+        return self._finish(handle, result, run)
+
+    def _watch(self, run: Run, handle, future) -> dict:
+        period, last_log = 1.0 / self.cfg["monitor_rate"], time.monotonic()
+        deadline = time.monotonic() + run.planned.duration + self.cfg["result_margin"]
+        status = "aborted"
+        while not future.done():
+            if handle is not None and handle.is_cancel_requested:
+                status = "canceled"
+            elif run.preempted.is_set():
+                status = "preempted"
+            elif time.monotonic() > deadline:
+                status = "timeout"
+            if status != "aborted":
+                self._wait(run.downstream.cancel_goal_async())
+                self._wait(future, self.cfg["result_margin"])
+                break
+            if time.monotonic() - last_log > self.cfg["progress_period"]:
+                last_log = time.monotonic()
+                t = self.get_clock().now().nanoseconds * 1e-9 - run.monitor.start_time
+                self.get_logger().info(
+                    f"progress {min(max(t / run.planned.duration, 0), 1):.0%} "
+                    f"(t = {t:.2f} / {run.planned.duration:.2f} s), max tracking error so far "
+                    f"{run.monitor.max_error.max():.4f} rad"
+                )
+            threading.Event().wait(period)
+        # the final error needs a joint state measured (stamped) after the result arrived
+        arrived, wall = self.get_clock().now().nanoseconds * 1e-9, time.monotonic()
+        while self.state_stamp < arrived and time.monotonic() - wall < self.cfg["state_timeout"]:
+            threading.Event().wait(0.005)
+        res = future.result().result if future.done() else None
+        code = res.error_code if res is not None else None
+        if status == "aborted" and code == FJT.Result.SUCCESSFUL:
+            status = "succeeded"
+        text = res.error_string if res is not None else "no result from the controller"
+        return outcome_report(
+            status,
+            text,
+            run.planned,
+            run.monitor,
+            source="topic" if handle is None else "action",
+            controller_error_code=code,
+        )
+
+    def _finish(self, handle, report: dict, run: Run | None = None) -> FJT.Result:
+        with self.lock:
+            if run is not None and self.run is run:
+                self.run = None
+        self._publish(report)
+        status, track = report["status"], report.get("tracking", {})
+        text = (
+            f"goal {status}: {report['message']}; tracking max "
+            f"{track.get('max_error_deg', 'n/a')}°, final {track.get('final_error_deg', 'n/a')}°"
+        )
+        if status == "succeeded":  # rclpy: one severity per logging call site
+            self.get_logger().info(text)
+        else:
+            self.get_logger().warning(text)
+        code = report.get("controller_error_code")
+        result = FJT.Result(
+            error_code=FJT.Result.INVALID_GOAL if code is None else code,
+            error_string=json.dumps(report),
+        )
+        if handle is not None:
+            if status == "succeeded":
+                handle.succeed()
+            elif status == "canceled":
+                handle.canceled()
+            else:
+                handle.abort()
+        return result
+
+    def _publish(self, report: dict) -> None:
+        self.pub_result.publish(String(data=json.dumps(report)))
+
+    def _message(self, planned: PlannedTrajectory) -> JointTrajectory:
+        msg = JointTrajectory(joint_names=list(planned.joint_names))
+        for t, q, qd, qdd in zip(
+            planned.times, planned.positions, planned.velocities, planned.accelerations, strict=True
+        ):
+            sec, nanosec = divmod(round(float(t) * 1e9), 1_000_000_000)
+            msg.points.append(
+                JointTrajectoryPoint(
+                    positions=q.tolist(),
+                    velocities=qd.tolist(),
+                    accelerations=qdd.tolist(),
+                    time_from_start=Duration(sec=sec, nanosec=nanosec),
+                )
+            )
+        return msg
+
+    def _wait_for_rest(self) -> None:
+        deadline = time.monotonic() + self.cfg["settle_timeout"]
+        while time.monotonic() < deadline:
+            moving = [abs(self.state.get(n, (0.0, 0.0))[1]) for n in self.planner.joint_names]
+            if max(moving) < self.cfg["rest_velocity"]:
+                return
+            threading.Event().wait(0.01)
+
+    def _wait(self, future, timeout: float | None = None):
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        done.wait(self.cfg["server_timeout"] if timeout is None else timeout)
+        return future.result() if future.done() else None
+
+
+def main(args: list[str] | None = None) -> None:
+    try:
+        with rclpy.init(args=args):
+            node = TrajectoryNode()
+            executor = MultiThreadedExecutor(num_threads=4)
+            executor.add_node(node)
+            executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""Goals to timed, sampled, limit-checked trajectories (the trajectory node's pure core)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from physai_ros.core.limits import check_trajectory, load_limits, shortest_duration
+from physai_ros.core.trajectory import JointMove
+from physai_ros.core.trajectory_goal import (
+    SHAPE_NAMES,
+    GoalPoint,
+    GoalPolicy,
+    TrackingMonitor,
+    TrajectoryPlanner,
+    check_samples,
+    limits_path,
+    load_trajectory_config,
+)
+from physai_ros.errors import InvalidInput, LimitViolation
+
+HOME = np.array([0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853])  # Panda `home` keyframe [rad]
+LESSON_DQ = np.array([0.6, 0.4, -0.4, 0.5, 0.5, -0.4, 0.6])  # lesson 13's move [rad]
+PANDA = load_limits("panda")
+NAMES = PANDA.joint_names
+CURRENT = dict(zip(NAMES, HOME, strict=True))
+PERIOD = 0.01  # [s] sample period of the tests
+RTOL = 1e-9  # relative slack against a limit (floating point, as in core.limits)
+
+
+def planner(shape: str = "quintic", duration: float = 0.0, **kw) -> TrajectoryPlanner:
+    policy = GoalPolicy(shape=shape, duration=duration, sample_period=PERIOD)
+    return TrajectoryPlanner(PANDA, NAMES, policy, **kw)
+
+
+def assert_samples_within(plan, limits) -> None:
+    """Every sent sample inside position, velocity and acceleration limits; at rest at the end."""
+    q, qd, qdd = plan.positions, plan.velocities, plan.accelerations
+    assert np.all(q >= limits.position_min - RTOL) and np.all(q <= limits.position_max + RTOL)
+    assert np.all(np.abs(qd) <= limits.velocity * (1 + RTOL))
+    assert np.all(np.abs(qdd) <= limits.acceleration * (1 + RTOL))
+    assert np.all(np.diff(plan.times) > 0) and plan.times[0] > 0
+    assert np.all(np.diff(plan.times) <= PERIOD + 1e-12)
+    np.testing.assert_array_equal(qd[-1], 0.0)
+    np.testing.assert_array_equal(qdd[-1], 0.0)
+
+
+def test_config_defaults_and_limits_path():
+    cfg = load_trajectory_config()
+    assert cfg["shape"] in SHAPE_NAMES and cfg["duration"] == 0.0
+    assert tuple(cfg["robots"]["panda"]["joints"]) == NAMES
+    assert "gripper" not in cfg["robots"]["so101"]["joints"]  # the gripper has its own action
+    assert limits_path("so101").name == "limits_so101.yaml"
+
+
+@pytest.mark.parametrize("shape", ["trapezoid", "cubic", "quintic", "septic", "ruckig"])
+def test_fastest_goal_is_sampled_inside_every_limit_and_ends_at_the_goal(shape):
+    plan = planner(shape).plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    assert_samples_within(plan, PANDA)
+    np.testing.assert_allclose(plan.goal, HOME + LESSON_DQ, atol=1e-12)
+    check_trajectory(plan.reference, PANDA)  # the reference itself, at libfranka's 1 ms
+    move = JointMove(NAMES, HOME, HOME + LESSON_DQ)
+    if shape != "ruckig":
+        assert plan.duration == pytest.approx(shortest_duration(move, shape, PANDA), abs=1e-9)
+    assert plan.timed_by == "fastest within limits"
+
+
+def test_lesson_quintic_is_limited_by_joint1_acceleration_and_ruckig_is_faster():
+    quintic = planner("quintic").plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    ruckig = planner("ruckig").plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    # T = sqrt(|Δq|·s''max / a_max) = sqrt(0.6·5.7735/10) = 0.5886 s
+    assert quintic.duration == pytest.approx(np.sqrt(0.6 * 10 * np.sqrt(3) / 3 / 10), rel=1e-6)
+    assert "joint1 acceleration at 100.0 %" in quintic.describe(planner().limits)
+    assert ruckig.duration < quintic.duration
+
+
+def test_requested_duration_is_used_or_rejected_naming_joint_and_limit():
+    plan = planner("quintic", 1.0).plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    assert plan.duration == pytest.approx(1.0) and plan.timed_by == "requested duration"
+    np.testing.assert_allclose(plan.times[-1], 1.0)
+    with pytest.raises(LimitViolation, match=r"joint 'joint1' needs ≥ 0.5886 s for its acceler"):
+        planner("quintic", 0.5).plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    with pytest.raises(LimitViolation, match=r"joint 'joint\d' needs .* time-optimally"):
+        planner("ruckig", 0.3).plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    stretched = planner("ruckig", 2.0).plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    assert stretched.duration == pytest.approx(2.0)
+    assert_samples_within(stretched, PANDA)
+
+
+def test_a_step_is_rejected_at_any_duration():
+    with pytest.raises(LimitViolation, match=r"joint 'joint\d': a step .* at any duration"):
+        planner("step").plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+
+
+def test_untimed_waypoints_stop_at_each_and_joints_left_out_hold():
+    goal = [[0.3, 0.2], [-0.3, 0.1], [0.0, 0.0]]  # joint1, joint3
+    p = planner("quintic")
+    plan = p.plan(["joint3", "joint1"], [GoalPoint(0.0, w[::-1]) for w in goal], CURRENT)
+    assert len(plan.reference.segments) == 3
+    assert_samples_within(plan, PANDA)
+    ends = plan.reference(plan.reference.starts[1:])  # at each junction: the waypoint, at rest
+    np.testing.assert_allclose(ends[:, [0, 2]], goal[:2], atol=1e-12)
+    np.testing.assert_allclose(plan.reference(plan.reference.starts[1:], 1), 0.0, atol=1e-12)
+    held = [1, 3, 4, 5, 6]
+    np.testing.assert_allclose(plan.positions[:, held], np.tile(HOME[held], (len(plan.times), 1)))
+    full = np.tile(HOME, (4, 1))
+    full[1:, [0, 2]] = goal
+    fastest = [
+        shortest_duration(JointMove(NAMES, full[k], full[k + 1]), "quintic", PANDA)
+        for k in range(3)
+    ]
+    assert plan.duration == pytest.approx(sum(fastest), rel=1e-9)
+
+
+def test_timed_goal_keeps_its_times_and_a_too_short_segment_names_the_limit():
+    a, b = HOME + 0.5 * LESSON_DQ, HOME + LESSON_DQ
+    points = [GoalPoint(0.0, HOME), GoalPoint(1.0, a), GoalPoint(2.5, b)]  # t = 0: the start
+    plan = planner("quintic").plan(NAMES, points, CURRENT)
+    assert plan.timed_by == "goal times" and plan.duration == pytest.approx(2.5)
+    np.testing.assert_allclose(plan.reference(np.array([1.0, 2.5])), [a, b], atol=1e-12)
+    assert_samples_within(plan, PANDA)
+    with pytest.raises(LimitViolation, match=r"segment 1 .* joint 'joint1' needs ≥ .* accel"):
+        planner("quintic").plan(NAMES, [GoalPoint(1.0, a), GoalPoint(1.1, b)], CURRENT)
+    with pytest.raises(InvalidInput, match=r"point 0 at t = 0 puts 'joint1' 0.3000 rad"):
+        planner("quintic").plan(NAMES, [GoalPoint(0.0, a), GoalPoint(1.0, b)], CURRENT)
+
+
+@pytest.mark.parametrize(
+    ("names", "points", "match"),
+    [
+        (NAMES, [GoalPoint(0.0, [np.nan, 0, 0, -1.5, 0, 1.5, 0])], r"joint 'joint1' is nan"),
+        (NAMES, [GoalPoint(0.0, [0, np.inf, 0, -1.5, 0, 1.5, 0])], r"joint 'joint2' is inf"),
+        (["joint1"], [GoalPoint(0.0, [0.1], [np.nan])], r"velocities of joint 'joint1'"),
+        (["joint1", "elbow"], [GoalPoint(0.0, [0.1, 0.2])], r"unknown joint\(s\) \['elbow'\]"),
+        (["joint2", "joint2"], [GoalPoint(0.0, [0.1, 0.2])], r"duplicated joint .*'joint2'"),
+        ([], [GoalPoint(0.0, [])], r"empty goal: no joint names"),
+        (["joint1"], [], r"empty goal: the trajectory has no points"),
+        (["joint1"], [GoalPoint(0.0, [0.1, 0.2])], r"positions has 2 values, expected 1"),
+        (["joint4"], [GoalPoint(0.0, [0.1])], r"joint 'joint4' = 0.1000 rad is outside .*-0.0698"),
+        (["joint1"], [GoalPoint(2.0, [0.1]), GoalPoint(1.0, [0.2])], r"must strictly increase"),
+        (["joint1"], [GoalPoint(-1.0, [0.1])], r"time_from_start -1.0 s must be finite"),
+        (["joint1"], [GoalPoint(np.nan, [0.1])], r"time_from_start nan s must be finite"),
+    ],
+)
+def test_bad_goals_are_rejected_with_the_joint_named(names, points, match):
+    with pytest.raises(InvalidInput, match=match):
+        planner().plan(names, points, CURRENT)
+
+
+def test_current_state_must_name_every_joint_and_be_finite():
+    with pytest.raises(InvalidInput, match=r"no current position for joint\(s\) \['joint7'\]"):
+        planner().plan(["joint1"], [GoalPoint(0.0, [0.1])], dict(list(CURRENT.items())[:6]))
+    with pytest.raises(InvalidInput, match=r"current position of 'joint3' is not finite"):
+        planner().plan(["joint1"], [GoalPoint(0.0, [0.1])], CURRENT | {"joint3": np.nan})
+
+
+def test_already_at_the_goal_holds_for_one_period():
+    plan = planner().plan(NAMES, [GoalPoint(0.0, HOME)], CURRENT)
+    assert plan.times.tolist() == [PERIOD]
+    np.testing.assert_allclose(plan.goal, HOME)
+
+
+def test_joint_prefix_names_the_messages_and_so101_gripper_is_not_an_arm_joint():
+    p = planner(prefix="panda_")
+    names = [f"panda_{n}" for n in NAMES]
+    plan = p.plan(names, [GoalPoint(0.0, HOME + LESSON_DQ)], dict(zip(names, HOME, strict=True)))
+    assert plan.joint_names == tuple(names)
+    with pytest.raises(InvalidInput, match=r"unknown joint\(s\) \['joint1'\]"):
+        p.plan(["joint1"], [GoalPoint(0.0, [0.1])], dict(zip(names, HOME, strict=True)))
+    so101 = load_limits("so101")
+    arm = load_trajectory_config()["robots"]["so101"]["joints"]
+    sp = TrajectoryPlanner(so101, arm, GoalPolicy(sample_period=PERIOD))
+    state = dict.fromkeys(arm, 0.0)
+    plan = sp.plan(["elbow_flex"], [GoalPoint(0.0, [1.0])], state)
+    assert_samples_within(plan, sp.limits)
+    with pytest.raises(InvalidInput, match=r"unknown joint\(s\) \['gripper'\]"):
+        sp.plan(["gripper"], [GoalPoint(0.0, [0.5])], state)
+
+
+def test_libfranka_legacy_set_times_the_same_move_by_joint2():
+    legacy = load_limits("panda", "libfranka_legacy")
+    p = TrajectoryPlanner(legacy, NAMES, GoalPolicy(sample_period=PERIOD))
+    plan = p.plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    assert "joint2 acceleration at 100.0 %" in plan.describe(p.limits)  # 0.4 rad at 7.5 rad/s²
+
+
+def test_check_samples_is_the_last_gate():
+    q = np.tile(HOME, (3, 1))
+    zero = np.zeros_like(q)
+    check_samples(NAMES, q, zero, zero, PANDA)
+    fast = zero.copy()
+    fast[1, 4] = 2.7
+    with pytest.raises(LimitViolation, match=r"sample 1: joint 'joint5' velocity 2.7 rad/s"):
+        check_samples(NAMES, q, fast, zero, PANDA)
+    bad = q.copy()
+    bad[2, 0] = np.nan
+    with pytest.raises(LimitViolation, match=r"sample 2: position of joint 'joint1' is not fin"):
+        check_samples(NAMES, bad, zero, zero, PANDA)
+
+
+def test_policy_validation():
+    with pytest.raises(InvalidInput, match=r"unknown shape 'spline'; valid: \['step'"):
+        GoalPolicy(shape="spline")
+    with pytest.raises(InvalidInput, match=r"duration must be finite"):
+        GoalPolicy(duration=-1.0)
+    with pytest.raises(InvalidInput, match=r"sample_period must be > 0"):
+        GoalPolicy(sample_period=0.0)
+
+
+def test_tracking_monitor_measures_a_delay_as_speed_times_delay():
+    plan = planner().plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    exact, late = TrackingMonitor(plan, 100.0), TrackingMonitor(plan, 100.0)
+    delay = 0.002  # [s]
+    for t in np.arange(-0.05, plan.duration + 0.1, 0.001):
+        exact.update(100.0 + t, NAMES, plan.reference(np.array([t]))[0])
+        late.update(100.0 + t, list(NAMES), plan.reference(np.array([t - delay]))[0])
+    np.testing.assert_allclose(exact.max_error, 0.0, atol=1e-12)
+    np.testing.assert_allclose(exact.final_error, 0.0, atol=1e-12)
+    peak_speed = np.abs(LESSON_DQ) * 1.875 / plan.duration  # quintic s'max = 1.875
+    np.testing.assert_allclose(late.max_error, peak_speed * delay, rtol=0.01)
+    report = late.report()
+    assert report["worst_joint"] in ("joint1", "joint7") and report["samples"] > 500
+    late.update(200.0, ["joint1"], [0.0])  # a partial joint state is ignored
+    assert late.report()["samples"] == report["samples"]
