@@ -80,6 +80,11 @@ class RobotTf:
         return names + [c + OPTICAL_SUFFIX for c in self._cameras]
 
     @property
+    def joint_ranges(self) -> dict[str, tuple[float, float]]:
+        """Each joint's (lower, upper) position limit [rad or m]; ±inf where unlimited."""
+        return dict(self._range)
+
+    @property
     def complete(self) -> bool:
         """True once every joint's position has been received at least once."""
         return len(self._seen) == len(self.joint_names)

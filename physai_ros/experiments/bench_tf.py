@@ -1,8 +1,10 @@
-"""Benchmark: the frame-tree walk for every SO-101 frame vs ``mujoco.mj_kinematics``.
+"""Benchmark: the TF publisher's cost per joint-state message vs ``mujoco.mj_kinematics``.
 
-A TF publisher calls ``FrameTree.parent_transforms(qpos)`` once per joint-state message; this
-measures its per-call cost against MuJoCo's own forward kinematics on the same model, in the
-same run, so the ratio does not depend on the machine. Last line: ``tf_walk_vs_mj_kinematics``.
+Three costs on the same SO-101 model in the same run, so the ratios do not depend on the
+machine: MuJoCo's own forward kinematics (the baseline), the frame-tree walk alone
+(``FrameTree.parent_transforms``), and the real TF node's whole joint-state callback (validate,
+walk, build the TFMessage, publish through rclpy). One over the callback cost is the node's
+maximum steady publish rate on one core. Last line: ``tf_node_message_vs_mj_kinematics``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         ("FrameTree.parent_transforms", _per_call(lambda: tree.parent_transforms(qpos), calls)),
         ("FrameTree.world_transforms", _per_call(lambda: tree.world_transforms(qpos), calls)),
     ]
+    node_cost = _node_callback_cost(calls, rng)
+    rows.append(("tf_publisher: JointState → /tf (whole callback)", node_cost))
     baseline = rows[0][1]
     print(f"SO-101: {model.nbody} bodies, {len(tree.frames)} frames, nq = {model.nq}\n")
     print("| call | per call (µs) | ratio to mj_kinematics |\n|---|---|---|")
@@ -58,5 +62,28 @@ def run(args: argparse.Namespace) -> int:
     with (out / "bench_tf.csv").open("w") as f:
         f.write("call,per_call_us,ratio\n")
         f.writelines(f"{n},{s * 1e6:.3f},{s / baseline:.3f}\n" for n, s in rows)
+    print(f"\nTF node maximum steady publish rate on one core: {1.0 / node_cost:,.0f} msg/s")
     print(f"tf_walk_vs_mj_kinematics = {rows[1][1] / baseline:.2f}")
+    print(f"tf_node_message_vs_mj_kinematics = {node_cost / baseline:.2f}")
     return 0
+
+
+def _node_callback_cost(calls: int, rng: np.random.Generator) -> float:
+    """Seconds per JointState through the real TF node's callback (no subscriber attached)."""
+    import rclpy
+    from sensor_msgs.msg import JointState
+
+    from physai_ros.nodes.tf_publisher import TfPublisher
+
+    rclpy.init(args=["--ros-args", "-r", "__node:=bench_tf_publisher"])
+    try:
+        node = TfPublisher()
+        names = list(node.tf.joint_names)
+        lo, hi = np.array([node.tf.joint_ranges[n] for n in names]).T
+        msgs = [JointState(name=names, position=list(rng.uniform(lo, hi))) for _ in range(64)]
+        counter = iter(range(1 << 62))
+        cost = _per_call(lambda: node.on_joint_state(msgs[next(counter) % 64]), calls)
+        node.destroy_node()
+        return cost
+    finally:
+        rclpy.shutdown()
