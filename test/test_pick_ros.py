@@ -58,10 +58,10 @@ def test_ten_ros_picks_hold_and_match_the_in_process_runner(ros_domain, tmp_path
     model = build_model(None, Row(mu=1.0, mass=0.03, cap=2.94))
     held = 0
     for pos in POSITIONS:
-        reference = run_pick(model, (pos[0], pos[1], 0.015), cfg)
+        reference = run_pick(model, pos, cfg)
         outcome = ros_pick(float(pos[0]), float(pos[1]), tmp_path / "outcome.json")
         assert outcome["outcome"] == reference.outcome, (pos, outcome, reference)
         assert outcome["lift_cm"] / 100 == pytest.approx(reference.lift, abs=LIFT_TOL)
         held += outcome["outcome"] == "held"
     assert held >= 9, f"{held}/10 held"
-    assert np.allclose(np.mean(POSITIONS, axis=0), CENTRE, atol=0.01)
+    assert np.allclose(np.mean(POSITIONS, axis=0)[:2], CENTRE, atol=0.01)
