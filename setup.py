@@ -14,6 +14,8 @@ NODES = {
     "tf_publisher": "physai_ros.nodes.tf_publisher:main",
     "pick": "physai_ros.nodes.pick:main",
     "trajectory": "physai_ros.nodes.trajectory:main",
+    "so101_driver": "physai_ros.nodes.so101_driver:main",
+    "so101_emulator": "physai_ros.nodes.so101_emulator:main",
 }
 
 setup(

@@ -7,11 +7,11 @@
 
 Only the trajectory node runs here: franka_ros2's joint_trajectory_controller executes what it
 sends, after it was checked against libfranka's limits (config/limits_panda.yaml). The node list
-comes from ``physai_ros.graph_trajectory.trajectory_graph``; ROS imports live inside the
+comes from ``physai_ros.graph.trajectory_graph``; ROS imports live inside the
 function, so the module loads (and is tested) without launch_ros.
 """
 
-import physai_ros.graph_trajectory as graph
+import physai_ros.graph as graph
 
 ARGUMENTS = {
     "controller_action": (

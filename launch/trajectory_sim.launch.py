@@ -2,12 +2,12 @@
 
     ros2 launch physai_ros trajectory_sim.launch.py robot:=panda shape:=quintic duration:=0.0
 
-The node list comes from ``physai_ros.graph_trajectory.trajectory_graph`` (shared with the
+The node list comes from ``physai_ros.graph.trajectory_graph`` (shared with the
 Python bringup), so both ways of starting the graph run the same nodes and parameters. The
 ROS imports live inside the function: the module loads (and is tested) without launch_ros.
 """
 
-import physai_ros.graph_trajectory as graph
+import physai_ros.graph as graph
 
 ARGUMENTS = {
     "robot": ("panda", "robot to simulate: so101 | panda"),

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from physai_ros.errors import InvalidInput
-from physai_ros.graph import GRAPHS, ROBOTS, NodeSpec
+from physai_ros.graph import GRAPHS, ROBOTS, NodeSpec, emulated_pick_graph
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--emulated / real) pick, watched until its outcome",
     )
     parser.add_argument("--robot", choices=ROBOTS, default="so101", help="robot to simulate")
+    parser.add_argument(
+        "--emulated",
+        action="store_true",
+        help="pick: the real-arm graph (sim:=false) on the Feetech bus emulator: emulator + "
+        "SO-101 driver (LeRobot) + TF publisher + pick",
+    )
     parser.add_argument(
         "-p",
         "--param",
@@ -122,16 +128,23 @@ def run(args: argparse.Namespace) -> int:
 
     kwargs = parse_overrides(args.param)
     graph = GRAPHS[args.graph]
+    if args.emulated:
+        if args.graph != "pick":
+            raise InvalidInput("--emulated applies to the pick graph only")
+        graph = emulated_pick_graph
     valid = [name for name in inspect.signature(graph).parameters if name != "robot"]
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
         raise InvalidInput(f"graph {args.graph!r} has no argument {unknown}; valid: {valid}")
-    specs = graph(robot=args.robot, **kwargs)
     wait_for_pick = args.graph == "pick"
     duration = args.duration or (120.0 if wait_for_pick else 5.0)
     with tempfile.TemporaryDirectory(prefix="physai-bringup-") as tmp:
         log_dir = args.log_dir or Path(tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
+        if args.emulated:  # the emulator's port symlink and calibration live with the logs
+            kwargs.setdefault("port_link", str(log_dir / "so101_port"))
+            kwargs.setdefault("calibration_file", str(log_dir / "so101_calibration.json"))
+        specs = graph(robot=args.robot, **kwargs)
         print(f"starting {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {log_dir})")
         procs = start(specs, log_dir)
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from physai_ros import interfaces
 from physai_ros.errors import InvalidInput
 
 
@@ -57,17 +58,23 @@ def pick_graph(
     jaw_torque_cap: float = 2.94,
     real_time_factor: float = 1.0,
     model_path: str = "",
+    port: str = "/dev/ttyACM0",
+    calibration_file: str = "",
 ) -> list[NodeSpec]:
     """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick.
 
     cube_x, cube_y: cube centre in the base frame [m]; cube_mu: its friction; cube_mass [kg];
     jaw_torque_cap: gripper torque cap [N m], both the sim actuator's and the pick's
-    GripperCommand max_effort; real_time_factor: sim pacing (0 = as fast as possible).
+    GripperCommand max_effort; real_time_factor: sim pacing (0 = as fast as possible);
+    port, calibration_file: the real arm's serial port and LeRobot calibration ("" = LeRobot's
+    default path). On the real arm nothing measures the cube, so its pose is given to the
+    pick (``cube_position``) from cube_x, cube_y, as in the lesson's fixed-position trials.
     """
     _check_robot(robot)
     if robot != "so101":
         raise InvalidInput(f"the scripted pick is written for the SO-101; got robot {robot!r}")
     shared = {"robot": robot, "model_path": model_path}
+    pick = {**shared, "use_sim_time": sim, "jaw_torque_cap": float(jaw_torque_cap)}
     if sim:
         driver = NodeSpec(
             "sim_bridge",
@@ -84,15 +91,94 @@ def pick_graph(
             },
         )
     else:
-        from physai_ros.graph_so101 import real_driver_spec
+        from physai_ros.models.scene import cube_world_pos, load_scene_config
 
-        driver = real_driver_spec(**shared)
-    timing = {"use_sim_time": sim}
+        placement = load_scene_config()["robots"][robot]
+        size = float(load_scene_config()["cube"]["size"])
+        world = cube_world_pos(
+            (cube_x, cube_y), size, placement["base_pos"], placement["base_yaw_deg"]
+        )
+        pick["cube_position"] = [float(v) for v in world]  # world frame [m]
+        driver = NodeSpec(
+            "so101_driver", "so101_driver", {"port": port, "calibration_file": calibration_file}
+        )
     return [
         driver,
-        NodeSpec("tf_publisher", "tf_publisher", {**shared, **timing}),
-        NodeSpec("pick", "pick", {**shared, **timing, "jaw_torque_cap": float(jaw_torque_cap)}),
+        NodeSpec("tf_publisher", "tf_publisher", {**shared, "use_sim_time": sim}),
+        NodeSpec("pick", "pick", pick),
     ]
 
 
-GRAPHS = {"demo": demo_graph, "pick": pick_graph}
+def emulated_pick_graph(
+    robot: str = "so101",
+    *,
+    port_link: str,
+    calibration_file: str,
+    cube_x: float = 0.22,
+    cube_y: float = 0.0,
+    relax: bool = True,
+) -> list[NodeSpec]:
+    """The real-arm graph (``sim:=false``) against the Feetech bus emulator.
+
+    The emulator runs MuJoCo physics behind six emulated STS3215 on a pseudo-terminal, kept
+    behind the symlink ``port_link``, writes a LeRobot calibration to ``calibration_file`` and
+    publishes the cube's true pose as a motion-capture system would; the real driver code runs
+    on that port. Wall-clock time throughout, as on the real arm. relax: lower the gripper
+    torque to the least squeeze that carries the cube once the grasp forms.
+    """
+    if robot != "so101":
+        raise InvalidInput(f"the emulated hardware path exists for the SO-101 only, not {robot!r}")
+    wall = {"use_sim_time": False}
+    return [
+        NodeSpec(
+            "so101_emulator",
+            "so101_emulator",
+            {
+                "link": port_link,
+                "calibration_out": calibration_file,
+                "cube_pos": [float(cube_x), float(cube_y)],
+            },
+        ),
+        NodeSpec(
+            "so101_driver",
+            "so101_driver",
+            {"port": port_link, "calibration_file": calibration_file, "grasp.relax": relax},
+        ),
+        NodeSpec("tf_publisher", "tf_publisher", {"robot": robot, **wall}),
+        NodeSpec("pick", "pick", {"robot": robot, **wall}),
+    ]
+
+
+FRANKA_CONTROLLER_ACTION = "/panda_arm_controller/follow_joint_trajectory"
+"""franka_ros2's Panda arm controller (``panda_ros_controllers.yaml``: a
+joint_trajectory_controller named ``panda_arm_controller`` on joints ``panda_joint1..7``).
+FR3 releases name it ``fr3_arm_controller`` on ``fr3_joint1..7``: pass
+``controller_action=/fr3_arm_controller/follow_joint_trajectory, joint_prefix=fr3_``."""
+
+FRANKA_JOINT_PREFIX = "panda_"
+"""franka_ros2 names the Panda's joints ``panda_joint1``…; our limits file says ``joint1``…"""
+
+
+def trajectory_graph(robot: str = "panda", sim: bool = True, **trajectory: Any) -> list[NodeSpec]:
+    """The trajectory node, with the sim bridge and TF publisher when ``sim``, or alone, pointed
+    at franka_ros2's controller, on a real Panda. ``trajectory`` overrides the trajectory node's
+    parameters (shape, duration, controller_action, joint_prefix, limits_set, …)."""
+    _check_robot(robot)
+    params: dict[str, Any] = {"robot": robot, "use_sim_time": sim}
+    if sim:
+        params["controller_action"] = interfaces.FOLLOW_JOINT_TRAJECTORY
+    elif robot == "panda":
+        params["controller_action"] = FRANKA_CONTROLLER_ACTION
+        params["joint_prefix"] = FRANKA_JOINT_PREFIX
+    params.update({k: v for k, v in trajectory.items() if v is not None})
+    node = NodeSpec("trajectory", "trajectory", params)
+    if not sim:
+        return [node]
+    return [
+        NodeSpec("sim_bridge", "sim_bridge", {"robot": robot}),
+        NodeSpec("tf_publisher", "tf_publisher", {"robot": robot, "use_sim_time": True}),
+        node,
+    ]
+
+
+GRAPHS = {"demo": demo_graph, "pick": pick_graph, "trajectory": trajectory_graph}

@@ -23,6 +23,8 @@ PICK_ARGUMENTS = {
     "cap": ("2.94", "jaw torque cap [N m]: GripperCommand max_effort (and the sim actuator)"),
     "real_time_factor": ("1.0", "sim pacing: 1 = real time, 0 = as fast as possible"),
     "model_path": ("", "Menagerie-style model folder; empty = the embedded model"),
+    "port": ("/dev/ttyACM0", "real arm: serial port of the servo bus (lerobot-find-port)"),
+    "calibration_file": ("", "real arm: LeRobot calibration JSON; empty = LeRobot's own path"),
 }
 
 #: ``display.launch.py``'s arguments.
@@ -49,6 +51,8 @@ def pick_specs(arg: dict[str, str]) -> list[NodeSpec]:
         jaw_torque_cap=float(arg["cap"]),
         real_time_factor=float(arg["real_time_factor"]),
         model_path=arg["model_path"],
+        port=arg["port"],
+        calibration_file=arg["calibration_file"],
     )
 
 

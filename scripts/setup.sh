@@ -141,6 +141,9 @@ if [ "${MODE%%-*}" = wheels ]; then
   pip_install "ROS 2 Kilted wheels" -r "$ROOT/requirements/ros-kilted-wheels.txt"
 fi
 pip_install "Python dependencies" -r "$ROOT/requirements/base.txt" -r "$ROOT/requirements/test.txt"
+# The real SO-101 path: LeRobot's Feetech motor bus (see requirements/lerobot.txt for why two steps).
+pip_install "LeRobot motor bus dependencies (CPU torch, Feetech SDK)" -r "$ROOT/requirements/lerobot.txt"
+pip_install "LeRobot" --no-deps -r "$ROOT/requirements/lerobot-nodeps.txt"
 
 # ---------------------------------------------------------------------------------------------
 # 4. Interface packages that no registry has: tf2_msgs, control_msgs.
@@ -179,6 +182,7 @@ pip_install "physai_ros" --no-deps --no-build-isolation -e "$ROOT"
 # 6. Check what we promise, then record success.
 if ! "$VENV/bin/python" - <<'EOF' >"$LOG_DIR/check.log" 2>&1; then
 import mujoco, rclpy, tf2_msgs.msg, control_msgs.action, sensor_msgs.msg, physai_ros
+import lerobot.motors.feetech
 if mujoco.__version__ != "3.17.0":
     raise SystemExit(f"mujoco {mujoco.__version__} installed, 3.17.0 expected")
 EOF

@@ -19,15 +19,25 @@ from conftest import REPO_ROOT
 SETUP = REPO_ROOT / "scripts" / "setup.sh"
 
 
-def run_setup(venv: Path, **env: str) -> subprocess.CompletedProcess:
+def setup_env(venv: Path, **env: str) -> dict[str, str]:
+    """This process's environment without any ROS, virtual environment or PYTHONPATH."""
     full = {k: v for k, v in os.environ.items() if not k.startswith(("ROS_", "VIRTUAL_ENV"))}
     full.pop("PYTHONPATH", None)
+    # No virtual environment on PATH (ours or any other): the script must find Pythons itself.
     full["PATH"] = os.pathsep.join(
-        p for p in full["PATH"].split(os.pathsep) if not p.startswith(str(REPO_ROOT))
+        p for p in full["PATH"].split(os.pathsep) if not (Path(p).parent / "pyvenv.cfg").exists()
     )
     full.update(PHYSAI_VENV=str(venv), **env)
+    return full
+
+
+def run_setup(venv: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["bash", str(SETUP)], env=full, capture_output=True, text=True, timeout=900
+        ["bash", str(SETUP)],
+        env=setup_env(venv, **env),
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
 
@@ -99,11 +109,9 @@ def test_no_registry_is_named(tmp_path):
 @pytest.mark.slow
 def test_interrupted_setup_is_finished_by_a_rerun(tmp_path):
     venv = tmp_path / "venv"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROS_", "VIRTUAL_ENV"))}
-    env.update(PHYSAI_VENV=str(venv))
     proc = subprocess.Popen(
         ["bash", str(SETUP)],
-        env=env,
+        env=setup_env(venv),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

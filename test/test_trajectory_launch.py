@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO_ROOT
 
 from physai_ros import interfaces
-from physai_ros.graph_trajectory import FRANKA_CONTROLLER_ACTION, trajectory_graph
+from physai_ros.graph import FRANKA_CONTROLLER_ACTION, trajectory_graph
 
 LAUNCH_FILES = ["trajectory_sim.launch.py", "trajectory_franka.launch.py"]
 BUILTIN_PARAMS = {"use_sim_time"}

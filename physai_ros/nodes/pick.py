@@ -68,6 +68,15 @@ class PickNode(Node):
         self.cube_frame = self.declare_parameter(
             "cube_frame", "cube", ParameterDescriptor(description="TF frame of the object")
         ).value
+        self.fixed_cube = self.declare_parameter(
+            "cube_position",
+            [0.0, 0.0, -1.0],
+            ParameterDescriptor(
+                read_only=True,
+                description="cube centre in the world [m] when nothing measures it (a real arm "
+                "without motion capture); z < 0 = take the pose from TF",
+            ),
+        ).value
         self.cube_size = self.declare_parameter(
             "cube_size",
             float(load_scene_config()["cube"]["size"]),
@@ -119,6 +128,11 @@ class PickNode(Node):
                 stamp = t.header.stamp.sec + t.header.stamp.nanosec * 1e-9
                 self.cube = (np.array([p.x, p.y, p.z]), stamp)
 
+    def known_cube(self) -> None:
+        """A given cube position stands in for a measurement, fresh at every tick."""
+        if self.fixed_cube[2] >= 0.0:
+            self.cube = (np.asarray(self.fixed_cube, dtype=float), self.now())
+
     def sensed(self) -> PickSensing:
         touch = self.cfg.ros["touch_force"]
         return PickSensing(
@@ -169,6 +183,7 @@ class PickNode(Node):
 
     def tick(self) -> None:
         now = self.now()
+        self.known_cube()
         if self.machine is None:
             if not self.ready():
                 return

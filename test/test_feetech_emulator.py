@@ -1,0 +1,183 @@
+"""LeRobot's real FeetechMotorsBus (and the SDK under it, unpatched) against the bus emulator.
+
+The first test runs the emulator as its own process, exactly as a user would
+(``python -m physai_ros.backends.feetech_emulator``); the fault and safety tests run it in this
+process so they can break it and read back every byte written to the bus.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from physai_ros.backends.feetech_emulator import (
+    JOINTS,
+    FeetechBusEmulator,
+    joint_offsets,
+    write_calibration,
+)
+from physai_ros.backends.so101_lerobot import BusSettings, So101Bus
+from physai_ros.core import feetech_protocol as fp
+
+lerobot_motors = pytest.importorskip("lerobot.motors")
+from lerobot.motors import Motor, MotorCalibration, MotorNormMode  # noqa: E402
+from lerobot.motors.feetech import FeetechMotorsBus  # noqa: E402
+
+
+def _bus(port: str, calibration: dict) -> FeetechMotorsBus:
+    motors = {j: Motor(i + 1, "sts3215", MotorNormMode.DEGREES) for i, j in enumerate(JOINTS)}
+    cal = {j: MotorCalibration(**c) for j, c in calibration.items()}
+    return FeetechMotorsBus(port, motors, calibration=cal)
+
+
+def test_lerobot_bus_round_trip_against_the_emulator_process(spawn, tmp_path):
+    link, cal_file = tmp_path / "port", tmp_path / "cal.json"
+    proc = spawn(
+        "physai_ros.backends.feetech_emulator",
+        "--link",
+        str(link),
+        "--calibration-out",
+        str(cal_file),
+        module=True,
+    )
+    line = proc.stdout.readline()
+    assert line.startswith("port: /dev/pts/"), line
+    calibration = json.loads(cal_file.read_text())
+    bus = _bus(str(link), calibration)
+    bus.connect()  # handshake: pings every id, reads model numbers and firmware versions
+    try:
+        assert bus.is_calibrated  # homing offsets and ranges on the servos = the file's
+        assert bus.broadcast_ping() == dict.fromkeys(range(1, 7), 777)
+        bus.write("Return_Delay_Time", "elbow_flex", 0)
+        assert bus.read("Return_Delay_Time", "elbow_flex") == 0
+        start = bus.sync_read("Present_Position")
+        # at joint angle 0 LeRobot reads the offset of the middle of the range (gripper: -45°)
+        offsets = zip(JOINTS, joint_offsets_of(calibration), strict=True)
+        expected = {j: -np.degrees(o) for j, o in offsets}
+        for j in JOINTS[:5]:
+            assert start[j] == pytest.approx(expected[j], abs=2.0), j  # gravity sag < 2°
+        load = bus.sync_read("Present_Load")
+        assert load["shoulder_lift"] != 0  # gravity loads the shoulder: Present_Load is live
+        bus.sync_write("Goal_Position", {"shoulder_pan": 20.0, "gripper": 10.0})
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            now = bus.sync_read("Present_Position")
+            if abs(now["shoulder_pan"] - 20.0) < 0.5 and abs(now["gripper"] - 10.0) < 0.5:
+                break
+        assert now["shoulder_pan"] == pytest.approx(20.0, abs=0.5)  # physics moved the joint
+        assert now["gripper"] == pytest.approx(10.0, abs=0.5)
+    finally:
+        bus.disconnect(disable_torque=True)
+
+
+def joint_offsets_of(calibration: dict) -> list[float]:
+    """Joint angle at LeRobot's 0° = middle of the model range; gripper 45°, arm 0."""
+    return [0.0, 0.0, 0.0, 0.0, 0.0, np.radians(45.0)]
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    emu = FeetechBusEmulator(record_writes=True)
+    emu.start()
+    yield emu
+    emu.stop()
+
+
+def test_wrong_baud_rate_means_no_status_packet(emulator):
+    bus = _bus(emulator.port, emulator.calibration)
+    bus.connect(handshake=False)
+    try:
+        bus.set_baudrate(500_000)
+        assert bus.ping(1) is None
+        assert emulator.stats.baud_mismatches > 0
+        bus.set_baudrate(1_000_000)
+        assert bus.ping(1) == 777
+    finally:
+        bus.port_handler.closePort()
+
+
+def test_silent_servo_and_corrupt_replies_are_reported(emulator):
+    bus = _bus(emulator.port, emulator.calibration)
+    bus.connect(handshake=False)
+    try:
+        emulator.faults.mute_ids = {3}
+        with pytest.raises(ConnectionError, match="no status packet"):
+            bus.sync_read("Present_Position")
+        assert bus.ping(3) is None and bus.ping(2) == 777
+        emulator.faults.mute_ids = set()
+        emulator.faults.corrupt_every = 1
+        with pytest.raises(ConnectionError, match="Incorrect status packet"):
+            bus.read("Present_Position", "wrist_flex")
+        assert emulator.stats.corrupted_replies > 0
+    finally:
+        emulator.faults.mute_ids = set()
+        emulator.faults.corrupt_every = 0
+        bus.port_handler.closePort()
+
+
+def test_overload_flag_reaches_lerobot_and_the_status_register(emulator):
+    bus = _bus(emulator.port, emulator.calibration)
+    bus.connect(handshake=False)
+    try:
+        emulator.servos[5].forced = int(fp.ErrorBit.OVERLOAD)
+        with pytest.raises(RuntimeError, match="Overload"):
+            bus.read("Present_Load", "gripper")
+        time.sleep(0.05)  # one physics step copies the flags into Status
+        assert bus.sync_read("Status")["gripper"] & int(fp.ErrorBit.OVERLOAD)
+    finally:
+        emulator.servos[5].forced = 0
+        bus.port_handler.closePort()
+
+
+@pytest.fixture(scope="module")
+def so101_bus(emulator, tmp_path_factory):
+    cal = tmp_path_factory.mktemp("cal") / "cal.json"
+    write_calibration(cal, emulator.calibration)
+    m = emulator.physics.model
+    lo = np.array([m.jnt_range[m.joint(j).id][0] for j in JOINTS])
+    hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
+    bus = So101Bus(BusSettings(emulator.port, cal, lo, hi, joint_offsets=tuple(joint_offsets(m))))
+    bus.connect()
+    yield bus, lo, hi
+    bus.disconnect()
+
+
+angles = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e3, max_value=1e3)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(angles, min_size=6, max_size=6))
+def test_no_goal_outside_the_limits_ever_reaches_the_bus(so101_bus, emulator, goal):
+    """Whatever the caller asks, every Goal_Position byte on the wire decodes (with our own
+    protocol module) to a step inside the calibrated range and an angle inside the joint limits."""
+    bus, lo, hi = so101_bus
+    emulator.stats.writes.clear()
+    sent = bus.send_positions(np.array(goal))
+    assert np.all(sent >= lo - 1e-9) and np.all(sent <= hi + 1e-9)
+    time.sleep(0.003)
+    packets = [p for raw in emulator.stats.writes for p in fp.PacketParser().feed(raw)]
+    assert packets, "the goal never reached the bus"
+    for packet in packets:
+        sync = fp.decode_sync_write(packet.params)
+        for servo_id, data in sync.data.items():
+            for reg, raw in fp.writes_to(sync.address, data):
+                if reg.name != "Goal_Position":
+                    continue
+                steps = fp.from_sign_magnitude(raw, 15)
+                servo = emulator.servos[servo_id - 1]
+                cal = emulator.calibration[JOINTS[servo_id - 1]]
+                assert cal["range_min"] <= steps <= cal["range_max"], (servo_id, steps)
+                angle = servo.angle_of(steps)
+                assert lo[servo_id - 1] - 1e-3 <= angle <= hi[servo_id - 1] + 1e-3
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
