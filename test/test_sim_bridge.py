@@ -272,3 +272,39 @@ def test_panda_follows_a_multi_point_trajectory(ros_context, spawn):
     client.spin_until(lambda: False, 0.3)
     np.testing.assert_allclose(client.positions(arm), home - 0.3 * delta, atol=0.01)
     client.close()
+
+
+def test_client_dying_mid_goal_leaves_the_arm_holding_its_last_target(ros_context, spawn):
+    """Killed with SIGKILL (no cancel sent), the client's goal still ends at its last point and
+    the arm holds there."""
+    import os
+    import signal
+
+    from conftest import PEERS
+
+    bridge = start_bridge(spawn, "so101", rtf=1.0)
+    client = Client(ros_context)
+    try:
+        client.wait_ready(bridge)
+        arm = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
+        target = [0.3, -0.2, 0.25, 0.15, -0.3]
+        peer = spawn(
+            str(PEERS / "trajectory_client_dies.py"),
+            names.FOLLOW_JOINT_TRAJECTORY,
+            ",".join(arm),
+            ",".join(map(str, target)),
+            "2.0",
+        )
+        assert peer.stdout.readline().strip() == "accepted"
+        os.killpg(peer.pid, signal.SIGKILL)  # mid-goal: the trajectory lasts 2 s of sim time
+        peer.wait()
+        client.spin_until(lambda: False, 0.3)
+        moving = client.positions(arm)
+        assert not np.allclose(moving, target, atol=GOAL_TOL), "killed before the goal ended"
+        assert client.spin_until(
+            lambda: np.allclose(client.positions(arm), target, atol=GOAL_TOL), 20.0
+        ), f"arm at {client.positions(arm)}, target {target}"
+        client.spin_until(lambda: False, 1.0)  # and it stays there
+        np.testing.assert_allclose(client.positions(arm), target, atol=GOAL_TOL)
+    finally:
+        client.close()
