@@ -3,6 +3,7 @@
     physai lesson 07|13|16 [...]   a lesson's tables as Markdown (CSV/PNG under --output)
     physai bench <area> [...]      benchmark ratios measured in one run (last line: metric = value)
     physai bringup <graph> [...]   start a node graph where launch_ros is absent
+    physai trials [...]            record pick trials (real or emulated arm) with Wilson intervals
 
 Lessons and benchmarks are modules in ``physai_ros.experiments`` exposing
 ``add_arguments(parser)`` and ``run(args) -> int``; they are mounted here by name so the CLI
@@ -86,6 +87,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bringup.add_arguments(up)
     up.set_defaults(_run=bringup.run)
+
+    _mount(
+        commands,
+        "trials",
+        "physai_ros.experiments.real_trials",
+        "record pick trials and their Wilson interval (the lesson's real-arm procedure)",
+    )
     return parser
 
 

@@ -1,6 +1,6 @@
 """Record pick trials and their success interval: the lesson's real-arm trial procedure.
 
-``python -m physai_ros.experiments.real_trials --cubes 0.22,0.0 0.20,0.02 --per-cube 20``
+``physai trials --cubes 0.22,0.0 0.20,0.02 --per-cube 20``
 
 Real arm: start the pick graph (``pick.launch.py sim:=false``) once per trial, with the cube
 placed at the position being tested; this command listens to ``/pick/outcome`` (latched JSON
