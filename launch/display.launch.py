@@ -1,38 +1,23 @@
 """RViz on the package's own frame tree: ``ros2 launch physai_ros display.launch.py``.
 
 No robot_state_publisher: our TF publisher computes /tf and /tf_static from the same MJCF the
-simulation steps and publishes the generated URDF on /robot_description. The robot moves in
+simulation steps and publishes the generated URDF on /robot_description. The robot stands in
 the sim bridge, so the frames have a live joint-state source.
 """
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+from physai_ros.graph import demo_graph
+from physai_ros.launch_support import as_bool, describe
 
-from physai_ros.launch_support import (
-    DISPLAY_ARGUMENTS,
-    as_bool,
-    display_specs,
-    node_actions,
-    rviz_action,
-)
+ARGUMENTS = {
+    "robot": ("so101", "robot model: so101 or panda"),
+    "rviz": ("true", "start RViz with config/physai.rviz"),
+}
 
 
-def _nodes(context):
-    arg = {name: LaunchConfiguration(name).perform(context) for name in DISPLAY_ARGUMENTS}
-    actions = node_actions(display_specs(arg))
-    if as_bool(arg["rviz"]):
-        actions.append(rviz_action())
-    return actions
+def node_specs(values: dict[str, str]) -> list:
+    """The sim bridge and the TF publisher for ``values["robot"]``."""
+    return demo_graph(robot=values["robot"])
 
 
 def generate_launch_description():
-    return LaunchDescription(
-        [
-            *(
-                DeclareLaunchArgument(name, default_value=default, description=text)
-                for name, (default, text) in DISPLAY_ARGUMENTS.items()
-            ),
-            OpaqueFunction(function=_nodes),
-        ]
-    )
+    return describe(ARGUMENTS, node_specs, rviz=lambda values: as_bool(values["rviz"]))

@@ -1,38 +1,45 @@
 """The SO-101 pick: ``ros2 launch physai_ros pick.launch.py sim:=true``.
 
 sim:=true runs the MuJoCo sim bridge (real contact physics, no weld); sim:=false the LeRobot
-SO-101 driver on a real arm. Arguments and the node graph come from physai_ros.launch_support
-and physai_ros.graph, the same code ``physai bringup pick`` runs where launch_ros is absent.
+SO-101 driver on a real arm (port:=…, calibration_file:=…, the cube placed at cube_x, cube_y).
+The nodes come from ``physai_ros.graph.pick_graph``, as for ``physai bringup pick``.
 """
 
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+from physai_ros.graph import pick_graph
+from physai_ros.launch_support import as_bool, describe
 
-from physai_ros.launch_support import (
-    PICK_ARGUMENTS,
-    as_bool,
-    node_actions,
-    pick_specs,
-    rviz_action,
-)
+ARGUMENTS = {
+    "sim": ("true", "true: MuJoCo sim bridge; false: the real SO-101 through LeRobot"),
+    "robot": ("so101", "robot model (the scripted pick is written for the SO-101)"),
+    "rviz": ("false", "start RViz with config/physai.rviz"),
+    "cube_x": ("0.22", "cube centre x in the robot base frame [m]"),
+    "cube_y": ("0.0", "cube centre y in the robot base frame [m]"),
+    "mu": ("1.0", "cube friction coefficient (sim)"),
+    "mass": ("0.03", "cube mass [kg] (sim)"),
+    "cap": ("2.94", "jaw torque cap [N m]: GripperCommand max_effort (and the sim actuator)"),
+    "real_time_factor": ("1.0", "sim pacing: 1 = real time, 0 = as fast as possible"),
+    "model_path": ("", "Menagerie-style model folder; empty = the embedded model"),
+    "port": ("/dev/ttyACM0", "real arm: serial port of the servo bus (lerobot-find-port)"),
+    "calibration_file": ("", "real arm: LeRobot calibration JSON; empty = LeRobot's own path"),
+}
 
 
-def _nodes(context):
-    arg = {name: LaunchConfiguration(name).perform(context) for name in PICK_ARGUMENTS}
-    actions = node_actions(pick_specs(arg))
-    if as_bool(arg["rviz"]):
-        actions.append(rviz_action(use_sim_time=as_bool(arg["sim"])))
-    return actions
+def node_specs(values: dict[str, str]) -> list:
+    """The pick graph for launch-argument ``values`` (strings, as launch passes them)."""
+    return pick_graph(
+        robot=values["robot"],
+        sim=as_bool(values["sim"]),
+        cube_x=float(values["cube_x"]),
+        cube_y=float(values["cube_y"]),
+        cube_mu=float(values["mu"]),
+        cube_mass=float(values["mass"]),
+        jaw_torque_cap=float(values["cap"]),
+        real_time_factor=float(values["real_time_factor"]),
+        model_path=values["model_path"],
+        port=values["port"],
+        calibration_file=values["calibration_file"],
+    )
 
 
 def generate_launch_description():
-    return LaunchDescription(
-        [
-            *(
-                DeclareLaunchArgument(name, default_value=default, description=text)
-                for name, (default, text) in PICK_ARGUMENTS.items()
-            ),
-            OpaqueFunction(function=_nodes),
-        ]
-    )
+    return describe(ARGUMENTS, node_specs, rviz=lambda values: as_bool(values["rviz"]))

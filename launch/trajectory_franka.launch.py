@@ -7,11 +7,11 @@
 
 Only the trajectory node runs here: franka_ros2's joint_trajectory_controller executes what it
 sends, after it was checked against libfranka's limits (config/limits_panda.yaml). The node list
-comes from ``physai_ros.graph.trajectory_graph``; ROS imports live inside the
-function, so the module loads (and is tested) without launch_ros.
+comes from ``physai_ros.graph.trajectory_graph``.
 """
 
 import physai_ros.graph as graph
+from physai_ros.launch_support import describe
 
 ARGUMENTS = {
     "controller_action": (
@@ -40,26 +40,4 @@ def node_specs(values: dict[str, str]) -> list:
 
 
 def generate_launch_description():
-    from launch import LaunchDescription
-    from launch.actions import DeclareLaunchArgument, OpaqueFunction
-    from launch.substitutions import LaunchConfiguration
-    from launch_ros.actions import Node
-
-    def nodes(context):
-        values = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
-        return [
-            Node(
-                package="physai_ros",
-                executable=spec.executable,
-                name=spec.name,
-                parameters=[spec.parameters],
-                output="screen",
-            )
-            for spec in node_specs(values)
-        ]
-
-    declared = [
-        DeclareLaunchArgument(name, default_value=default, description=description)
-        for name, (default, description) in ARGUMENTS.items()
-    ]
-    return LaunchDescription([*declared, OpaqueFunction(function=nodes)])
+    return describe(ARGUMENTS, node_specs)

@@ -1,15 +1,16 @@
-"""Launch files and bringup start the same graph; the RViz layout points at real names.
+"""Launch files and bringup start the same graphs; every launched node exists and declares the
+parameters it is given; the RViz layout points at real names.
 
-launch_ros is not installable here, so the launch files are checked without executing them:
-their structure (ast), and the code they call (physai_ros.launch_support), which is shared
-with ``physai bringup`` and run for real here.
+launch_ros is not installable here, so each launch file is loaded as a module (its launch_ros
+imports live inside ``generate_launch_description``) and its ``node_specs`` — the graph it
+would start — is checked; ``physai_ros.launch_support.describe`` turns those specs into Nodes.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.metadata
-import inspect
+import importlib.util
+from pathlib import Path
 
 import pytest
 import yaml
@@ -17,66 +18,135 @@ from conftest import REPO_ROOT
 
 from physai_ros import interfaces
 from physai_ros.core.robot_tf import load_robot_tf
-from physai_ros.graph import pick_graph
-from physai_ros.launch_support import (
-    DISPLAY_ARGUMENTS,
-    PICK_ARGUMENTS,
-    display_specs,
-    pick_specs,
-)
+from physai_ros.graph import FRANKA_CONTROLLER_ACTION, pick_graph, trajectory_graph
 
-LAUNCH_FILES = sorted((REPO_ROOT / "launch").glob("*.launch.py"))
+LAUNCH_FILES = sorted(p.name for p in (REPO_ROOT / "launch").glob("*.launch.py"))
+BUILTIN_PARAMS = {"use_sim_time"}
 
 
-def entry_points() -> dict[str, str]:
-    return {
-        ep.name: ep.value
-        for ep in importlib.metadata.entry_points(group="console_scripts")
-        if ep.value.startswith("physai_ros.")
-    }
+def load(name: str):
+    path = REPO_ROOT / "launch" / name
+    spec = importlib.util.spec_from_file_location(name.removesuffix(".py").replace(".", "_"), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # the top level must not need launch / launch_ros
+    return module
 
 
-@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
-def test_launch_file_structure(path):
-    tree = ast.parse(path.read_text())
-    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    assert "generate_launch_description" in functions
+def defaults(module) -> dict[str, str]:
+    return {arg: default for arg, (default, _text) in module.ARGUMENTS.items()}
+
+
+def flatten(table: dict, prefix: str = "") -> set[str]:
+    names: set[str] = set()
+    for key, value in table.items():
+        names |= flatten(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key}
+    return names
+
+
+def declared_parameters(executable: str) -> set[str]:
+    """Parameter names a node declares: string literals given to ``declare_parameter`` (or the
+    bridge's ``_param``) in its module and the shared ``_common``, and — for nodes that declare
+    their whole config file in a loop — the keys of ``config/<executable>.yaml``."""
+    names: set[str] = set()
+    for file in (f"{executable}.py", "_common.py"):
+        tree = ast.parse((REPO_ROOT / "physai_ros" / "nodes" / file).read_text())
+        for table in tree.body:  # a module-level PARAMS = {name: spec} declared in a loop
+            if (
+                isinstance(table, ast.Assign)
+                and getattr(table.targets[0], "id", "") == "PARAMS"
+                and isinstance(table.value, ast.Dict)
+            ):
+                names |= {k.value for k in table.value.keys if isinstance(k, ast.Constant)}
+        for call in ast.walk(tree):
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("declare_parameter", "_param")
+                and call.args
+                and isinstance(call.args[0], ast.Constant)
+            ):
+                names.add(call.args[0].value)
+    config = REPO_ROOT / "config" / f"{executable}.yaml"
+    if (
+        config.is_file()
+        and "_flatten(" in (REPO_ROOT / "physai_ros/nodes" / f"{executable}.py").read_text()
+    ):
+        names |= flatten(yaml.safe_load(config.read_text()))
+    return names
+
+
+@pytest.mark.parametrize("name", LAUNCH_FILES)
+def test_launch_file_structure(name):
+    tree = ast.parse((REPO_ROOT / "launch" / name).read_text())
+    assert ast.get_docstring(tree), "each launch file says what it starts and how"
     imported = {
         n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
-    }
+    } | {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert imported <= {"launch", "launch_ros", "physai_ros"}, imported
-    assert ast.get_docstring(tree), "each launch file says what it starts and how"
+    module = load(name)
+    assert callable(module.generate_launch_description) and callable(module.node_specs)
+
+
+@pytest.mark.parametrize("name", LAUNCH_FILES)
+def test_launched_nodes_exist_and_declare_their_parameters(name):
+    module = load(name)
+    variants = [defaults(module)]
+    if "sim" in module.ARGUMENTS:
+        variants.append({**defaults(module), "sim": "false"})
+    for values in variants:
+        specs = module.node_specs(values)
+        assert specs
+        for spec in specs:
+            found = importlib.util.find_spec(spec.module)
+            assert found is not None, f"{name}: no module {spec.module}"
+            tree = ast.parse(Path(found.origin).read_text())
+            assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body)
+            unknown = set(spec.parameters) - declared_parameters(spec.executable) - BUILTIN_PARAMS
+            assert not unknown, f"{name}: {spec.name} does not declare {sorted(unknown)}"
 
 
 def test_pick_launch_defaults_are_the_bringup_defaults():
-    defaults = {name: default for name, (default, _) in PICK_ARGUMENTS.items()}
-    launched = pick_specs(defaults)
+    launched = load("pick.launch.py").node_specs(defaults(load("pick.launch.py")))
     assert launched == pick_graph(), "ros2 launch and physai bringup must start the same graph"
-    signature = inspect.signature(pick_graph).parameters
-    assert float(defaults["cap"]) == signature["jaw_torque_cap"].default
-    assert float(defaults["mu"]) == signature["cube_mu"].default
-
-
-@pytest.mark.parametrize(
-    ("arguments", "specs"),
-    [(PICK_ARGUMENTS, pick_specs), (DISPLAY_ARGUMENTS, display_specs)],
-    ids=["pick", "display"],
-)
-def test_every_launched_node_has_an_executable(arguments, specs):
-    defaults = {name: default for name, (default, _) in arguments.items()}
-    scripts = entry_points()
-    for spec in specs(defaults):
-        assert scripts.get(spec.executable) == f"{spec.module}:main", spec.executable
-        for key in spec.parameters:
-            assert isinstance(key, str) and key
 
 
 def test_pick_launch_arguments_are_validated():
-    args = {name: default for name, (default, _) in PICK_ARGUMENTS.items()}
+    module = load("pick.launch.py")
     with pytest.raises(ValueError):
-        pick_specs({**args, "cube_x": "far away"})
+        module.node_specs({**defaults(module), "cube_x": "far away"})
     with pytest.raises(Exception, match="SO-101"):
-        pick_specs({**args, "robot": "panda"})
+        module.node_specs({**defaults(module), "robot": "panda"})
+
+
+def test_real_pick_gets_the_cube_position_and_wall_time():
+    specs = {s.name: s.parameters for s in pick_graph(sim=False, cube_x=0.21, cube_y=0.01)}
+    assert set(specs) == {"so101_driver", "tf_publisher", "pick"}
+    assert specs["pick"]["use_sim_time"] is False
+    assert specs["pick"]["cube_position"] == pytest.approx([0.21, 0.01, 0.015])
+
+
+def test_trajectory_graphs_point_at_the_right_controller_and_clock():
+    sim = {s.name: s.parameters for s in trajectory_graph("panda", sim=True)}
+    assert set(sim) == {"sim_bridge", "tf_publisher", "trajectory"}
+    assert sim["trajectory"]["controller_action"] == interfaces.FOLLOW_JOINT_TRAJECTORY
+    assert sim["trajectory"]["use_sim_time"] is True
+    real = {s.name: s.parameters for s in trajectory_graph("panda", sim=False, shape="septic")}
+    assert set(real) == {"trajectory"}
+    params = real["trajectory"]
+    assert params["controller_action"] == FRANKA_CONTROLLER_ACTION
+    assert params["joint_prefix"] == "panda_" and params["use_sim_time"] is False
+    assert params["shape"] == "septic"
+    franka = load("trajectory_franka.launch.py")
+    fr3 = franka.node_specs(
+        {
+            "controller_action": "/fr3_arm_controller/follow_joint_trajectory",
+            "joint_prefix": "fr3_",
+            "limits_set": "libfranka",
+            "shape": "quintic",
+            "duration": "2.5",
+        }
+    )[0].parameters
+    assert fr3["joint_prefix"] == "fr3_" and fr3["duration"] == 2.5
 
 
 def test_rviz_layout_names_exist():
