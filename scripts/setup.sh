@@ -162,14 +162,16 @@ if ! "$VPY" -c 'import tf2_msgs.msg, control_msgs.action, control_msgs.msg' >/de
     if [ "${MODE%%-*}" = wheels ]; then
       export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
     fi
-    "$VENV/bin/colcon" --log-base "$VENV/.interfaces-log" build \
+    # `python -m colcon`: colcon may come from the venv or from a sourced ROS install.
+    "$VPY" -m colcon --log-base "$VENV/.interfaces-log" build \
       --base-paths "$ROOT/ros_interfaces" \
       --build-base "$VENV/.interfaces-build" \
       --install-base "$VENV" --merge-install \
       --event-handlers console_direct- \
       --cmake-args -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF -Wno-dev
   ) >"$log" 2>&1; then
-    die "generating the interface packages failed; see $log" "$(grep -iE 'error' "$log" | head -5)"
+    die "generating the interface packages failed; see $log" \
+      "$( (grep -iE 'error' "$log" || tail -5 "$log") | head -5)"
   fi
   rm -rf "$VENV/.interfaces-build"
 fi

@@ -145,3 +145,67 @@ def test_interrupted_setup_is_finished_by_a_rerun(tmp_path):
     again = run_setup(venv)
     assert again.returncode == 0 and again.stderr == ""
     assert time.monotonic() - start < 10.0, "an up-to-date environment must be a no-op"
+
+
+@pytest.mark.slow
+def test_setup_with_a_sourced_ros_uses_it(tmp_path):
+    """ROS mode, end to end. No ROS 2 install exists on this machine kind, so one is made the
+    way a sourced install looks to a shell: a prefix holding rclpy and the message packages (the
+    Kilted wheels, no tf2_msgs/control_msgs), on PYTHONPATH, LD_LIBRARY_PATH and
+    AMENT_PREFIX_PATH, with ROS_DISTRO set. The set-up must take rclpy from there (installing
+    none of the ROS wheels), generate the missing interfaces, and the package must then talk
+    over DDS with them."""
+    ros = tmp_path / "ros"
+    base = setup_env(tmp_path / "unused")
+    subprocess.run(["python3.11", "-m", "venv", str(ros)], env=base, check=True)
+    wheels = REPO_ROOT / "requirements" / "ros-kilted-wheels.txt"
+    subprocess.run(
+        [str(ros / "bin" / "python"), "-m", "pip", "install", "-q", "-r", str(wheels)],
+        env=base,
+        check=True,
+        capture_output=True,
+    )
+    site = ros / "lib" / "python3.11" / "site-packages"
+    libs = [str(ros / "lib"), *map(str, sorted(site.glob("ros_*.libs")))]
+    sourced = {
+        "ROS_DISTRO": "kilted",
+        "PYTHONPATH": str(site),
+        "LD_LIBRARY_PATH": os.pathsep.join(libs),
+        "AMENT_PREFIX_PATH": str(ros),
+        "CMAKE_PREFIX_PATH": str(ros),
+    }
+    subprocess.run(
+        [
+            str(ros / "bin" / "python"),
+            str(REPO_ROOT / "scripts" / "fix_wheel_cmake_paths.py"),
+            str(ros),
+        ],
+        env=base,
+        check=True,
+        capture_output=True,
+    )
+    venv = tmp_path / "venv"
+    result = run_setup(venv, PHYSAI_PYTHON="python3.11", **sourced)
+    assert result.returncode == 0, result.stderr
+    assert "(ros-kilted, Python 3.11)" in result.stderr
+    assert "ROS 2 Kilted wheels" not in result.stderr, "a sourced ROS must be used, not wheels"
+    assert not list((venv / "lib" / "python3.11" / "site-packages").glob("rclpy")), (
+        "rclpy must come from the sourced install"
+    )
+    env = {**setup_env(venv, **sourced)}
+    check = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"source {REPO_ROOT}/scripts/env.sh && python -m pytest -q "
+            f"-p no:cacheprovider {REPO_ROOT}/test/test_dds_roundtrip.py "
+            f"{REPO_ROOT}/test/test_interfaces.py",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
+    )
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
+    assert " passed" in check.stdout
