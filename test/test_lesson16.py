@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import math
 
+import mujoco
+import numpy as np
 import pytest
 
+from physai_ros.core.contact import JawContactSensor
 from physai_ros.core.grasp import G
-from physai_ros.core.pick import load_pick_config
+from physai_ros.core.pick import PickMachine, PickSensing, arm_ik, load_pick_config
 from physai_ros.experiments.lesson16 import (
+    CENTRE,
     CUBE_MASS,
     Row,
+    TouchTest,
+    build_model,
     cube_positions,
     nominal,
     run_trials,
@@ -79,3 +85,34 @@ def test_reduced_sweeps_obey_the_friction_cone(so101_dir):
             assert row.ratio > 1.0
     # squeeze grows with the cap (lesson: 27.23 N at 1 N·m vs 12.74 N at 0.5 N·m)
     assert b_strong.squeeze > 1.5 * a_high.squeeze
+
+
+@pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
+def test_fast_touch_test_equals_the_contact_sensor(so101_dir, cone):
+    """run_pick's vectorised both-jaws-touch test gives the sensor's answer at every close step
+    (pyramidal: its mj_contactForce fallback), touching and not, so sweeps are unchanged."""
+    model = build_model(so101_dir, Row(mu=0.05, mass=0.03, cap=0.5))
+    model.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
+    rob = CFG.robot
+    data = mujoco.MjData(model)
+    cube_q = model.joint("cube").qposadr[0]
+    data.qpos[cube_q : cube_q + 3] = (CENTRE[0], CENTRE[1], 0.015)
+    mujoco.mj_forward(model, data)
+    sensor = JawContactSensor(model, "cube", rob["fixed_jaw_body"], rob["moving_jaw_body"])
+    touch = TouchTest(model, sensor)
+    machine = PickMachine(CFG, arm_ik(model, CFG), np.asarray(rob["home"], float))
+    arm = [model.actuator(n).id for n in rob["arm_joints"]]
+    jaw = model.actuator(rob["jaw_joint"]).id
+    seen = set()
+    while machine.state not in ("lift", "aborted"):
+        cmd = machine.command(data.time)
+        data.ctrl[arm], data.ctrl[jaw] = cmd.arm, cmd.jaw
+        mujoco.mj_step(model, data)
+        both = sensor.read(data).both_touch
+        if machine.state == "close":
+            assert touch(data) == both
+            seen.add(both)
+        cube = data.xpos[model.body("cube").id].copy()
+        speed = float(data.qvel[model.joint(rob["jaw_joint"]).dofadr[0]])
+        machine.update(data.time, PickSensing(both, speed, cube, data.time))
+    assert seen == {True, False}

@@ -136,6 +136,9 @@ class PickMachine:
         self.abort_reason: str | None = None
         self.ik_error = math.nan  # [m] worst IK position error of the pick targets
         self._abort_from = self.poses["home"]
+        # (start [rad], change [rad], duration [s], jaw [rad]) of the current timed state's
+        # blend, built on first use: command() runs every physics step of a sweep
+        self._segment: tuple[np.ndarray, np.ndarray, float, float] | None = None
 
     @property
     def finished(self) -> bool:
@@ -153,11 +156,26 @@ class PickMachine:
             u = minjerk(t / cfg.durations["abort"]) if self.state == "abort" else 1.0
             start, home = self._abort_from, self.poses["home"]
             return PickCommand(start + u * (home - start), cfg.jaw_open)
-        a, b = MOVES.get(self.state, ("lift", "lift"))  # done: stay at lift
-        qa, qb = self.poses[a], self.poses[b]
-        q = qa + minjerk(t / cfg.durations.get(self.state, 1.0)) * (qb - qa)
-        jaw = cfg.jaw_open if self.state in JAW_OPEN_STATES else cfg.jaw_closed
-        return PickCommand(q, jaw)
+        if self._segment is None:
+            a, b = MOVES.get(self.state, ("lift", "lift"))  # done: stay at lift
+            qa = self.poses[a]
+            jaw = cfg.jaw_open if self.state in JAW_OPEN_STATES else cfg.jaw_closed
+            self._segment = (qa, self.poses[b] - qa, cfg.durations.get(self.state, 1.0), jaw)
+        qa, dq, duration, jaw = self._segment
+        return PickCommand(qa + minjerk(t / duration) * dq, jaw)
+
+    def wants_contacts(self, now: float, jaw_speed: float) -> bool:
+        """Whether a contact reading can change what :meth:`update` decides at ``now``.
+
+        Only in close, after the jaw ramp, with the jaw slower than ``still_speed``: elsewhere
+        ``both_touch`` is ignored, so a lockstep loop may skip reading contacts (the costly
+        part of sensing) and pass ``both_touch=False`` with the same result.
+        """
+        return (
+            self.state == "close"
+            and abs(jaw_speed) < self.cfg.still_speed
+            and now - self.t_state > self.cfg.durations["close_ramp"]
+        )
 
     def update(self, now: float, sensed: PickSensing) -> str:
         """Advance with what the sensors say after a step; returns the (possibly new) state."""
@@ -197,6 +215,7 @@ class PickMachine:
 
     def _enter(self, state: str, now: float) -> None:
         self.state, self.t_state, self.still_since = state, now, None
+        self._segment = None
 
     def _plan(self, now: float, sensed: PickSensing) -> None:
         """Solve pre/down/lift targets from the latest cube pose, or abort with the reason."""
