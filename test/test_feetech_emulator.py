@@ -162,8 +162,13 @@ def test_no_goal_outside_the_limits_ever_reaches_the_bus(so101_bus, emulator, go
     emulator.stats.writes.clear()
     sent = bus.send_positions(np.array(goal))
     assert np.all(sent >= lo - 1e-9) and np.all(sent <= hi + 1e-9)
-    time.sleep(0.003)
-    packets = [p for raw in emulator.stats.writes for p in fp.PacketParser().feed(raw)]
+    # The emulator thread reads the pty asynchronously: wait for the write to arrive (on a
+    # loaded machine a fixed few-ms sleep is not enough).
+    deadline = time.monotonic() + 2.0
+    packets: list = []
+    while not packets and time.monotonic() < deadline:
+        time.sleep(0.002)
+        packets = [p for raw in list(emulator.stats.writes) for p in fp.PacketParser().feed(raw)]
     assert packets, "the goal never reached the bus"
     for packet in packets:
         sync = fp.decode_sync_write(packet.params)

@@ -67,10 +67,8 @@ def declared_parameters(executable: str) -> set[str]:
             ):
                 names.add(call.args[0].value)
     config = REPO_ROOT / "config" / f"{executable}.yaml"
-    if (
-        config.is_file()
-        and "_flatten(" in (REPO_ROOT / "physai_ros/nodes" / f"{executable}.py").read_text()
-    ):
+    source = (REPO_ROOT / "physai_ros/nodes" / f"{executable}.py").read_text()
+    if config.is_file() and ("_flatten(" in source or "flatten_config(" in source):
         names |= flatten(yaml.safe_load(config.read_text()))
     return names
 

@@ -10,8 +10,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.backends.mujoco_sim import MujocoSim, friction_cone_mesh
-from physai_ros.core.contact import JawContactSensor
+from physai_ros.backends.mujoco_sim import MujocoSim
+from physai_ros.core.contact import JawContactSensor, friction_cone_mesh
 from physai_ros.core.joint_trajectory import TrajectoryPoint
 from physai_ros.core.kinematics import solve_ik
 from physai_ros.errors import InvalidInput, LimitViolation

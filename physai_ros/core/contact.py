@@ -5,10 +5,13 @@ once, then only integer work per step), because this runs after every physics st
 Forces come from ``mj_contactForce`` (contact frame, normal first), which is correct for both
 elliptic and pyramidal cones; reading ``efc_force`` directly is not (pyramidal rows are cone
 edges, not (normal, tangents)).
+
+``friction_cone_mesh`` is the geometry of a contact's friction cone, for drawing it (RViz).
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import mujoco
@@ -125,3 +128,22 @@ class JawContactSensor:
             lift_force=lift,
             contacts=count,
         )
+
+
+def friction_cone_mesh(
+    apex: np.ndarray, axis: np.ndarray, mu: float, height: float, segments: int
+) -> np.ndarray:
+    """Triangles (3·segments, 3) of a friction cone: apex at the contact, opening along
+    ``axis`` with half-angle atan(μ), ``height`` [m] tall (RViz TRIANGLE_LIST order)."""
+    axis = axis / np.linalg.norm(axis)
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(axis, helper)
+    u /= np.linalg.norm(u)
+    w = np.cross(axis, u)
+    angles = np.linspace(0.0, 2.0 * math.pi, segments + 1)
+    rim = apex + height * (axis + mu * (np.outer(np.cos(angles), u) + np.outer(np.sin(angles), w)))
+    tris = np.empty((segments, 3, 3))
+    tris[:, 0] = apex
+    tris[:, 1] = rim[:-1]
+    tris[:, 2] = rim[1:]
+    return tris.reshape(-1, 3)

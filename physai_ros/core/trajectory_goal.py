@@ -14,7 +14,9 @@ shape (``step`` … ``septic`` from :mod:`physai_ros.core.trajectory`, or ``ruck
 The reference is then checked as the robot receives it (:func:`check_trajectory` at the limits'
 control period) and sampled every ``sample_period`` into positions, velocities and
 accelerations; the samples are checked again (:func:`check_samples`) — nothing outside the limits
-leaves this module. :class:`TrackingMonitor` measures ``q_reference − q_measured`` afterwards.
+leaves this module. What a plan is (reference, samples, the last gate) lives in
+:mod:`physai_ros.core.planned_trajectory`; measuring ``q_reference − q_measured`` afterwards in
+:mod:`physai_ros.core.trajectory_tracking`.
 
 Pure numpy/scipy: no rclpy. Joint names are the ones in the messages (``prefix`` + the limits
 file's names, e.g. ``panda_joint1`` for franka_ros2).
@@ -34,15 +36,19 @@ import numpy as np
 import yaml
 
 from physai_ros.core.limits import (
-    RATE_NAMES,
     RTOL,
-    UNITS,
     JointLimits,
     Peaks,
     Reference,
     check_trajectory,
     plan_move,
     shortest_duration,
+)
+from physai_ros.core.planned_trajectory import (
+    PiecewiseReference,
+    PlannedTrajectory,
+    Stretched,
+    check_samples,
 )
 from physai_ros.core.trajectory import SHAPES, JointMove, check_joint_names
 from physai_ros.errors import InvalidInput, LimitViolation
@@ -99,134 +105,6 @@ class GoalPolicy:
             raise InvalidInput(f"sample_period must be > 0 [s], got {self.sample_period!r}")
         if not (math.isfinite(self.start_tolerance) and self.start_tolerance >= 0.0):
             raise InvalidInput(f"start_tolerance must be >= 0 [rad], got {self.start_tolerance!r}")
-
-
-@dataclass(frozen=True)
-class Stretched:
-    """``base`` slowed down by ``factor`` ≥ 1: the r-th derivative scales by ``1/factor^r``."""
-
-    base: Reference
-    factor: float
-
-    @property
-    def joint_names(self) -> tuple[str, ...]:
-        return self.base.joint_names
-
-    @property
-    def duration(self) -> float:
-        return self.base.duration * self.factor
-
-    def __call__(self, t: np.ndarray | float, order: int = 0) -> np.ndarray:
-        t = np.atleast_1d(np.asarray(t, dtype=float))
-        return self.base(t / self.factor, order) / self.factor**order
-
-
-@dataclass(frozen=True)
-class PiecewiseReference:
-    """Rest-to-rest segments one after the other; segment k runs from ``starts[k]`` [s].
-
-    Each segment is at rest outside its own interval, so the sum of segments is continuous and
-    every derivative is the one of the segment that owns the time.
-    """
-
-    joint_names: tuple[str, ...]
-    segments: tuple[Reference, ...]
-    starts: np.ndarray
-
-    @property
-    def duration(self) -> float:
-        return float(self.starts[-1] + self.segments[-1].duration)
-
-    def __call__(self, t: np.ndarray | float, order: int = 0) -> np.ndarray:
-        t = np.atleast_1d(np.asarray(t, dtype=float))
-        k = np.clip(np.searchsorted(self.starts, t, side="right") - 1, 0, len(self.segments) - 1)
-        out = np.empty((t.size, len(self.joint_names)))
-        for i, segment in enumerate(self.segments):
-            mask = k == i
-            if mask.any():
-                out[mask] = segment(t[mask] - self.starts[i], order)
-        return out
-
-
-@dataclass(frozen=True)
-class PlannedTrajectory:
-    """A goal ready to send: the continuous reference and its samples (controller order).
-
-    times [s] from the start (the first sample is one period in; t = 0 is the current state),
-    positions [rad], velocities [rad/s], accelerations [rad/s²] of shape (N, n_joints); peaks:
-    the reference's extremes as the robot samples it; timed_by: how the duration was chosen.
-    """
-
-    joint_names: tuple[str, ...]
-    reference: PiecewiseReference
-    times: np.ndarray
-    positions: np.ndarray
-    velocities: np.ndarray
-    accelerations: np.ndarray
-    peaks: Peaks
-    timed_by: str
-    shape: str
-
-    @property
-    def duration(self) -> float:
-        return float(self.times[-1])
-
-    @property
-    def goal(self) -> np.ndarray:
-        return self.positions[-1]
-
-    def describe(self, limits: JointLimits) -> str:
-        """One log line: shape, duration, and how close the binding limit is."""
-        use = {
-            name: getattr(self.peaks, name) / limits.rate(r)
-            for r, name in enumerate(RATE_NAMES, start=1)
-        }
-        name = max(use, key=lambda k: float(np.max(use[k])))
-        j = int(np.argmax(use[name]))
-        return (
-            f"{self.shape}, {len(self.reference.segments)} segment(s), {self.duration:.4f} s "
-            f"({self.timed_by}), {len(self.times)} points; binding: {self.joint_names[j]} "
-            f"{name} at {100 * use[name][j]:.1f} % of its limit (set {limits.set_name!r})"
-        )
-
-
-def check_samples(
-    joint_names: Sequence[str],
-    positions: np.ndarray,
-    velocities: np.ndarray,
-    accelerations: np.ndarray,
-    limits: JointLimits,
-) -> None:
-    """The last gate before sending: every sample finite and inside position, velocity and
-    acceleration limits (``limits`` in ``joint_names`` order). Raises ``LimitViolation``."""
-    checks = (
-        ("position", positions, None),
-        ("velocity", velocities, limits.velocity),
-        ("acceleration", accelerations, limits.acceleration),
-    )
-    for what, values, bound in checks:
-        bad = np.argwhere(~np.isfinite(values))
-        if bad.size:
-            i, j = bad[0]
-            raise LimitViolation(f"sample {i}: {what} of joint {joint_names[j]!r} is not finite")
-        if bound is None:
-            low = values < limits.position_min - RTOL
-            high = values > limits.position_max + RTOL
-            out = np.argwhere(low | high)
-            if out.size:
-                i, j = out[0]
-                raise LimitViolation(
-                    f"sample {i}: joint {joint_names[j]!r} position {values[i, j]:.4f} rad is "
-                    f"outside [{limits.position_min[j]:.4f}, {limits.position_max[j]:.4f}] rad"
-                )
-            continue
-        out = np.argwhere(np.abs(values) > bound * (1 + RTOL))
-        if out.size:
-            i, j = out[0]
-            raise LimitViolation(
-                f"sample {i}: joint {joint_names[j]!r} {what} {values[i, j]:.4g} {UNITS[what]} "
-                f"exceeds its limit {bound[j]:.4g} {UNITS[what]} (set {limits.set_name!r})"
-            )
 
 
 class TrajectoryPlanner:
@@ -437,80 +315,3 @@ class TrajectoryPlanner:
         return PlannedTrajectory(
             self.joint_names, reference, times, q, qd, qdd, peaks, timed_by, self.policy.shape
         )
-
-
-class TrackingMonitor:
-    """``q_reference(t) − q_measured`` per joint while a planned trajectory runs.
-
-    start_time: when the controller starts the trajectory, on the clock of the joint states'
-    stamps [s]. ``update`` takes each ``/joint_states``; ``report`` gives max and final errors.
-    """
-
-    def __init__(self, planned: PlannedTrajectory, start_time: float) -> None:
-        self.planned = planned
-        self.start_time = start_time
-        n = len(planned.joint_names)
-        self.max_error = np.zeros(n)
-        self.max_error_time = np.zeros(n)
-        self.final_error = np.full(n, np.nan)
-        self.samples = 0
-        self._index: dict[str, int] = {}
-
-    def update(self, stamp: float, names: Sequence[str], positions: Sequence[float]) -> None:
-        """One measurement at ``stamp`` [s]; ignored if it lacks a joint or is not finite."""
-        where = {name: i for i, name in enumerate(names)}
-        try:
-            q = np.array([positions[where[n]] for n in self.planned.joint_names], dtype=float)
-        except (KeyError, IndexError):
-            return
-        if not np.all(np.isfinite(q)):
-            return
-        t = stamp - self.start_time
-        error = self.planned.reference(np.array([t]))[0] - q
-        self.final_error = self.planned.goal - q
-        if t < 0.0:
-            return
-        worse = np.abs(error) > self.max_error
-        self.max_error[worse] = np.abs(error[worse])
-        self.max_error_time[worse] = t
-        self.samples += 1
-
-    def report(self) -> dict[str, Any]:
-        """JSON-ready: per joint max |error| while moving and final error [rad and deg]."""
-        names = list(self.planned.joint_names)
-        if self.samples == 0:
-            return {"joints": names, "samples": 0, "note": "no /joint_states during the move"}
-        j = int(np.argmax(self.max_error))
-        return {
-            "joints": names,
-            "samples": self.samples,
-            "max_error_rad": [round(float(v), 6) for v in self.max_error],
-            "max_error_time_s": [round(float(v), 4) for v in self.max_error_time],
-            "final_error_rad": [round(float(v), 6) for v in self.final_error],
-            "max_error_deg": round(math.degrees(float(self.max_error.max())), 4),
-            "final_error_deg": round(math.degrees(float(np.nanmax(np.abs(self.final_error)))), 4),
-            "worst_joint": names[j],
-        }
-
-
-def outcome_report(
-    status: str,
-    message: str,
-    planned: PlannedTrajectory | None = None,
-    tracking: TrackingMonitor | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """The JSON-ready summary of one goal: status (``rejected``, ``succeeded``, ``aborted``,
-    ``canceled``, ``preempted``), a message naming what went wrong, the plan and the tracking."""
-    report: dict[str, Any] = {"status": status, "message": message, **extra}
-    if planned is not None:
-        report["plan"] = {
-            "shape": planned.shape,
-            "duration_s": round(planned.duration, 6),
-            "timed_by": planned.timed_by,
-            "points": len(planned.times),
-            "segments": len(planned.reference.segments),
-        }
-    if tracking is not None:
-        report["tracking"] = tracking.report()
-    return report

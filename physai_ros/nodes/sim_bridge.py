@@ -11,38 +11,40 @@ and physai_ros.core.joint_trajectory.
 from __future__ import annotations
 
 import os
-import struct
 import threading
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 import rclpy
-from builtin_interfaces.msg import Time
 from control_msgs.action import FollowJointTrajectory, GripperCommand
-from geometry_msgs.msg import Point, PoseStamped, WrenchStamped
+from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.serialization import serialize_message
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import MarkerArray
 
 from physai_ros import interfaces as names
-from physai_ros.backends.mujoco_sim import MujocoSim, friction_cone_mesh, load_sim_config
+from physai_ros.backends.mujoco_sim import MujocoSim, load_sim_config
 from physai_ros.core.joint_trajectory import (
-    JointTolerance,
     TrajectoryPoint,
     check_goal,
     merge_tolerances,
 )
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_scene_config
+from physai_ros.nodes._messages import (
+    PatchedMessage,
+    contact_markers,
+    seconds,
+    stamp,
+    tolerance_entries,
+)
 
 FJT = FollowJointTrajectory.Result
 MAX_STAMP_AHEAD = 10.0  # [s] a goal stamped further ahead of sim time has a clock mismatch
@@ -57,20 +59,6 @@ ERROR_CODES = {
     "goal_tolerance_violated": FJT.GOAL_TOLERANCE_VIOLATED,
 }
 STREAMS = ("clock", "joint_states", "tracking_error", "cube_pose", "contacts", "markers")
-
-
-def stamp_fields(t: float) -> tuple[int, int]:
-    """Sim time [s] as (sec, nanosec), rounded to the nanosecond."""
-    return divmod(round(t * 1e9), 1_000_000_000)
-
-
-def stamp(t: float) -> Time:
-    sec, nanosec = stamp_fields(t)
-    return Time(sec=sec, nanosec=nanosec)
-
-
-def seconds(d) -> float:
-    return d.sec + d.nanosec * 1e-9
 
 
 @dataclass
@@ -88,62 +76,6 @@ class Goal:
         if not self.done.is_set():
             self.outcome, self.message = outcome, message
             self.done.set()
-
-
-class PatchedMessage:
-    """A message whose serialised layout never changes (same names, same array lengths), sent
-    by overwriting its numbers in the CDR bytes: about 4x cheaper than rclpy converting the
-    message object on every publish, which dominates the bridge's loop at its rates.
-
-    ``slots`` maps a field to how many float64 values it holds in one contiguous run
-    ("position": 6 of a JointState; "pose": 7 of a PoseStamped = position then orientation;
-    "wrench": 6 = force then torque); ``self.slots[name]`` is a writable view into the bytes.
-    The offsets are found by serialising once with sentinel numbers, so no layout is assumed.
-    """
-
-    SEC, NSEC = 0x5EC0DE01, 0x2BADF00D  # stamp sentinels (valid int32 / uint32)
-
-    def __init__(self, publisher, template, slots: dict[str, int], frame_id: str = "") -> None:
-        stamp_parent = template.header.stamp if hasattr(template, "header") else template.clock
-        stamp_parent.sec, stamp_parent.nanosec = self.SEC, self.NSEC
-        if frame_id:
-            template.header.frame_id = frame_id
-        sentinel = iter(range(1, 1000))
-        patterns = {}
-        for name, count in slots.items():
-            values = [1e300 / (next(sentinel) * 7.0) for _ in range(count)]
-            _fill(template, name, values)
-            patterns[name] = np.array(values, dtype="<f8").tobytes()
-        self.buffer = bytearray(serialize_message(template))
-        if self.buffer[1] != 1:
-            raise PhysaiError("expected little-endian CDR from the rmw")
-        self.stamp_at = bytes(self.buffer).index(struct.pack("<iI", self.SEC, self.NSEC))
-        self.slots = {
-            name: np.frombuffer(
-                self.buffer, dtype="<f8", count=slots[name], offset=bytes(self.buffer).index(pat)
-            )
-            for name, pat in patterns.items()
-        }
-        for view in self.slots.values():
-            view[:] = 0.0
-        self.publisher = publisher
-
-    def publish(self, t: float) -> None:
-        """Send with stamp ``t`` [s]."""
-        struct.pack_into("<iI", self.buffer, self.stamp_at, *stamp_fields(t))
-        self.publisher.publish(bytes(self.buffer))
-
-
-def _fill(msg, name: str, values: list[float]) -> None:
-    """Put ``values`` into field ``name`` of a JointState / PoseStamped / WrenchStamped."""
-    if name == "pose":
-        p, o = msg.pose.position, msg.pose.orientation
-        p.x, p.y, p.z, o.x, o.y, o.z, o.w = values
-    elif name == "wrench":
-        f, t = msg.wrench.force, msg.wrench.torque
-        f.x, f.y, f.z, t.x, t.y, t.z = values
-    else:
-        setattr(msg, name, values)
 
 
 class SimBridge(Node):
@@ -369,31 +301,8 @@ class SimBridge(Node):
 
     def _pub_markers(self) -> None:
         if self.pub["markers"].get_subscription_count():  # RViz only: skip the work otherwise
-            self.pub["markers"].publish(self._markers(stamp(self.now)))
-
-    def _markers(self, header_stamp: Time) -> MarkerArray:
-        cfg = self.marker_cfg
-        markers = [Marker(action=Marker.DELETEALL)]
-        markers[0].header.frame_id = "world"
-        for i, c in enumerate(self.sim.contact_points()):
-            arrow = Marker(type=Marker.ARROW, ns="force", id=i, action=Marker.ADD)
-            arrow.points = [
-                Point(x=a, y=b, z=z)
-                for a, b, z in (c.position, c.position + cfg["force_scale"] * c.force)
-            ]
-            arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.002, 0.004, 0.004
-            arrow.color.r, arrow.color.a = 1.0, 1.0
-            cone = Marker(type=Marker.TRIANGLE_LIST, ns="friction_cone", id=i, action=Marker.ADD)
-            mesh = friction_cone_mesh(
-                c.position, c.normal, c.mu, cfg["cone_height"], int(cfg["cone_segments"])
-            )
-            cone.points = [Point(x=a, y=b, z=z) for a, b, z in mesh.tolist()]
-            cone.scale.x = cone.scale.y = cone.scale.z = 1.0
-            cone.color.g, cone.color.b, cone.color.a = 0.8, 1.0, 0.35
-            for m in (arrow, cone):
-                m.header.stamp, m.header.frame_id = header_stamp, "world"
-                markers.append(m)
-        return MarkerArray(markers=markers)
+            markers = contact_markers(self.sim.contact_points(), self.marker_cfg, stamp(self.now))
+            self.pub["markers"].publish(markers)
 
     def _monitor_goals(self, now: float) -> None:
         goal, sim = self.arm_goal, self.sim
@@ -438,12 +347,8 @@ class SimBridge(Node):
         return self.sim.plan(traj.joint_names, points), (start or None)
 
     def _tolerances(self, request):
-        tol = [
-            [JointTolerance(t.name, t.position, t.velocity) for t in ts]
-            for ts in (request.path_tolerance, request.goal_tolerance)
-        ]
         return merge_tolerances(
-            self.sim.default_tolerances, self.sim.ranges, *tol, seconds(request.goal_time_tolerance)
+            self.sim.default_tolerances, self.sim.ranges, *tolerance_entries(request)
         )
 
     def _check_arm_goal(self, request) -> GoalResponse:

@@ -6,16 +6,14 @@ load [N·m]), ``FollowJointTrajectory`` for the arm (interpolated at the bus loo
 servo's torque limit, capped by LeRobot's protection), per-jaw contact estimated from the
 gripper servo on ``/jaw_contact/<jaw>``, servo health on ``/diagnostics``, and the services
 ``~/torque_off`` (e-stop) and ``~/hold``. The bus runs in its own thread (``ServoLoop`` in
-``physai_ros.backends.so101_lerobot``); this node only translates messages.
+``physai_ros.backends.so101_loop``); this node only translates messages.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
-import numpy as np
 import rclpy
 import yaml
 from control_msgs.action import FollowJointTrajectory, GripperCommand
@@ -32,38 +30,22 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from physai_ros import interfaces
-from physai_ros.backends.so101_lerobot import (
-    IDS,
-    JOINTS,
-    BusError,
-    BusSettings,
-    LoopSettings,
-    ServoLoop,
-    So101Bus,
-    default_calibration_path,
-    relax_torque,
-)
-from physai_ros.core.jaw_estimate import JawModel
-from physai_ros.core.joint_trajectory import JointTolerance, Tolerances, TrajectoryPoint
+from physai_ros.backends.so101_config import bus_settings, flatten_config, loop_settings
+from physai_ros.backends.so101_lerobot import JOINTS, BusError, So101Bus
+from physai_ros.backends.so101_loop import ServoLoop, servo_reports
+from physai_ros.core.joint_trajectory import Tolerances
 from physai_ros.core.joint_trajectory import merge_tolerances as merge
 from physai_ros.errors import PhysaiError
+from physai_ros.nodes._messages import tolerance_entries, trajectory_points
 from physai_ros.paths import config_path
 
 FJT = FollowJointTrajectory.Result
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict:
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict) and key != "frames":
-            out.update(_flatten(value, f"{prefix}{key}."))
-        elif key != "frames":
-            out[prefix + key] = value
-    return out
-
-
-def _seconds(duration) -> float:
-    return duration.sec + duration.nanosec * 1e-9
+DIAGNOSTIC_LEVELS = {
+    "ok": DiagnosticStatus.OK,
+    "warn": DiagnosticStatus.WARN,
+    "error": DiagnosticStatus.ERROR,
+    "stale": DiagnosticStatus.STALE,
+}
 
 
 class So101Driver(Node):
@@ -75,7 +57,7 @@ class So101Driver(Node):
             limits = yaml.safe_load(f)
         self.frames = cfg["jaw"]["frames"]
         p = {}
-        for name, default in _flatten(cfg).items():
+        for name, default in flatten_config(cfg).items():
             if isinstance(default, list):
                 default = [float(v) for v in default]
             desc = ParameterDescriptor(
@@ -84,29 +66,9 @@ class So101Driver(Node):
             )
             p[name] = self.declare_parameter(name, default, desc).value
         self.p = p
-        cal = (
-            Path(p["calibration_file"])
-            if p["calibration_file"]
-            else (default_calibration_path(p["robot_id"]))
-        )
         try:
-            bus = So101Bus(
-                BusSettings(
-                    port=p["port"],
-                    calibration_file=cal,
-                    joint_min=np.asarray(limits["position_min"], dtype=float),
-                    joint_max=np.asarray(limits["position_max"], dtype=float),
-                    baudrate=int(p["baudrate"]),
-                    joint_offsets=tuple(p["joint_offsets"]),
-                    joint_directions=tuple(int(d) for d in p["joint_directions"]),
-                    servo={k: int(p[f"servo.{k}"]) for k in cfg["servo"]},
-                    gripper_protection={
-                        k: int(p[f"gripper_protection.{k}"]) for k in cfg["gripper_protection"]
-                    },
-                    read_retries=int(p["read_retries"]),
-                )
-            )
-            self.loop = ServoLoop(bus, self._loop_settings(p), self._log)
+            bus = So101Bus(bus_settings(p, cfg, limits))
+            self.loop = ServoLoop(bus, loop_settings(p), self._log)
         except PhysaiError as exc:
             raise SystemExit(f"so101_driver: {exc}") from exc
         group = ReentrantCallbackGroup()
@@ -145,50 +107,6 @@ class So101Driver(Node):
         self.thread = threading.Thread(target=self.bus_thread, daemon=True)
         self.thread.start()
         self.get_logger().info(f"driving the SO-101 on {p['port']} at {p['loop_rate']} Hz")
-
-    @staticmethod
-    def _loop_settings(p: dict) -> LoopSettings:
-        def per_joint(value: float) -> np.ndarray:
-            return np.full(5, np.inf if value < 0 else float(value))
-
-        model = JawModel(
-            p["jaw.min_error"],
-            p["jaw.still_speed"],
-            p["jaw.load_fraction"],
-            p["jaw.min_load"],
-            p["jaw.confirm_time"],
-            p["jaw.moment_arm"],
-        )
-        return LoopSettings(
-            tolerances=Tolerances(
-                per_joint(p["tolerances.path"]),
-                per_joint(p["tolerances.goal"]),
-                per_joint(p["tolerances.goal_velocity"]),
-                float(p["tolerances.goal_time"]),
-            ),
-            start_tolerance=p["tolerances.start"],
-            gripper_goal_tolerance=p["gripper.goal_tolerance"],
-            gripper_stall_speed=p["gripper.stall_speed"],
-            gripper_stall_time=p["gripper.stall_time"],
-            gripper_timeout=p["gripper.timeout"],
-            allow_stalling=p["gripper.allow_stalling"],
-            jaw=model,
-            fault_policy=p["fault_policy"],
-            stale_timeout=p["stale_timeout"],
-            reconnect_period=p["reconnect_period"],
-            watchdog_timeout=p["watchdog_timeout"],
-            health_every=int(p["health_every"]),
-            relax=p["grasp.relax"],
-            relax_delay=p["grasp.relax_delay"],
-            relax_torque=relax_torque(
-                p["grasp.object_mass"],
-                p["grasp.mu"],
-                p["grasp.lift_accel"],
-                p["grasp.margin"],
-                p["jaw.moment_arm"],
-                p["grasp.min_torque"],
-            ),
-        )
 
     def _log(self, level: str, message: str) -> None:
         # one call site per severity: rclpy refuses a severity change at one call site
@@ -246,49 +164,21 @@ class So101Driver(Node):
             return
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
-        h = snap.health
-        for i, (sid, joint) in enumerate(zip(IDS, JOINTS, strict=True)):
+        for report in servo_reports(snap):
             status = DiagnosticStatus(
-                name=f"so101/servo {sid} ({joint})", hardware_id=f"sts3215 id {sid}"
+                name=f"so101/servo {report.servo_id} ({report.joint})",
+                hardware_id=f"sts3215 id {report.servo_id}",
+                level=DIAGNOSTIC_LEVELS[report.level],
+                message=report.message,
             )
-            flags = 0 if h is None else int(h.status[i])
-            level = DiagnosticStatus.OK
-            message = "ok"
-            if snap.fault:
-                level, message = DiagnosticStatus.ERROR, snap.fault
-            elif snap.reading is None:
-                level, message = DiagnosticStatus.STALE, "no fresh state"
-            elif flags:
-                level, message = DiagnosticStatus.WARN, f"error flags 0x{flags:02x}"
-            status.level, status.message = level, message
-            if h is not None:
-                values = {
-                    "temperature_C": h.temperature[i],
-                    "voltage_V": h.voltage[i],
-                    "current_A": h.current[i],
-                    "error_flags": flags,
-                }
-                if snap.reading is not None:
-                    values["load_Nm"] = snap.reading.torque[i]
-                status.values = [KeyValue(key=k, value=f"{v:.4g}") for k, v in values.items()]
+            status.values = [KeyValue(key=k, value=f"{v:.4g}") for k, v in report.values.items()]
             array.status.append(status)
         self.pub_diag.publish(array)
 
     # --- arm -------------------------------------------------------------------------------
-    def _points(self, trajectory) -> list[TrajectoryPoint]:
-        return [
-            TrajectoryPoint(
-                _seconds(pt.time_from_start),
-                list(pt.positions),
-                list(pt.velocities),
-                list(pt.accelerations),
-            )
-            for pt in trajectory.points
-        ]
-
     def check_arm(self, goal) -> GoalResponse:
         try:
-            self.loop.plan(goal.trajectory.joint_names, self._points(goal.trajectory))
+            self.loop.plan(goal.trajectory.joint_names, trajectory_points(goal.trajectory))
             self._tolerances(goal)
         except PhysaiError as exc:
             self.get_logger().error(f"trajectory goal rejected: {exc}")
@@ -296,21 +186,12 @@ class So101Driver(Node):
         return GoalResponse.ACCEPT
 
     def _tolerances(self, goal) -> Tolerances:
-        def entries(items):
-            return [JointTolerance(t.name, t.position, t.velocity) for t in items]
-
-        return merge(
-            self.loop.s.tolerances,
-            self.loop.ranges,
-            entries(goal.path_tolerance),
-            entries(goal.goal_tolerance),
-            _seconds(goal.goal_time_tolerance),
-        )
+        return merge(self.loop.s.tolerances, self.loop.ranges, *tolerance_entries(goal))
 
     def execute_arm(self, handle) -> FollowJointTrajectory.Result:
         goal = handle.request
         try:
-            traj = self.loop.plan(goal.trajectory.joint_names, self._points(goal.trajectory))
+            traj = self.loop.plan(goal.trajectory.joint_names, trajectory_points(goal.trajectory))
             token = self.loop.start_trajectory(traj, time.monotonic(), self._tolerances(goal))
         except PhysaiError as exc:
             handle.abort()
@@ -339,7 +220,7 @@ class So101Driver(Node):
     def on_topic(self, msg: JointTrajectory) -> None:
         now = time.monotonic()
         try:
-            traj = self.loop.plan(msg.joint_names, self._points(msg))
+            traj = self.loop.plan(msg.joint_names, trajectory_points(msg))
         except PhysaiError as exc:
             self.get_logger().error(f"{interfaces.JOINT_TRAJECTORY} message dropped: {exc}")
             return

@@ -32,17 +32,16 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.core.limits import load_limits
+from physai_ros.core.planned_trajectory import PlannedTrajectory
 from physai_ros.core.trajectory_goal import (
     SHAPE_NAMES,
     GoalPoint,
     GoalPolicy,
-    PlannedTrajectory,
-    TrackingMonitor,
     TrajectoryPlanner,
     limits_path,
     load_trajectory_config,
-    outcome_report,
 )
+from physai_ros.core.trajectory_tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
 
 FJT = FollowJointTrajectory
