@@ -22,7 +22,7 @@ from physai_ros.backends.feetech_emulator import (
     joint_offsets,
     write_calibration,
 )
-from physai_ros.backends.so101_lerobot import BusSettings, So101Bus
+from physai_ros.backends.so101_lerobot import BusSettings, PortUnavailable, So101Bus
 from physai_ros.core import feetech_protocol as fp
 
 lerobot_motors = pytest.importorskip("lerobot.motors")
@@ -182,6 +182,19 @@ def test_no_goal_outside_the_limits_ever_reaches_the_bus(so101_bus, emulator, go
                 assert cal["range_min"] <= steps <= cal["range_max"], (servo_id, steps)
                 angle = servo.angle_of(steps)
                 assert lo[servo_id - 1] - 1e-3 <= angle <= hi[servo_id - 1] + 1e-3
+
+
+def test_missing_and_busy_ports_are_named(so101_bus, emulator, tmp_path):
+    """Before any byte is sent: an unplugged adapter and a port another process holds (here the
+    module's bus, which has it locked) each give a PortUnavailable naming the port."""
+    _, lo, hi = so101_bus
+    cal = tmp_path / "cal.json"
+    write_calibration(cal, emulator.calibration)
+    missing = tmp_path / "ttyACM9"
+    with pytest.raises(PortUnavailable, match=f"{missing}.*does not exist"):
+        So101Bus(BusSettings(str(missing), cal, lo, hi)).connect()
+    with pytest.raises(PortUnavailable, match="busy"):
+        So101Bus(BusSettings(emulator.port, cal, lo, hi)).connect()
 
 
 if __name__ == "__main__":
