@@ -22,6 +22,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from physai_ros.core.cartesian import straight_line
+from physai_ros.core.kinematics import solve_ik
 from physai_ros.core.trajectory import TimeScaling, get_shape, joint_reference
 from physai_ros.errors import ModelError
 
@@ -252,8 +254,6 @@ def _plot(path: Path, title: str, rec: dict) -> None:
 
 def cartesian_vs_joint(model: mujoco.MjModel, n_points: int = 501) -> dict:
     """Table C: the same end points, quintic timing, joint-space vs IK at every waypoint."""
-    from physai_ros.core.kinematics import solve_ik
-
     qadr, _, _ = _arm_indices(model)
     data = mujoco.MjData(model)
     mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
@@ -266,25 +266,18 @@ def cartesian_vs_joint(model: mujoco.MjModel, n_points: int = 501) -> dict:
     a, b = centre - half, centre + half
     home = data.qpos[qadr].copy()
 
-    def ik(target: np.ndarray, q_init: np.ndarray) -> np.ndarray:
-        res = solve_ik(
-            model, data, TCP_SITE, target, ARM_JOINTS, q_init, quat, tol=1e-8, rot_tol=1e-8
-        )
-        residual.append(res.error)
-        return res.q
-
-    residual: list[float] = []
-    qa = ik(a, home)
-    qb = ik(b, qa)
-    s = get_shape("quintic")(np.linspace(0.0, 1.0, n_points))
-    joint_q = qa + s[:, None] * (qb - qa)
-    cart_q = []
-    for si in s:
-        cart_q.append(ik(a + si * (b - a), cart_q[-1] if cart_q else qa))
+    line = straight_line(
+        model, TCP_SITE, ARM_JOINTS, a, b, home, quat, n_points=n_points, shape="quintic"
+    )
+    # Joint space: the same time scaling between the IK solutions at the two ends (B solved
+    # from A, as a joint-space planner given only the end poses would).
+    qa = line.q[0]
+    end = solve_ik(model, data, TCP_SITE, b, ARM_JOINTS, qa, quat, tol=1e-8, rot_tol=1e-8)
+    joint_q = qa + line.s[:, None] * (end.q - qa)
     return {
         "joint": _path_metrics(model, data, qadr, site, joint_q, a, b),
-        "cartesian": _path_metrics(model, data, qadr, site, np.array(cart_q), a, b),
-        "ik_residual_mm": 1000.0 * max(residual),
+        "cartesian": _path_metrics(model, data, qadr, site, line.q, a, b),
+        "ik_residual_mm": 1000.0 * max(line.max_ik_error, end.error),
     }
 
 
