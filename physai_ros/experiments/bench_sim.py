@@ -98,16 +98,26 @@ def listen() -> int:
     def count(key):
         return lambda _msg: counts.__setitem__(key, counts[key] + 1)
 
+    # raw=True: the listener takes the serialised bytes as delivered and skips Python
+    # deserialisation, as a C++ subscriber (RViz, a recorder) would; DDS still delivers every
+    # message, so the bridge pays the full cost of being listened to.
+
     with rclpy.init():
         node = rclpy.create_node("bench_sim_listener")
-        node.create_subscription(Clock, names.CLOCK, count("clock"), 10)
-        node.create_subscription(JointState, names.JOINT_STATES, count("joint_states"), 10)
-        node.create_subscription(JointState, names.TRACKING_ERROR, count("tracking_error"), 10)
-        node.create_subscription(PoseStamped, names.CUBE_POSE, count("cube_pose"), 10)
-        node.create_subscription(MarkerArray, names.CONTACT_MARKERS, count("contact_markers"), 10)
+        node.create_subscription(Clock, names.CLOCK, count("clock"), 10, raw=True)
+        node.create_subscription(
+            JointState, names.JOINT_STATES, count("joint_states"), 10, raw=True
+        )
+        node.create_subscription(
+            JointState, names.TRACKING_ERROR, count("tracking_error"), 10, raw=True
+        )
+        node.create_subscription(PoseStamped, names.CUBE_POSE, count("cube_pose"), 10, raw=True)
+        node.create_subscription(
+            MarkerArray, names.CONTACT_MARKERS, count("contact_markers"), 10, raw=True
+        )
         for jaw in ("fixed_jaw", "moving_jaw", "left_finger", "right_finger"):
             topic = f"{names.JAW_CONTACT_PREFIX}/{jaw}"
-            node.create_subscription(WrenchStamped, topic, count("jaw_contact"), 10)
+            node.create_subscription(WrenchStamped, topic, count("jaw_contact"), 10, raw=True)
         print("listening", flush=True)
         try:
             rclpy.spin(node)
