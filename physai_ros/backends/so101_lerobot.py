@@ -377,13 +377,3 @@ class So101Bus:
         sent = self.send_positions(present)
         self._guard("enable torque", lambda: self.bus.enable_torque())
         return sent
-
-
-def wait_until(predicate, timeout: float, period: float = 0.01) -> bool:
-    """Poll ``predicate`` (tests and scripts); True if it held within ``timeout`` [s]."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(period)
-    return bool(predicate())
