@@ -22,7 +22,6 @@ import contextlib
 import fcntl
 import math
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
