@@ -102,3 +102,17 @@ def test_transform_to_pose_round_trip() -> None:
 def test_bad_input_raises_invalid_input(call, args) -> None:
     with pytest.raises(InvalidInput):
         call(*args)
+
+
+def test_batch_quaternions_equal_one_by_one():
+    from scipy.spatial.transform import Rotation
+
+    from physai_ros.core.spatial import mat_to_quat, mats_to_quats
+
+    mats = Rotation.random(50, random_state=3).as_matrix()
+    batch = mats_to_quats(mats)
+    for R, q in zip(mats, batch, strict=True):
+        np.testing.assert_allclose(q, mat_to_quat(R), atol=1e-15)
+    assert np.all(batch[:, 0] >= 0.0)
+    with pytest.raises(InvalidInput):
+        mats_to_quats(np.full((2, 3, 3), np.nan))

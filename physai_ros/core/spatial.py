@@ -114,6 +114,17 @@ def mat_to_quat(R: ArrayLike) -> FloatArray:
     return -q if w < 0 else q
 
 
+def mats_to_quats(R: ArrayLike) -> FloatArray:
+    """``mat_to_quat`` for a stack of rotation matrices (n, 3, 3) → (n, 4), in one SciPy call:
+    a TF message carries a dozen rotations, and one call per rotation costs 10× more."""
+    stack = np.asarray(R, dtype=float)
+    if stack.ndim != 3 or stack.shape[1:] != (3, 3) or not np.all(np.isfinite(stack)):
+        raise InvalidInput(f"R must be a finite (n, 3, 3) stack, got shape {stack.shape}")
+    xyzw = Rotation.from_matrix(stack).as_quat()
+    q = xyzw[:, [3, 0, 1, 2]]
+    return np.where(q[:, :1] < 0, -q, q)
+
+
 def axis_angle_to_mat(axis: ArrayLike, angle: float) -> FloatArray:
     """Rotation by ``angle`` [rad] about ``axis`` (any non-zero length; normalised here)."""
     a = as_finite(axis, (3,), "axis")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import rclpy
 from geometry_msgs.msg import PoseStamped, TransformStamped
 from rcl_interfaces.msg import ParameterDescriptor
@@ -24,7 +25,7 @@ from tf2_msgs.msg import TFMessage
 
 from physai_ros import interfaces
 from physai_ros.core.robot_tf import Edge, load_robot_tf
-from physai_ros.core.spatial import mat_to_quat
+from physai_ros.core.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
 from physai_ros.nodes._common import declare_robot_params
 
@@ -33,17 +34,23 @@ LATCHED = QoSProfile(
 )
 
 
-def to_msg(edge: Edge, stamp) -> TransformStamped:
-    msg = TransformStamped()
-    msg.header.stamp = stamp
-    msg.header.frame_id = edge.parent
-    msg.child_frame_id = edge.child
-    t = msg.transform.translation
-    t.x, t.y, t.z = (float(v) for v in edge.T[:3, 3])
-    w, x, y, z = (float(v) for v in mat_to_quat(edge.T[:3, :3]))
-    r = msg.transform.rotation
-    r.w, r.x, r.y, r.z = w, x, y, z
-    return msg
+def to_msgs(edges: list[Edge], stamp) -> list[TransformStamped]:
+    """TransformStamped messages of ``edges`` (rotations converted in one batch)."""
+    if not edges:
+        return []
+    quats = mats_to_quats(np.array([e.T[:3, :3] for e in edges]))
+    out = []
+    for edge, (w, x, y, z) in zip(edges, quats.tolist(), strict=True):
+        msg = TransformStamped()
+        msg.header.stamp = stamp
+        msg.header.frame_id = edge.parent
+        msg.child_frame_id = edge.child
+        t = msg.transform.translation
+        t.x, t.y, t.z = edge.T[:3, 3].tolist()
+        r = msg.transform.rotation
+        r.w, r.x, r.y, r.z = w, x, y, z
+        out.append(msg)
+    return out
 
 
 class TfPublisher(Node):
@@ -67,9 +74,7 @@ class TfPublisher(Node):
         self.pub_description = self.create_publisher(String, interfaces.ROBOT_DESCRIPTION, LATCHED)
         self._publish_description(robot, model_path)
         stamp = self.get_clock().now().to_msg()
-        self.pub_static.publish(
-            TFMessage(transforms=[to_msg(e, stamp) for e in self.tf.static_edges()])
-        )
+        self.pub_static.publish(TFMessage(transforms=to_msgs(self.tf.static_edges(), stamp)))
         self.create_subscription(JointState, interfaces.JOINT_STATES, self.on_joint_state, 10)
         if len(topics) != len(frames):
             raise SystemExit("tf_publisher: object_topics and object_frames differ in length")
@@ -99,9 +104,7 @@ class TfPublisher(Node):
         if not self.tf.complete:
             return
         stamp = msg.header.stamp
-        self.pub_tf.publish(
-            TFMessage(transforms=[to_msg(e, stamp) for e in self.tf.dynamic_edges()])
-        )
+        self.pub_tf.publish(TFMessage(transforms=to_msgs(self.tf.dynamic_edges(), stamp)))
 
     def on_object(self, msg: PoseStamped, frame: str) -> None:
         p, q = msg.pose.position, msg.pose.orientation
