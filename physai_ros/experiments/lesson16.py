@@ -5,13 +5,13 @@
 The pure :class:`~physai_ros.core.pick.PickMachine` is driven in-process: command → mj_step →
 sense (jaw contact forces, jaw speed, cube pose) → update, deterministic for a given model.
 Sweeps: A friction μ, B jaw torque cap, C cube mass; each row is 10 cube positions uniform in a
-2×2 cm square around (22, 0) cm (seed 0), scored with the physical outcome test.
+2×2 cm square around (22, 0) cm (seed 0), scored with the physical outcome test. Tables and
+figures: :mod:`physai_ros.experiments.lesson16_report`.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import sys
 from collections.abc import Sequence
@@ -50,7 +50,6 @@ SWEEPS = {  # sweep: (varied field, values, fixed fields)
     "B": ("cap", (2.94, 1.0, 0.5, 0.3, 0.2, 0.15, 0.1), {"mass": 0.03, "mu": 0.05}),
     "C": ("mass", (0.03, 0.1, 0.2, 0.3, 0.4, 0.45, 0.5, 0.7), {"mu": 0.3, "cap": 0.5}),
 }
-LABEL = {"mu": "μ", "cap": "τ [N·m]", "mass": "m [kg]"}
 
 
 @dataclass(frozen=True)
@@ -294,89 +293,6 @@ def run_sweep(
     return [summarise(v, row, results[i * n : (i + 1) * n]) for i, (v, row) in enumerate(rows)]
 
 
-def _fmt(x: float, digits: int = 2) -> str:
-    return "–" if math.isnan(x) else f"{x:.{digits}f}"
-
-
-def table(name: str, stats: Sequence[RowStats]) -> tuple[list[str], list[list[str]]]:
-    header = [LABEL[SWEEPS[name][0]], "success", "Wilson 95 %", "close [s]", "squeeze [N]"]
-    header += ["μ(N1+N2)/mg", "held / not closed / dropped; ejected"]
-    body = []
-    for s in stats:
-        n = sum(s.counts.values())
-        c = s.counts
-        body.append(
-            [
-                f"{s.value:g}",
-                f"{c['held']}/{n}",
-                f"[{s.ci[0]:.2f}, {s.ci[1]:.2f}]",
-                _fmt(s.close_s),
-                _fmt(s.squeeze),
-                _fmt(s.ratio),
-                f"{c['held']} / {c['not closed']} / {c['dropped']}; {s.ejected}",
-            ]
-        )
-    return header, body
-
-
-def markdown(header: list[str], body: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in body])
-
-
-def _save(out: Path, name: str, header, body) -> str:
-    with open(out / f"sweep_{name}.csv", "w", newline="") as fh:
-        csv.writer(fh).writerows([header, *body])
-    text = f"### Sweep {name}\n\n{markdown(header, body)}\n"
-    (out / f"sweep_{name}.md").write_text(text)
-    return text
-
-
-def plot(out: Path, stats: dict[str, list[RowStats]]) -> None:
-    """Outcomes per μ (sweep A) and success vs cone ratio (all rows with a ratio)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if "A" in stats:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        labels = [f"{s.value:g}" for s in stats["A"]]
-        bottom = np.zeros(len(labels))
-        for outcome in OUTCOMES:
-            counts = np.array([s.counts[outcome] for s in stats["A"]])
-            ax.bar(labels, counts, bottom=bottom, label=outcome)
-            bottom += counts
-        ax.set(xlabel="cube friction μ", ylabel="picks", title="Sweep A: outcome per μ")
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / "outcomes_per_mu.png", dpi=120)
-        plt.close(fig)
-    points = [
-        (s.ratio, s.counts["held"] / sum(s.counts.values()), k)
-        for k, v in stats.items()
-        for s in v
-        if not math.isnan(s.ratio)
-    ]
-    if points:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        for key in sorted({p[2] for p in points}):
-            xs = [p[0] for p in points if p[2] == key]
-            ys = [p[1] for p in points if p[2] == key]
-            ax.scatter(xs, ys, label=f"sweep {key}")
-        ax.axvline(1.0, color="grey", ls="--", lw=1)
-        ax.set(
-            xscale="log",
-            xlabel="μ(N1+N2)/(m g)",
-            ylabel="success rate",
-            title="Success vs friction-cone ratio",
-        )
-        ax.legend()
-        fig.tight_layout()
-        fig.savefig(out / "success_vs_cone_ratio.png", dpi=120)
-        plt.close(fig)
-
-
 def nominal(model_path, cfg: PickConfig) -> PickResult:
     """The lesson's nominal pick: μ 1, 30 g, default cap, cube at (22, 0) cm."""
     model = build_model(model_path, Row(mu=1.0, mass=CUBE_MASS, cap=DEFAULT_CAP))
@@ -401,29 +317,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.jobs < 1 or args.positions < 1:
         raise InvalidInput(f"--jobs and --positions must be ≥ 1, got {args.jobs}, {args.positions}")
+    # The report module builds on this one's types, so it is imported here, not at the top.
+    from physai_ros.experiments.lesson16_report import nominal_table, plot, save_table, table
+
     cfg = load_pick_config(args.config)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     res = nominal(args.model_path, cfg)
-    header = ["outcome", "lift [cm]", "IK error [mm]", "jaw forces [N]", "close [s]", "steps"]
-    body = [
-        [
-            res.outcome,
-            f"{res.lift * 100:.2f}",
-            f"{res.ik_error * 1e3:.3f}",
-            f"{res.forces[0]:.2f} / {res.forces[1]:.2f}",
-            _fmt(res.close_s, 3),
-            str(res.steps),
-        ]
-    ]
-    report = [_save(out, "nominal", header, body)]
+    report = [save_table(out, "nominal", *nominal_table(res))]
     print(report[-1])
     names = {"all": ["A", "B", "C"], "nominal": []}.get(args.sweep, [args.sweep])
     positions = cube_positions(args.positions)
     stats = {}
     for name in names:
         stats[name] = run_sweep(name, args.model_path, cfg, positions, args.jobs)
-        report.append(_save(out, name, *table(name, stats[name])))
+        report.append(save_table(out, name, *table(name, stats[name])))
         print(report[-1])
     (out / "lesson16.md").write_text("\n".join(report))
     if stats:
