@@ -197,4 +197,4 @@ def test_tf_tree_over_dds_matches_mujoco(ros_context, spawn):
     node.destroy_node()
     node_proc.send_signal(2)
     out, _ = node_proc.communicate(timeout=10)
-    assert "unknown joints ['bogus']" in out
+    assert "unknown joint(s) ['bogus']" in out

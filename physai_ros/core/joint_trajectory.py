@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from physai_ros.core.joint_names import joint_indices
 from physai_ros.errors import InvalidInput, LimitViolation
 
 __all__ = [
@@ -81,22 +82,8 @@ class JointRanges:
     def order(self, joint_names: Sequence[str]) -> np.ndarray:
         """``perm`` such that ``values_in_robot_order = values[perm]`` for values given in
         ``joint_names`` order. A goal must name every joint exactly once."""
-        names = list(joint_names)
-        if not names:
-            raise InvalidInput(f"trajectory has no joint names; expected {list(self.names)}")
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise InvalidInput(f"duplicate joint name(s) {duplicates} in the trajectory")
-        unknown = [n for n in names if n not in self.names]
-        if unknown:
-            raise InvalidInput(f"unknown joint(s) {unknown}; valid joints: {list(self.names)}")
-        missing = [n for n in self.names if n not in names]
-        if missing:
-            raise InvalidInput(
-                f"missing joint(s) {missing}: a trajectory must name all of {list(self.names)}"
-            )
-        where = {n: i for i, n in enumerate(names)}
-        return np.array([where[n] for n in self.names], dtype=int)
+        # Each given name's robot index, all joints named: its inverse permutation is perm.
+        return np.argsort(joint_indices(joint_names, self.names, require_all=True))
 
 
 def _point_array(

@@ -19,6 +19,7 @@ import numpy as np
 
 from physai_ros.core.camera import T_CAMERA_OPTICAL
 from physai_ros.core.frame_tree import FrameKind, FrameTree
+from physai_ros.core.joint_names import joint_indices
 from physai_ros.errors import InvalidInput, ModelError
 
 OPTICAL_SUFFIX = "_optical"
@@ -101,11 +102,7 @@ class RobotTf:
         """
         if len(names) != len(positions):
             raise InvalidInput(f"{len(names)} joint names but {len(positions)} positions")
-        if len(set(names)) != len(names):
-            raise InvalidInput(f"duplicated joint names in {list(names)}")
-        unknown = [n for n in names if n not in self._qpos_adr]
-        if unknown:
-            raise InvalidInput(f"unknown joints {unknown}; this robot has {list(self.joint_names)}")
+        joint_indices(names, self.joint_names)
         values = np.asarray(positions, dtype=float)
         if not np.all(np.isfinite(values)):
             bad = [n for n, v in zip(names, values, strict=True) if not math.isfinite(v)]

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.polynomial import polynomial as npoly
 from scipy.interpolate import BSpline, CubicSpline, PPoly, make_interp_spline
 
+from physai_ros.core.joint_names import check_joint_names
 from physai_ros.errors import InvalidInput
 
 MAX_ORDER = 3
@@ -200,17 +201,6 @@ def _finite_vector(
     if bad.size:
         raise InvalidInput(f"{name} of joint {joints[bad[0]]!r} is {arr[bad[0]]} (not finite)")
     return arr
-
-
-def check_joint_names(joint_names: Sequence[str]) -> tuple[str, ...]:
-    """Non-empty, no duplicates; returns them as a tuple."""
-    names = tuple(joint_names)
-    if not names:
-        raise InvalidInput("empty goal: no joint names given")
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise InvalidInput(f"duplicated joint names {dupes} in {list(names)}")
-    return names
 
 
 @dataclass(frozen=True)

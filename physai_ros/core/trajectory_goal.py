@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import yaml
 
+from physai_ros.core.joint_names import check_joint_names, joint_indices
 from physai_ros.core.limits import (
     RTOL,
     JointLimits,
@@ -50,7 +51,7 @@ from physai_ros.core.planned_trajectory import (
     Stretched,
     check_samples,
 )
-from physai_ros.core.trajectory import SHAPES, JointMove, check_joint_names
+from physai_ros.core.trajectory import SHAPES, JointMove
 from physai_ros.errors import InvalidInput, LimitViolation
 from physai_ros.paths import config_path
 
@@ -127,20 +128,7 @@ class TrajectoryPlanner:
     # ------------------------------------------------------------------ validation
     def _order(self, joint_names: Sequence[str]) -> np.ndarray:
         """Index of each goal joint in the controller; unknown and duplicated names rejected."""
-        names = list(joint_names)
-        if not names:
-            raise InvalidInput(f"empty goal: no joint names; this controller drives {self._valid}")
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise InvalidInput(f"duplicated joint name(s) {dupes} in the goal")
-        unknown = [n for n in names if n not in self.joint_names]
-        if unknown:
-            raise InvalidInput(f"unknown joint(s) {unknown}; valid joints: {self._valid}")
-        return np.array([self.joint_names.index(n) for n in names], dtype=int)
-
-    @property
-    def _valid(self) -> list[str]:
-        return list(self.joint_names)
+        return joint_indices(joint_names, self.joint_names)
 
     def current_positions(self, state: Mapping[str, float]) -> np.ndarray:
         """The controller's joints from a name → position [rad] map (a ``/joint_states``)."""
