@@ -45,7 +45,7 @@ def flatten(table: dict, prefix: str = "") -> set[str]:
 
 def declared_parameters(executable: str) -> set[str]:
     """Parameter names a node declares: string literals given to ``declare_parameter`` (or the
-    bridge's ``_param``) in its module and the shared ``_common``, and — for nodes that declare
+    shared ``declare_param``) in its module and the shared ``_common``, and — for nodes that declare
     their whole config file in a loop — the keys of ``config/<executable>.yaml``."""
     names: set[str] = set()
     for file in (f"{executable}.py", "_common.py"):
@@ -58,14 +58,22 @@ def declared_parameters(executable: str) -> set[str]:
             ):
                 names |= {k.value for k in table.value.keys if isinstance(k, ast.Constant)}
         for call in ast.walk(tree):
-            if (
-                isinstance(call, ast.Call)
-                and isinstance(call.func, ast.Attribute)
-                and call.func.attr in ("declare_parameter", "_param")
+            if not isinstance(call, ast.Call):
+                continue
+            if (  # node.declare_parameter("name", ...)
+                isinstance(call.func, ast.Attribute)
+                and call.func.attr == "declare_parameter"
                 and call.args
                 and isinstance(call.args[0], ast.Constant)
             ):
                 names.add(call.args[0].value)
+            if (  # declare_param(node, "name", ...) from nodes/_common.py
+                isinstance(call.func, ast.Name)
+                and call.func.id == "declare_param"
+                and len(call.args) > 1
+                and isinstance(call.args[1], ast.Constant)
+            ):
+                names.add(call.args[1].value)
     config = REPO_ROOT / "config" / f"{executable}.yaml"
     source = (REPO_ROOT / "physai_ros/nodes" / f"{executable}.py").read_text()
     if config.is_file() and ("_flatten(" in source or "flatten_config(" in source):

@@ -86,7 +86,7 @@ class JointRanges:
         return np.argsort(joint_indices(joint_names, self.names, require_all=True))
 
 
-def _point_array(
+def point_array(
     values: Sequence[float], field: str, index: int, joint_names: Sequence[str], optional: bool
 ) -> np.ndarray | None:
     """A point's field as a float array; checks its length and that every value is finite."""
@@ -232,9 +232,9 @@ def plan_trajectory(
                 f"{i - 1} at {times[-1]:g} s"
             )
         times.append(t)
-        pos.append(_point_array(point.positions, "positions", i, names, optional=False)[perm])
-        v = _point_array(point.velocities, "velocities", i, names, optional=True)
-        a = _point_array(point.accelerations, "accelerations", i, names, optional=True)
+        pos.append(point_array(point.positions, "positions", i, names, optional=False)[perm])
+        v = point_array(point.velocities, "velocities", i, names, optional=True)
+        a = point_array(point.accelerations, "accelerations", i, names, optional=True)
         if a is not None and v is None:
             raise InvalidInput(f"point {i}: accelerations given without velocities")
         vel.append(None if v is None else v[perm])

@@ -36,6 +36,7 @@ import numpy as np
 import yaml
 
 from physai_ros.core.joint_names import check_joint_names, joint_indices
+from physai_ros.core.joint_trajectory import point_array
 from physai_ros.core.limits import (
     RTOL,
     JointLimits,
@@ -158,20 +159,7 @@ class TrajectoryPlanner:
                 raise InvalidInput(f"point {i}: time_from_start {t!r} s must be finite and >= 0")
             times[i] = t
             for field in ("positions", "velocities", "accelerations"):
-                values = np.asarray(getattr(point, field), dtype=float)
-                if field != "positions" and values.size == 0:
-                    continue
-                if values.shape != (len(names),):
-                    raise InvalidInput(
-                        f"point {i}: {field} has {values.size} values, expected {len(names)} "
-                        f"(one per joint {names})"
-                    )
-                bad = np.flatnonzero(~np.isfinite(values))
-                if bad.size:
-                    raise InvalidInput(
-                        f"point {i}: {field} of joint {names[bad[0]]!r} is {values[bad[0]]} "
-                        "(NaN/Inf are not allowed)"
-                    )
+                point_array(getattr(point, field), field, i, names, optional=field != "positions")
             q[i, idx] = np.asarray(point.positions, dtype=float)
         lim = self.limits
         for i, row in enumerate(q):

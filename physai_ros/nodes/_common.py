@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.node import Node
 
 from physai_ros.models import ROBOTS, load_scene_config
@@ -51,3 +51,20 @@ def declare_robot_params(node: Node) -> RobotParams:
         ParameterDescriptor(read_only=True, description="robot base yaw about world z [deg]"),
     ).value
     return RobotParams(robot, model_path or None, list(base_pos), float(base_yaw))
+
+
+def declare_param(
+    node: Node,
+    name: str,
+    default,
+    description: str,
+    limits: tuple[float, float] | None = None,
+    read_only: bool = False,
+):
+    """Declare one parameter with its description (units) and, for a number, its range;
+    returns its value (the override from the launch file or params file, else ``default``)."""
+    desc = ParameterDescriptor(description=description, read_only=read_only)
+    if limits is not None:
+        desc.floating_point_range = [FloatingPointRange(from_value=limits[0], to_value=limits[1])]
+        default = float(default)
+    return node.declare_parameter(name, default, desc).value

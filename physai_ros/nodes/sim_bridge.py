@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 import rclpy
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -38,6 +37,7 @@ from physai_ros.core.joint_trajectory import (
 )
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_scene_config
+from physai_ros.nodes._common import declare_param
 from physai_ros.nodes._messages import (
     PatchedMessage,
     contact_markers,
@@ -82,18 +82,26 @@ class SimBridge(Node):
     def __init__(self) -> None:
         super().__init__("sim_bridge")
         cfg, scene = load_sim_config(), load_scene_config()
-        robot = self._param("robot", "so101", "robot to simulate: so101 | panda", read_only=True)
-        model_path = self._param(
-            "model_path", "", "MJCF file or Menagerie folder; empty = embedded", read_only=True
+        robot = declare_param(
+            self, "robot", "so101", "robot to simulate: so101 | panda", read_only=True
         )
-        rtf = self._param(
+        model_path = declare_param(
+            self,
+            "model_path",
+            "",
+            "MJCF file or Menagerie folder; empty = embedded",
+            read_only=True,
+        )
+        rtf = declare_param(
+            self,
             "real_time_factor",
             float(cfg["real_time_factor"]),
             "sim seconds per wall second; 0 = as fast as possible",
             (0.0, 1000.0),
         )
         self.rates = {
-            s: self._param(
+            s: declare_param(
+                self,
                 f"{s}_rate",
                 float(cfg["rates"][s]),
                 f"/{s} rate [Hz sim time]; 0 = off",
@@ -104,25 +112,32 @@ class SimBridge(Node):
         }
         cube = scene["cube"]
         cube_xy = scene["robots"].get(robot, scene["robots"]["so101"])["cube_pos"]
-        x = self._param(
-            "cube_x", float(cube_xy[0]), "cube centre x, base frame [m]", read_only=True
+        x = declare_param(
+            self, "cube_x", float(cube_xy[0]), "cube centre x, base frame [m]", read_only=True
         )
-        y = self._param(
-            "cube_y", float(cube_xy[1]), "cube centre y, base frame [m]", read_only=True
+        y = declare_param(
+            self, "cube_y", float(cube_xy[1]), "cube centre y, base frame [m]", read_only=True
         )
-        size = self._param("cube_size", float(cube["size"]), "cube edge [m]", (1e-3, 0.2), True)
-        mass = self._param("cube_mass", float(cube["mass"]), "cube mass [kg]", (1e-4, 10.0), True)
-        mu = self._param(
-            "cube_mu", float(cube["mu"]), "cube sliding friction [-]", (1e-4, 5.0), True
+        size = declare_param(
+            self, "cube_size", float(cube["size"]), "cube edge [m]", (1e-3, 0.2), True
         )
-        cap = self._param(
+        mass = declare_param(
+            self, "cube_mass", float(cube["mass"]), "cube mass [kg]", (1e-4, 10.0), True
+        )
+        mu = declare_param(
+            self, "cube_mu", float(cube["mu"]), "cube sliding friction [-]", (1e-4, 5.0), True
+        )
+        cap = declare_param(
+            self,
             "jaw_torque_cap",
             0.0,
             "gripper force cap [N m SO-101 | N Panda]; 0 = model's own",
             (0.0, 1000.0),
             read_only=True,
         )
-        viewer = self._param("viewer", False, "open MuJoCo's passive viewer if a display exists")
+        viewer = declare_param(
+            self, "viewer", False, "open MuJoCo's passive viewer if a display exists"
+        )
         self.sim = MujocoSim(
             robot,
             model_path=model_path or None,
@@ -186,14 +201,6 @@ class SimBridge(Node):
             f"simulating {robot} ({self.sim.model.nq} qpos, dt {self.sim.dt * 1e3:g} ms) at "
             f"real_time_factor {rtf:g}; arm joints {list(self.sim.arm_joints)}"
         )
-
-    def _param(self, name, default, description, limits=None, read_only=False):
-        desc = ParameterDescriptor(description=description, read_only=read_only)
-        if limits is not None:
-            desc.floating_point_range = [
-                FloatingPointRange(from_value=limits[0], to_value=limits[1])
-            ]
-        return self.declare_parameter(name, default, desc).value
 
     def _open_viewer(self):
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):

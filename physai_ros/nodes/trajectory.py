@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import rclpy
 from builtin_interfaces.msg import Duration, Time
 from control_msgs.action import FollowJointTrajectory
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
@@ -43,6 +43,7 @@ from physai_ros.core.trajectory_goal import (
 )
 from physai_ros.core.trajectory_tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
+from physai_ros.nodes._common import declare_param
 
 FJT = FollowJointTrajectory
 LATCHED = QoSProfile(
@@ -93,12 +94,12 @@ class TrajectoryNode(Node):
     def __init__(self) -> None:
         super().__init__("trajectory")
         cfg = load_trajectory_config()
-        robot = self._param("robot", cfg["robot"], *PARAMS["robot"])
+        robot = declare_param(self, "robot", cfg["robot"], *PARAMS["robot"])
         if robot not in cfg["robots"]:
             raise SystemExit(f"trajectory: unknown robot {robot!r}; choose {list(cfg['robots'])}")
         defaults = cfg | cfg["robots"][robot]
         self.cfg = v = {"robot": robot} | {
-            name: self._param(name, defaults[name], *spec)
+            name: declare_param(self, name, defaults[name], *spec)
             for name, spec in PARAMS.items()
             if name != "robot"
         }
@@ -137,15 +138,6 @@ class TrajectoryNode(Node):
             f"{robot}: joints {list(self.planner.joint_names)}, limits "
             f"{self.planner.limits.set_name!r}, {policy} -> {self.action}"
         )
-
-    def _param(self, name, default, description, limits=None, read_only=False):
-        desc = ParameterDescriptor(description=description, read_only=read_only)
-        if limits is not None:
-            desc.floating_point_range = [
-                FloatingPointRange(from_value=limits[0], to_value=limits[1])
-            ]
-            default = float(default)
-        return self.declare_parameter(name, default, desc).value
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         """Runtime changes (``ros2 param set``): the policy is validated as a whole first."""
