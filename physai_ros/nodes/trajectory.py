@@ -71,6 +71,11 @@ PARAMS = {  # name: (description with units, (min, max) or None, read_only); def
     ),
     "result_margin": ("wait this long for the result after the end [s]", (0.1, 600.0), False),
     "state_timeout": ("a /joint_states older than this is stale [s wall]", (0.01, 60.0), False),
+    "tracking_wait": (
+        "after the result, wait at most this long for the joint states stamped up to it [s wall]",
+        (0.0, 60.0),
+        False,
+    ),
     "monitor_rate": ("cancel/preempt checks while a goal runs [Hz]", (1.0, 1000.0), False),
     "progress_period": ("progress log period [s wall]", (0.05, 60.0), False),
 }
@@ -129,7 +134,9 @@ class TrajectoryNode(Node):
             cancel_callback=lambda _handle: CancelResponse.ACCEPT,
             callback_group=group,
         )
-        self.create_subscription(JointState, interfaces.JOINT_STATES, self._on_state, 50)
+        # 2 s of joint states at 100 Hz: when the executor falls behind (a loaded machine), the
+        # states measured during a move wait instead of being dropped; they carry their stamps.
+        self.create_subscription(JointState, interfaces.JOINT_STATES, self._on_state, 200)
         self.create_subscription(
             JointTrajectory, "~/goal", self._on_topic, 10, callback_group=group
         )
@@ -269,7 +276,7 @@ class TrajectoryNode(Node):
             threading.Event().wait(period)
         # the final error needs a joint state measured (stamped) after the result arrived
         arrived, wall = self.get_clock().now().nanoseconds * 1e-9, time.monotonic()
-        while self.state_stamp < arrived and time.monotonic() - wall < self.cfg["state_timeout"]:
+        while self.state_stamp < arrived and time.monotonic() - wall < self.cfg["tracking_wait"]:
             threading.Event().wait(0.005)
         res = future.result().result if future.done() else None
         code = res.error_code if res is not None else None
