@@ -247,6 +247,11 @@ class TrajectoryNode(Node):
             msg = "the controller rejected the trajectory (see its log)"
             return self._finish(handle, outcome_report("aborted", msg, planned, source=source))
         run.downstream = sent
+        accepted = self.get_clock().now().nanoseconds * 1e-9
+        if accepted > start:
+            # The controller received the goal after its stamp and starts it on arrival (as
+            # joint_trajectory_controller does): measure against that start, not the stamp.
+            run.monitor = TrackingMonitor(planned, accepted)
         result = self._watch(run, handle, sent.get_result_async())
         return self._finish(handle, result, run)
 
