@@ -222,3 +222,24 @@ def test_tracking_monitor_measures_a_delay_as_speed_times_delay():
     assert report["worst_joint"] in ("joint1", "joint7") and report["samples"] > 500
     late.update(200.0, ["joint1"], [0.0])  # a partial joint state is ignored
     assert late.report()["samples"] == report["samples"]
+
+
+def test_tracking_monitor_fits_a_late_start_to_every_kept_sample():
+    """A goal confirmed after its stamp started somewhere up to the confirmation; the samples
+    that arrived before that was known still count once the start is fitted."""
+    plan = planner().plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    stamped, true_start, confirmed = 100.0, 100.05, 100.1
+    monitor = TrackingMonitor(plan, stamped)
+    for t in np.arange(-0.05, plan.duration + 0.1, 0.01):  # 100 Hz, stamped by the controller
+        monitor.update(true_start + t, NAMES, plan.reference(np.array([t]))[0])
+    peak_speed = np.abs(LESSON_DQ) * 1.875 / plan.duration
+    shifted = monitor.report()  # start taken as the stamp: a 50 ms shift shows up as error
+    assert shifted["max_error_deg"] > 0.5 * np.degrees(peak_speed.max() * 0.05)
+    monitor.started_by(confirmed)
+    fitted = monitor.report()
+    assert fitted["start_s"] == pytest.approx(true_start, abs=1e-3)
+    assert fitted["start_window_s"] == pytest.approx(confirmed - stamped)
+    assert fitted["max_error_deg"] < np.degrees(peak_speed.max() * 1e-3)
+    assert fitted["samples"] == pytest.approx(plan.duration / 0.01 + 10, abs=2)
+    monitor.started_by(99.0)  # an earlier confirmation never narrows the window
+    assert monitor.report()["start_window_s"] == fitted["start_window_s"]

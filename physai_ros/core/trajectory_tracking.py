@@ -20,18 +20,18 @@ class TrackingMonitor:
     """``q_reference(t) − q_measured`` per joint while a planned trajectory runs.
 
     start_time: when the controller starts the trajectory, on the clock of the joint states'
-    stamps [s]. ``update`` takes each ``/joint_states``; ``report`` gives max and final errors.
+    stamps [s]. ``update`` keeps each ``/joint_states`` sample; the errors are computed from the
+    kept samples when asked, so a start time learned late (``started_by``) applies to every
+    sample, including those that arrived before it was known.
     """
+
+    MAX_START_CANDIDATES = 500  # start times tried inside an uncertain window (1 ms apart or more)
 
     def __init__(self, planned: PlannedTrajectory, start_time: float) -> None:
         self.planned = planned
         self.start_time = start_time
-        n = len(planned.joint_names)
-        self.max_error = np.zeros(n)
-        self.max_error_time = np.zeros(n)
-        self.final_error = np.full(n, np.nan)
-        self.samples = 0
-        self._index: dict[str, int] = {}
+        self.latest_start = start_time
+        self._samples: list[tuple[float, np.ndarray]] = []  # one atomic append per state
 
     def update(self, stamp: float, names: Sequence[str], positions: Sequence[float]) -> None:
         """One measurement at ``stamp`` [s]; ignored if it lacks a joint or is not finite."""
@@ -40,32 +40,77 @@ class TrackingMonitor:
             q = np.array([positions[where[n]] for n in self.planned.joint_names], dtype=float)
         except (KeyError, IndexError):
             return
-        if not np.all(np.isfinite(q)):
-            return
-        t = stamp - self.start_time
-        error = self.planned.reference(np.array([t]))[0] - q
-        self.final_error = self.planned.goal - q
-        if t < 0.0:
-            return
-        worse = np.abs(error) > self.max_error
-        self.max_error[worse] = np.abs(error[worse])
-        self.max_error_time[worse] = t
-        self.samples += 1
+        if np.all(np.isfinite(q)):
+            self._samples.append((float(stamp), q))
+
+    def started_by(self, latest: float) -> None:
+        """The controller confirmed the goal only at ``latest`` [s], after its stamp: it started
+        somewhere in [stamp, latest] (on arrival, as joint_trajectory_controller does). The
+        report then takes the start in that window that the measured motion fits best."""
+        self.latest_start = max(self.latest_start, float(latest))
+
+    def _errors(self, start: float) -> tuple[np.ndarray, np.ndarray]:
+        """(times since ``start`` [s], reference − measured [rad]) of the samples at t ≥ 0."""
+        samples = self._samples[:]  # the subscriber may append meanwhile
+        if not samples:
+            return np.zeros(0), np.zeros((0, len(self.planned.joint_names)))
+        t = np.array([stamp for stamp, _ in samples]) - start
+        moving = t >= 0.0
+        q = np.array([q for _, q in samples])[moving]
+        return t[moving], self.planned.reference(t[moving]) - q
+
+    def fitted_start(self) -> float:
+        """``start_time``, or inside [start_time, latest_start] the start with the least max
+        error (the controller's real start is somewhere in there)."""
+        if self.latest_start <= self.start_time or not self._samples:
+            return self.start_time
+        span = self.latest_start - self.start_time
+        n = min(self.MAX_START_CANDIDATES, int(span / 0.001) + 1)
+        candidates = np.linspace(self.start_time, self.latest_start, max(n, 2))
+        worst = [
+            np.abs(err).max() if err.size else math.inf
+            for err in (self._errors(c)[1] for c in candidates)
+        ]
+        return float(candidates[int(np.argmin(worst))])
+
+    @property
+    def samples(self) -> int:
+        return len(self._errors(self.fitted_start())[0])
+
+    @property
+    def max_error(self) -> np.ndarray:
+        """Per joint max |reference − measured| [rad] over the samples since the start."""
+        err = self._errors(self.fitted_start())[1]
+        return np.abs(err).max(axis=0) if err.size else np.zeros(len(self.planned.joint_names))
+
+    @property
+    def final_error(self) -> np.ndarray:
+        """Goal − last measured position [rad] (NaN before any sample)."""
+        if not self._samples:
+            return np.full(len(self.planned.joint_names), np.nan)
+        return self.planned.goal - self._samples[-1][1]
 
     def report(self) -> dict[str, Any]:
         """JSON-ready: per joint max |error| while moving and final error [rad and deg]."""
         names = list(self.planned.joint_names)
-        if self.samples == 0:
+        start = self.fitted_start()
+        t, err = self._errors(start)
+        if t.size == 0:
             return {"joints": names, "samples": 0, "note": "no /joint_states during the move"}
-        j = int(np.argmax(self.max_error))
+        abs_err = np.abs(err)
+        max_error, when = abs_err.max(axis=0), t[abs_err.argmax(axis=0)]
+        final = self.final_error
+        j = int(np.argmax(max_error))
         return {
             "joints": names,
-            "samples": self.samples,
-            "max_error_rad": [round(float(v), 6) for v in self.max_error],
-            "max_error_time_s": [round(float(v), 4) for v in self.max_error_time],
-            "final_error_rad": [round(float(v), 6) for v in self.final_error],
-            "max_error_deg": round(math.degrees(float(self.max_error.max())), 4),
-            "final_error_deg": round(math.degrees(float(np.nanmax(np.abs(self.final_error)))), 4),
+            "samples": int(t.size),
+            "start_s": round(start, 6),
+            "start_window_s": round(self.latest_start - self.start_time, 6),
+            "max_error_rad": [round(float(v), 6) for v in max_error],
+            "max_error_time_s": [round(float(v), 4) for v in when],
+            "final_error_rad": [round(float(v), 6) for v in final],
+            "max_error_deg": round(math.degrees(float(max_error.max())), 4),
+            "final_error_deg": round(math.degrees(float(np.nanmax(np.abs(final)))), 4),
             "worst_joint": names[j],
         }
 

@@ -249,9 +249,9 @@ class TrajectoryNode(Node):
         run.downstream = sent
         accepted = self.get_clock().now().nanoseconds * 1e-9
         if accepted > start:
-            # The controller received the goal after its stamp and starts it on arrival (as
-            # joint_trajectory_controller does): measure against that start, not the stamp.
-            run.monitor = TrackingMonitor(planned, accepted)
+            # The controller received the goal after its stamp and started it on arrival (as
+            # joint_trajectory_controller does), some time up to now: the report fits it.
+            run.monitor.started_by(accepted)
         result = self._watch(run, handle, sent.get_result_async())
         return self._finish(handle, result, run)
 
