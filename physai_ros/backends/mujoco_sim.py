@@ -322,9 +322,9 @@ class MujocoSim:
     ) -> None:
         """``joint_state`` written into the caller's arrays (no allocation; publish loop)."""
         d = self.data
-        np.take(d.qpos, self._state_q, out=position)
-        np.take(d.qvel, self._state_v, out=velocity)
-        np.take(d.qfrc_actuator, self._state_v, out=effort)
+        d.qpos.take(self._state_q, out=position)  # the methods: half the cost of np.take
+        d.qvel.take(self._state_v, out=velocity)
+        d.qfrc_actuator.take(self._state_v, out=effort)
 
     def reference(self) -> np.ndarray:
         """Desired arm (q, q̇, q̈) now, shape (3, n) (copy)."""
@@ -336,9 +336,9 @@ class MujocoSim:
 
     def tracking_error_into(self, position: np.ndarray, velocity: np.ndarray) -> None:
         """q_r − q [rad] and q̇_r − q̇ [rad/s] written into the caller's arrays."""
-        np.take(self.data.qpos, self._arm_q, out=position)
+        self.data.qpos.take(self._arm_q, out=position)
         np.subtract(self._ref[0], position, out=position)
-        np.take(self.data.qvel, self._arm_v, out=velocity)
+        self.data.qvel.take(self._arm_v, out=velocity)
         np.subtract(self._ref[1], velocity, out=velocity)
 
     def trajectory_time(self) -> float | None:

@@ -76,10 +76,11 @@ class PatchedMessage:
             view[:] = 0.0
         self.publisher = publisher
 
-    def publish(self, t: float) -> None:
-        """Send with stamp ``t`` [s]."""
+    def stamped(self, t: float) -> bytes:
+        """The serialised message with stamp ``t`` [s], as ``publisher.publish`` takes it (a
+        copy, so the slots can be overwritten for the next message before this one is sent)."""
         struct.pack_into("<iI", self.buffer, self.stamp_at, *stamp_fields(t))
-        self.publisher.publish(bytes(self.buffer))
+        return bytes(self.buffer)
 
 
 def _fill(msg, name: str, values: list[float]) -> None:

@@ -99,6 +99,15 @@ class SimBridge(Node):
             "sim seconds per wall second; 0 = as fast as possible",
             (0.0, 1000.0),
         )
+        self.max_publish_delay = declare_param(
+            self,
+            "max_publish_delay",
+            float(cfg["max_publish_delay"]),
+            "longest a stamped message waits to be sent in a burst when running faster than "
+            "real time [s wall]; 0 = send every tick",
+            (0.0, 0.1),
+            read_only=True,
+        )
         self.rates = {
             s: declare_param(
                 self,
@@ -193,6 +202,7 @@ class SimBridge(Node):
         self.create_service(Trigger, names.SIM_RESET, self._on_reset, callback_group=group)
         self.viewer = self._open_viewer() if viewer else None
         self.now = self.sim.time
+        self.outbox: list[tuple[object, object]] = []  # (publisher, bytes | message), in order
         self._make_messages()
         self.running = True
         self.thread = threading.Thread(target=self._physics_loop, name="physics", daemon=True)
@@ -214,41 +224,62 @@ class SimBridge(Node):
 
     # ------------------------------------------------------------------ physics thread
     def _physics_loop(self) -> None:
+        """Step to the next due stream, stamp what is due, then send: before sleeping to keep
+        the real-time factor, or once the oldest stamped message has waited
+        ``max_publish_delay`` wall seconds. Paced runs therefore send every tick at once, and a
+        free-running one sends bursts, which costs DDS far less than one send per tick."""
         sim, log = self.sim, self.get_logger()
         periods = {s: 1.0 / r for s, r in self.rates.items() if r > 0}
         due = dict.fromkeys(periods, sim.time)
         wall0, sim0, behind_logged, last_view = time.monotonic(), sim.time, False, 0.0
-        while self.running and rclpy.ok(context=self.context):
+        oldest = 0.0  # [s wall] when the oldest message in the outbox was stamped
+        while self.running:
             with self.lock:
                 sim.advance(min(due.values(), default=sim.time + 0.01) - sim.time)
-                now = sim.time
+                now = self.now = sim.time
                 if sim.instabilities != self.instabilities:
                     self.instabilities = sim.instabilities
                     log.error(sim.last_instability)
                     self._finish_all("aborted", sim.last_instability)
                 self._monitor_goals(now)
-                try:
-                    self.now = now
-                    for s in [s for s, t in due.items() if t <= now + 1e-9]:
-                        self.emit[s]()
-                        due[s] = max(due[s] + periods[s], now)
-                except Exception as exc:  # shutting down: the context is gone
-                    if rclpy.ok(context=self.context):
-                        raise
-                    log.debug(f"publish after shutdown: {exc}")
-                    return
+                if not self.outbox:
+                    oldest = time.monotonic()
+                for stream, t in due.items():
+                    if t <= now + 1e-9:
+                        self.emit[stream]()
+                        due[stream] = max(t + periods[stream], now)
                 if self.viewer is not None and time.monotonic() - last_view > 1 / 30:
                     self.viewer.sync()
                     last_view = time.monotonic()
-            if self.rtf > 0:
-                ahead = wall0 + (sim.time - sim0) / self.rtf - time.monotonic()
+            wall = time.monotonic()
+            ahead = wall0 + (sim.time - sim0) / self.rtf - wall if self.rtf > 0 else -1.0
+            if self.outbox and (ahead > 0 or wall - oldest >= self.max_publish_delay):
+                if not self._flush():
+                    return
                 if ahead > 0:
-                    time.sleep(ahead)
-                elif ahead < -0.2:
-                    if not behind_logged:
-                        log.warning(f"cannot keep real_time_factor {self.rtf:g}; running slower")
-                        behind_logged = True
-                    wall0, sim0 = time.monotonic(), sim.time
+                    ahead = wall0 + (sim.time - sim0) / self.rtf - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+            elif self.rtf > 0 and ahead < -0.2:
+                if not behind_logged:
+                    log.warning(f"cannot keep real_time_factor {self.rtf:g}; running slower")
+                    behind_logged = True
+                wall0, sim0 = time.monotonic(), sim.time
+        self._flush()
+
+    def _flush(self) -> bool:
+        """Send the outbox in order; False once the context is gone (shutting down)."""
+        try:
+            for publisher, data in self.outbox:
+                publisher.publish(data)
+        except Exception as exc:
+            if rclpy.ok(context=self.context):
+                raise
+            self.get_logger().debug(f"publish after shutdown: {exc}")
+            return False
+        finally:
+            self.outbox.clear()
+        return True
 
     def _make_messages(self) -> None:
         """Fixed-layout messages for the periodic streams: the physics loop only writes numbers
@@ -281,35 +312,38 @@ class SimBridge(Node):
             "markers": self._pub_markers,
         }
 
+    def _send(self, out: PatchedMessage) -> None:
+        self.outbox.append((out.publisher, out.stamped(self.now)))
+
     def _pub_clock(self) -> None:
-        self.out_clock.publish(self.now)
+        self._send(self.out_clock)
 
     def _pub_joints(self) -> None:
         slots = self.out_joints.slots
         self.sim.joint_state_into(slots["position"], slots["velocity"], slots["effort"])
-        self.out_joints.publish(self.now)
+        self._send(self.out_joints)
 
     def _pub_error(self) -> None:
         out = self.out_error
         self.sim.tracking_error_into(out.slots["position"], out.slots["velocity"])
-        out.publish(self.now)
+        self._send(out)
 
     def _pub_cube(self) -> None:
         pose = self.out_cube.slots["pose"]
         pose[:3], quat = self.sim.cube_pose()
         pose[3:6], pose[6] = quat[1:], quat[0]  # ROS quaternions are (x, y, z, w)
-        self.out_cube.publish(self.now)
+        self._send(self.out_cube)
 
     def _pub_contacts(self) -> None:
         for jaw, wrench in self.sim.jaw_wrenches().items():
             out = self.out_jaw[jaw]
             out.slots["wrench"][:3], out.slots["wrench"][3:] = wrench.force, wrench.torque
-            out.publish(self.now)
+            self._send(out)
 
     def _pub_markers(self) -> None:
         if self.pub["markers"].get_subscription_count():  # RViz only: skip the work otherwise
             markers = contact_markers(self.sim.contact_points(), self.marker_cfg, stamp(self.now))
-            self.pub["markers"].publish(markers)
+            self.outbox.append((self.pub["markers"], markers))
 
     def _monitor_goals(self, now: float) -> None:
         goal, sim = self.arm_goal, self.sim
