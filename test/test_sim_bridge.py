@@ -308,3 +308,40 @@ def test_client_dying_mid_goal_leaves_the_arm_holding_its_last_target(ros_contex
         np.testing.assert_allclose(client.positions(arm), target, atol=GOAL_TOL)
     finally:
         client.close()
+
+
+def test_free_running_bridge_sends_every_stream_in_sim_time_order(ros_context, spawn):
+    """real_time_factor 0 sends in bursts: what arrives is still in order, on the 100 Hz
+    sim-time grid, joint states stamped on the same grid, and goals still run to the end."""
+    from action_msgs.msg import GoalStatus
+    from sensor_msgs.msg import JointState
+
+    bridge = start_bridge(spawn, "so101", rtf=0.0)
+    client = Client(ros_context)
+    client.wait_ready(bridge)
+    stamps: list[float] = []
+    client.node.create_subscription(
+        JointState,
+        names.JOINT_STATES,
+        lambda m: stamps.append(m.header.stamp.sec + m.header.stamp.nanosec * 1e-9),
+        1000,
+    )
+    client.clock.clear()
+    wall = time.monotonic()
+    assert client.spin_until(lambda: len(stamps) > 200 and len(client.clock) > 200, 20.0)
+    rate = (client.clock[-1] - client.clock[0]) / (time.monotonic() - wall)
+    assert rate > 5.0, f"free-running bridge advanced only {rate:.1f} sim s per wall s"
+    for series in (client.clock, stamps):
+        steps = np.diff(series)
+        assert np.all(steps > 0), "a stamp went backwards or repeated"
+        ticks = steps / 0.01  # default /clock and /joint_states rate: 100 Hz sim time
+        np.testing.assert_allclose(ticks, np.round(ticks), atol=1e-6)
+    arm = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
+    target = client.positions(arm) + 0.2
+    handle = client.send(client.arm, trajectory_goal(arm, [(1.0, target)]))
+    assert handle.accepted
+    response = client.result(handle)
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, response.result.error_string
+    client.spin_until(lambda: False, 0.2)
+    np.testing.assert_allclose(client.positions(arm), target, atol=GOAL_TOL)
+    client.close()
