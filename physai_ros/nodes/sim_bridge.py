@@ -164,15 +164,16 @@ class SimBridge(Node):
         self.grip_goal: Goal | None = None
         self.instabilities = 0
 
+        depth = int(cfg["history_depth"])
         self.pub = {
-            "clock": self.create_publisher(Clock, names.CLOCK, 10),
-            "joint_states": self.create_publisher(JointState, names.JOINT_STATES, 10),
-            "tracking_error": self.create_publisher(JointState, names.TRACKING_ERROR, 10),
-            "cube_pose": self.create_publisher(PoseStamped, names.CUBE_POSE, 10),
+            "clock": self.create_publisher(Clock, names.CLOCK, depth),
+            "joint_states": self.create_publisher(JointState, names.JOINT_STATES, depth),
+            "tracking_error": self.create_publisher(JointState, names.TRACKING_ERROR, depth),
+            "cube_pose": self.create_publisher(PoseStamped, names.CUBE_POSE, depth),
             "markers": self.create_publisher(MarkerArray, names.CONTACT_MARKERS, 10),
         }
         self.jaw_pub = {
-            jaw: self.create_publisher(WrenchStamped, f"{names.JAW_CONTACT_PREFIX}/{jaw}", 10)
+            jaw: self.create_publisher(WrenchStamped, f"{names.JAW_CONTACT_PREFIX}/{jaw}", depth)
             for jaw in self.sim.jaw_names
         }
         group = ReentrantCallbackGroup()
