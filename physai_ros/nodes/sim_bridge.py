@@ -245,10 +245,16 @@ class SimBridge(Node):
                 self._monitor_goals(now)
                 if not self.outbox:
                     oldest = time.monotonic()
-                for stream, t in due.items():
-                    if t <= now + 1e-9:
-                        self.emit[stream]()
-                        due[stream] = max(t + periods[stream], now)
+                try:
+                    for stream, t in due.items():
+                        if t <= now + 1e-9:
+                            self.emit[stream]()
+                            due[stream] = max(t + periods[stream], now)
+                except Exception as exc:  # shutting down: the publishers' context is gone
+                    if rclpy.ok(context=self.context):
+                        raise
+                    log.debug(f"stopping the physics loop after shutdown: {exc}")
+                    return
                 if self.viewer is not None and time.monotonic() - last_view > 1 / 30:
                     self.viewer.sync()
                     last_view = time.monotonic()
