@@ -49,27 +49,35 @@ class TrackingMonitor:
         report then takes the start in that window that the measured motion fits best."""
         self.latest_start = max(self.latest_start, float(latest))
 
-    def _errors(self, start: float) -> tuple[np.ndarray, np.ndarray]:
-        """(times since ``start`` [s], reference − measured [rad]) of the samples at t ≥ 0."""
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(stamps [s], positions [rad]) of the samples so far, as arrays."""
         samples = self._samples[:]  # the subscriber may append meanwhile
+        n = len(self.planned.joint_names)
         if not samples:
-            return np.zeros(0), np.zeros((0, len(self.planned.joint_names)))
-        t = np.array([stamp for stamp, _ in samples]) - start
+            return np.zeros(0), np.zeros((0, n))
+        return np.array([t for t, _ in samples]), np.array([q for _, q in samples])
+
+    def _errors(
+        self, start: float, arrays: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(times since ``start`` [s], reference − measured [rad]) of the samples at t ≥ 0."""
+        stamps, q = self._arrays() if arrays is None else arrays
+        t = stamps - start
         moving = t >= 0.0
-        q = np.array([q for _, q in samples])[moving]
-        return t[moving], self.planned.reference(t[moving]) - q
+        return t[moving], self.planned.reference(t[moving]) - q[moving]
 
     def fitted_start(self) -> float:
         """``start_time``, or inside [start_time, latest_start] the start with the least max
         error (the controller's real start is somewhere in there)."""
         if self.latest_start <= self.start_time or not self._samples:
             return self.start_time
+        arrays = self._arrays()
         span = self.latest_start - self.start_time
         n = min(self.MAX_START_CANDIDATES, int(span / 0.001) + 1)
         candidates = np.linspace(self.start_time, self.latest_start, max(n, 2))
         worst = [
             np.abs(err).max() if err.size else math.inf
-            for err in (self._errors(c)[1] for c in candidates)
+            for err in (self._errors(c, arrays)[1] for c in candidates)
         ]
         return float(candidates[int(np.argmin(worst))])
 
