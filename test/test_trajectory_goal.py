@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -243,3 +245,31 @@ def test_tracking_monitor_fits_a_late_start_to_every_kept_sample():
     assert fitted["samples"] == pytest.approx(plan.duration / 0.01 + 10, abs=2)
     monitor.started_by(99.0)  # an earlier confirmation never narrows the window
     assert monitor.report()["start_window_s"] == fitted["start_window_s"]
+
+
+def test_tracking_monitor_late_confirmation_of_a_goal_that_started_on_time():
+    """A lagging node learns of the acceptance long after the move (seen in CI: 1.06 s): the
+    fit must not pick a late start that leaves only the at-rest samples after the move."""
+    plan = planner().plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    stamped = 100.0
+    monitor = TrackingMonitor(plan, stamped)
+    lag = 0.002  # [s] the arm follows 2 ms behind: a real, non-zero tracking error
+    for t in np.arange(-0.05, plan.duration + 1.2, 0.01):
+        monitor.update(stamped + t, NAMES, plan.reference(np.array([t - lag]))[0])
+    monitor.started_by(stamped + 1.06)
+    report = monitor.report()
+    spacing = 1.06 / TrackingMonitor.MAX_START_CANDIDATES  # [s] between candidate starts
+    assert report["start_s"] == pytest.approx(stamped + lag, abs=spacing)
+    assert report["samples"] == pytest.approx((plan.duration + 1.2) / 0.01, abs=2)
+    peak_speed = np.abs(LESSON_DQ).max() * 1.875 / plan.duration
+    assert report["max_error_deg"] < np.degrees(peak_speed * spacing)
+
+
+def test_tracking_monitor_knows_when_a_sample_shows_the_arm_at_its_goal():
+    plan = planner().plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    monitor = TrackingMonitor(plan, 0.0)
+    assert not monitor.reached(math.inf)  # no sample yet
+    monitor.update(0.0, NAMES, HOME)
+    assert monitor.reached(math.inf) and not monitor.reached(0.01)
+    monitor.update(1.0, NAMES, HOME + LESSON_DQ + 0.005)
+    assert monitor.reached(0.01) and not monitor.reached(0.004)

@@ -57,28 +57,30 @@ class TrackingMonitor:
             return np.zeros(0), np.zeros((0, n))
         return np.array([t for t, _ in samples]), np.array([q for _, q in samples])
 
-    def _errors(
-        self, start: float, arrays: tuple[np.ndarray, np.ndarray] | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def _errors(self, start: float) -> tuple[np.ndarray, np.ndarray]:
         """(times since ``start`` [s], reference − measured [rad]) of the samples at t ≥ 0."""
-        stamps, q = self._arrays() if arrays is None else arrays
+        stamps, q = self._arrays()
         t = stamps - start
         moving = t >= 0.0
         return t[moving], self.planned.reference(t[moving]) - q[moving]
 
     def fitted_start(self) -> float:
-        """``start_time``, or inside [start_time, latest_start] the start with the least max
-        error (the controller's real start is somewhere in there)."""
+        """``start_time``, or inside [start_time, latest_start] the start that fits the motion
+        best: least max error over every sample since ``start_time``, the ones before a
+        candidate start compared with the start position the arm holds until then (judging
+        each candidate only by the samples after it would favour the latest, at-rest ones)."""
         if self.latest_start <= self.start_time or not self._samples:
             return self.start_time
-        arrays = self._arrays()
+        stamps, q = self._arrays()
+        since = stamps >= self.start_time
+        stamps, q = stamps[since], q[since]
+        if stamps.size == 0:
+            return self.start_time
         span = self.latest_start - self.start_time
         n = min(self.MAX_START_CANDIDATES, int(span / 0.001) + 1)
         candidates = np.linspace(self.start_time, self.latest_start, max(n, 2))
-        worst = [
-            np.abs(err).max() if err.size else math.inf
-            for err in (self._errors(c, arrays)[1] for c in candidates)
-        ]
+        # the reference is at rest outside [0, duration]: start position before, goal after
+        worst = [np.abs(self.planned.reference(stamps - c) - q).max() for c in candidates]
         return float(candidates[int(np.argmin(worst))])
 
     @property
@@ -97,6 +99,13 @@ class TrackingMonitor:
         if not self._samples:
             return np.full(len(self.planned.joint_names), np.nan)
         return self.planned.goal - self._samples[-1][1]
+
+    def reached(self, tolerance: float) -> bool:
+        """The latest sample is within ``tolerance`` [rad] of the goal on every joint
+        (``inf`` = any sample will do)."""
+        if not self._samples:
+            return False
+        return bool(np.abs(self.planned.goal - self._samples[-1][1]).max() <= tolerance)
 
     def report(self) -> dict[str, Any]:
         """JSON-ready: per joint max |error| while moving and final error [rad and deg]."""

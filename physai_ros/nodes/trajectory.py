@@ -13,6 +13,7 @@ the limit named and nothing reaches the controller. The tracking error (referenc
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -71,6 +72,11 @@ PARAMS = {  # name: (description with units, (min, max) or None, read_only); def
     ),
     "result_margin": ("wait this long for the result after the end [s]", (0.1, 600.0), False),
     "state_timeout": ("a /joint_states older than this is stale [s wall]", (0.01, 60.0), False),
+    "arrival_tolerance": (
+        "after a success, the report waits for a joint state this close to the goal [rad]",
+        (0.0, 1.0),
+        False,
+    ),
     "tracking_wait": (
         "after the result, wait at most this long for the joint states stamped up to it [s wall]",
         (0.0, 60.0),
@@ -279,14 +285,19 @@ class TrajectoryNode(Node):
                     f"{run.monitor.max_error.max():.4f} rad"
                 )
             threading.Event().wait(period)
-        # the final error needs a joint state measured (stamped) after the result arrived
-        arrived, wall = self.get_clock().now().nanoseconds * 1e-9, time.monotonic()
-        while self.state_stamp < arrived and time.monotonic() - wall < self.cfg["tracking_wait"]:
-            threading.Event().wait(0.005)
         res = future.result().result if future.done() else None
         code = res.error_code if res is not None else None
         if status == "aborted" and code == FJT.Result.SUCCESSFUL:
             status = "succeeded"
+        # The report needs the joint states measured up to the result: those stamped after it
+        # arrived and, for a success, one at the goal (a lagging node's clock can be behind the
+        # controller's; the arm at its goal cannot lie about the move being over).
+        arrived, wall = self.get_clock().now().nanoseconds * 1e-9, time.monotonic()
+        tolerance = self.cfg["arrival_tolerance"] if status == "succeeded" else math.inf
+        while (
+            self.state_stamp < arrived or not run.monitor.reached(tolerance)
+        ) and time.monotonic() - wall < self.cfg["tracking_wait"]:
+            threading.Event().wait(0.005)
         text = res.error_string if res is not None else "no result from the controller"
         return outcome_report(
             status,
