@@ -226,43 +226,55 @@ def test_tracking_monitor_measures_a_delay_as_speed_times_delay():
     assert late.report()["samples"] == report["samples"]
 
 
+def late_start_monitor(stamped: float, true_start: float, lag: float = 0.0, after: float = 0.1):
+    """A monitor stamped at ``stamped`` fed 100 Hz samples of an arm that starts the lesson move
+    at ``true_start`` and follows ``lag`` [s] behind, from 50 ms before until ``after`` past
+    the end; with the plan and its peak joint speed [rad/s]."""
+    plan = planner().plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
+    monitor = TrackingMonitor(plan, stamped)
+    for t in np.arange(-0.05, plan.duration + after, 0.01):
+        monitor.update(true_start + t, NAMES, plan.reference(np.array([t - lag]))[0])
+    return monitor, plan, np.abs(LESSON_DQ).max() * 1.875 / plan.duration  # quintic s'max
+
+
 def test_tracking_monitor_fits_a_late_start_to_every_kept_sample():
     """A goal confirmed after its stamp started somewhere up to the confirmation; the samples
     that arrived before that was known still count once the start is fitted."""
-    plan = planner().plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
     stamped, true_start, confirmed = 100.0, 100.05, 100.1
-    monitor = TrackingMonitor(plan, stamped)
-    for t in np.arange(-0.05, plan.duration + 0.1, 0.01):  # 100 Hz, stamped by the controller
-        monitor.update(true_start + t, NAMES, plan.reference(np.array([t]))[0])
-    peak_speed = np.abs(LESSON_DQ) * 1.875 / plan.duration
+    monitor, plan, peak_speed = late_start_monitor(stamped, true_start)
     shifted = monitor.report()  # start taken as the stamp: a 50 ms shift shows up as error
-    assert shifted["max_error_deg"] > 0.5 * np.degrees(peak_speed.max() * 0.05)
+    assert shifted["max_error_deg"] > 0.5 * np.degrees(peak_speed * 0.05)
+    assert not shifted["start_fitted"]
     monitor.started_by(confirmed)
     fitted = monitor.report()
-    assert fitted["start_s"] == pytest.approx(true_start, abs=1e-3)
-    assert fitted["start_window_s"] == pytest.approx(confirmed - stamped)
-    assert fitted["max_error_deg"] < np.degrees(peak_speed.max() * 1e-3)
+    assert fitted["start_fitted"]
+    assert fitted["start_s"] == pytest.approx(true_start, abs=TrackingMonitor.START_RESOLUTION)
+    assert fitted["max_error_deg"] < np.degrees(peak_speed * TrackingMonitor.START_RESOLUTION)
     assert fitted["samples"] == pytest.approx(plan.duration / 0.01 + 10, abs=2)
-    monitor.started_by(99.0)  # an earlier confirmation never narrows the window
-    assert monitor.report()["start_window_s"] == fitted["start_window_s"]
+    monitor.started_by(99.0)  # an earlier confirmation changes nothing
+    assert monitor.report() == fitted
 
 
 def test_tracking_monitor_late_confirmation_of_a_goal_that_started_on_time():
     """A lagging node learns of the acceptance long after the move (seen in CI: 1.06 s): the
     fit must not pick a late start that leaves only the at-rest samples after the move."""
-    plan = planner().plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
-    stamped = 100.0
-    monitor = TrackingMonitor(plan, stamped)
     lag = 0.002  # [s] the arm follows 2 ms behind: a real, non-zero tracking error
-    for t in np.arange(-0.05, plan.duration + 1.2, 0.01):
-        monitor.update(stamped + t, NAMES, plan.reference(np.array([t - lag]))[0])
-    monitor.started_by(stamped + 1.06)
+    monitor, plan, peak_speed = late_start_monitor(100.0, 100.0, lag, after=1.2)
+    monitor.started_by(101.06)
     report = monitor.report()
-    spacing = 1.06 / TrackingMonitor.MAX_START_CANDIDATES  # [s] between candidate starts
-    assert report["start_s"] == pytest.approx(stamped + lag, abs=spacing)
+    assert report["start_s"] == pytest.approx(100.0 + lag, abs=TrackingMonitor.START_RESOLUTION)
     assert report["samples"] == pytest.approx((plan.duration + 1.2) / 0.01, abs=2)
-    peak_speed = np.abs(LESSON_DQ).max() * 1.875 / plan.duration
-    assert report["max_error_deg"] < np.degrees(peak_speed * spacing)
+    assert report["max_error_deg"] < np.degrees(peak_speed * TrackingMonitor.START_RESOLUTION)
+
+
+def test_tracking_monitor_finds_a_start_later_than_the_lagging_confirmation():
+    """The node's clock lags, so even its confirmation time is earlier than the controller's
+    real start: the fit looks up to the newest sample."""
+    monitor, _, peak_speed = late_start_monitor(100.0, 100.3, after=0.5)
+    monitor.started_by(100.1)
+    report = monitor.report()
+    assert report["start_s"] == pytest.approx(100.3, abs=TrackingMonitor.START_RESOLUTION)
+    assert report["max_error_deg"] < np.degrees(peak_speed * TrackingMonitor.START_RESOLUTION)
 
 
 def test_tracking_monitor_knows_when_a_sample_shows_the_arm_at_its_goal():

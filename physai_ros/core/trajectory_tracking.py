@@ -25,7 +25,8 @@ class TrackingMonitor:
     sample, including those that arrived before it was known.
     """
 
-    MAX_START_CANDIDATES = 500  # start times tried inside an uncertain window (1 ms apart or more)
+    START_CANDIDATES = 400  # coarse start times tried across an uncertain window ...
+    START_RESOLUTION = 2.5e-4  # [s] ... then refined to this around the best one
 
     def __init__(self, planned: PlannedTrajectory, start_time: float) -> None:
         self.planned = planned
@@ -43,11 +44,12 @@ class TrackingMonitor:
         if np.all(np.isfinite(q)):
             self._samples.append((float(stamp), q))
 
-    def started_by(self, latest: float) -> None:
-        """The controller confirmed the goal only at ``latest`` [s], after its stamp: it started
-        somewhere in [stamp, latest] (on arrival, as joint_trajectory_controller does). The
-        report then takes the start in that window that the measured motion fits best."""
-        self.latest_start = max(self.latest_start, float(latest))
+    def started_by(self, confirmed: float) -> None:
+        """The node learned of the goal's acceptance only at ``confirmed`` [s], after its stamp:
+        the controller may have started it on arrival (as joint_trajectory_controller does),
+        and a lagging node's clock does not even bound when. The report then fits the start
+        to the measured motion, anywhere from the stamp to the newest sample."""
+        self.latest_start = max(self.latest_start, float(confirmed))
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(stamps [s], positions [rad]) of the samples so far, as arrays."""
@@ -65,23 +67,29 @@ class TrackingMonitor:
         return t[moving], self.planned.reference(t[moving]) - q[moving]
 
     def fitted_start(self) -> float:
-        """``start_time``, or inside [start_time, latest_start] the start that fits the motion
-        best: least max error over every sample since ``start_time``, the ones before a
-        candidate start compared with the start position the arm holds until then (judging
-        each candidate only by the samples after it would favour the latest, at-rest ones)."""
-        if self.latest_start <= self.start_time or not self._samples:
+        """``start_time``, or, after a late confirmation, the start between ``start_time`` and
+        the newest sample that fits the motion best: least max error over every sample since
+        ``start_time``, those before a candidate start compared with the start position the arm
+        holds until then (judging a candidate only by the samples after it would favour late,
+        at-rest ones)."""
+        if self.latest_start <= self.start_time:
             return self.start_time
         stamps, q = self._arrays()
         since = stamps >= self.start_time
         stamps, q = stamps[since], q[since]
         if stamps.size == 0:
             return self.start_time
-        span = self.latest_start - self.start_time
-        n = min(self.MAX_START_CANDIDATES, int(span / 0.001) + 1)
-        candidates = np.linspace(self.start_time, self.latest_start, max(n, 2))
-        # the reference is at rest outside [0, duration]: start position before, goal after
-        worst = [np.abs(self.planned.reference(stamps - c) - q).max() for c in candidates]
-        return float(candidates[int(np.argmin(worst))])
+
+        def worst(start: float) -> float:
+            # the reference is at rest outside [0, duration]: start position before, goal after
+            return float(np.abs(self.planned.reference(stamps - start) - q).max())
+
+        end = max(self.latest_start, float(stamps[-1]))
+        coarse = np.linspace(self.start_time, end, self.START_CANDIDATES)
+        best = coarse[int(np.argmin([worst(c) for c in coarse]))]
+        step = coarse[1] - coarse[0]
+        fine = np.arange(max(best - step, self.start_time), best + step, self.START_RESOLUTION)
+        return float(fine[int(np.argmin([worst(c) for c in fine]))]) if fine.size else best
 
     @property
     def samples(self) -> int:
@@ -122,7 +130,7 @@ class TrackingMonitor:
             "joints": names,
             "samples": int(t.size),
             "start_s": round(start, 6),
-            "start_window_s": round(self.latest_start - self.start_time, 6),
+            "start_fitted": self.latest_start > self.start_time,
             "max_error_rad": [round(float(v), 6) for v in max_error],
             "max_error_time_s": [round(float(v), 4) for v in when],
             "final_error_rad": [round(float(v), 6) for v in final],
