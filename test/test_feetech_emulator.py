@@ -197,5 +197,37 @@ def test_missing_and_busy_ports_are_named(so101_bus, emulator, tmp_path):
         So101Bus(BusSettings(emulator.port, cal, lo, hi)).connect()
 
 
+def test_a_pulled_cable_is_a_lost_port_on_every_call_and_plugging_back_reconnects(tmp_path):
+    """Pulled mid-use, the port fails inside the Feetech SDK's transactions (an OS error, or
+    pyserial's termios.error on the flush), which leave the SDK's port marked busy: every call
+    must still name the lost port (never "Port is in use!" or a silent servo, which would keep
+    the driver on a dead port instead of reconnecting), and the same settings reconnect once
+    the cable is back."""
+    emu = FeetechBusEmulator(link=tmp_path / "ttyACM0")
+    emu.start()
+    try:
+        cal = tmp_path / "cal.json"
+        write_calibration(cal, emu.calibration)
+        m = emu.physics.model
+        lo = np.array([m.jnt_range[m.joint(j).id][0] for j in JOINTS])
+        hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
+        settings = BusSettings(str(emu.link), cal, lo, hi, joint_offsets=tuple(joint_offsets(m)))
+        bus = So101Bus(settings)
+        bus.connect()
+        before = bus.read_state().position
+        emu.close_port()
+        for call in (bus.silent_ids, bus.read_state, bus.silent_ids, bus.read_state):
+            with pytest.raises(PortUnavailable, match="failed"):
+                call()
+            assert not bus.bus.port_handler.is_using
+        bus.disconnect()
+        emu.open_port()
+        bus.connect()
+        np.testing.assert_allclose(bus.read_state().position, before, atol=0.05)
+        bus.disconnect()
+    finally:
+        emu.stop()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

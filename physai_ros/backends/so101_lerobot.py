@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import math
 import os
+import termios
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,7 +227,7 @@ class So101Bus:
         except BusError:
             self._close(bus)
             raise
-        except (ConnectionError, OSError, RuntimeError, serial.SerialException) as exc:
+        except (OSError, RuntimeError, serial.SerialException, termios.error) as exc:
             self._close(bus)
             raise ServoSilent(f"connect on {self.s.port} failed: {exc}") from exc
 
@@ -275,12 +276,23 @@ class So101Bus:
             raise PortUnavailable(f"{what}: not connected")
         try:
             return call()
-        except (OSError, serial.SerialException) as exc:
-            if isinstance(exc, ConnectionError):
+        except (OSError, serial.SerialException, termios.error) as exc:
+            # termios.error is no OSError: pyserial's buffer flush raises it on a dead port
+            self._release_port()
+            if isinstance(exc, ConnectionError) and exc.errno is None:  # LeRobot: no reply
                 raise ServoSilent(f"{what}: {exc}".replace("\n", " ")) from exc
             raise PortUnavailable(f"{what}: port {self.s.port} failed ({exc})") from exc
         except RuntimeError as exc:
+            self._release_port()
             raise ServoSilent(f"{what}: {exc}") from exc
+
+    def _release_port(self) -> None:
+        """The Feetech SDK marks its port busy for a transaction and clears the mark only on
+        its own return paths; an OS error in the middle (a pulled cable) leaves it set, and
+        every later call fails with "Port is in use!". Calls are serialised by the caller (the
+        control loop's lock), so after a failed one the port is certainly free."""
+        if self.bus is not None:
+            self.bus.port_handler.is_using = False
 
     def _sync_read(self, name: str, normalize: bool = True) -> np.ndarray:
         values = self._guard(
@@ -304,16 +316,18 @@ class So101Bus:
         )
 
     def silent_ids(self) -> list[int]:
-        """Servos that do not answer a ping now (names the culprit of a failed sync read)."""
+        """Servos that do not answer a ping now (names the culprit of a failed sync read).
+        Raises ``PortUnavailable`` when the port itself failed (the caller reconnects)."""
         if self.bus is None:
             return list(IDS)
         silent = []
         for i in IDS:
             try:
-                if self.bus.ping(i, num_retry=1) is None:
-                    silent.append(i)
-            except Exception:  # a dead port: everyone is silent
-                return list(IDS)
+                model = self._guard(f"ping servo {i}", lambda i=i: self.bus.ping(i, num_retry=1))
+            except ServoSilent:
+                model = None
+            if model is None:
+                silent.append(i)
         return silent
 
     def clip(self, positions: np.ndarray) -> np.ndarray:

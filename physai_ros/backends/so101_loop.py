@@ -275,6 +275,12 @@ class ServoLoop:
                 except BusError:
                     pass
 
+    def _port_lost(self, exc: PortUnavailable) -> None:
+        """Close the dead port (reconnection is retried every reconnect_period) and fail."""
+        self.bus.disconnect()
+        self.reading = None
+        self._fail(f"port lost: {exc}")
+
     def cycle(self, now: float) -> Snapshot:
         with self.lock:
             dt = 0.0 if self.last_cycle is None else now - self.last_cycle
@@ -286,9 +292,12 @@ class ServoLoop:
                 and now - self.last_attempt >= self.s.reconnect_period
             ):
                 self.last_attempt = now
-                if not self.bus.silent_ids():
-                    self.log("info", "all servos answer again: holding the present position")
-                    self._recover()
+                try:
+                    if not self.bus.silent_ids():
+                        self.log("info", "all servos answer again: holding the present position")
+                        self._recover()
+                except PortUnavailable as exc:
+                    self._port_lost(exc)
             if self.bus.connected and not self.fault.startswith("silent"):
                 self._io(now, dt)
             if now - self.last_good > self.s.stale_timeout and self.reading is not None:
@@ -345,14 +354,16 @@ class ServoLoop:
         try:
             reading = self.bus.read_state()
         except PortUnavailable as exc:
-            self.bus.disconnect()
-            self.reading = None
-            self._fail(f"port lost: {exc}")
+            self._port_lost(exc)
             return
         except ServoSilent as exc:
             if now - self.last_good <= self.s.stale_timeout:
                 return  # a lost or corrupted reply: try again next cycle
-            ids = self.bus.silent_ids()
+            try:
+                ids = self.bus.silent_ids()
+            except PortUnavailable as lost:
+                self._port_lost(lost)
+                return
             if ids:
                 self._fail(f"silent servo(s) {ids}: {exc}", ids)
                 self.fault = f"silent servo(s) {ids}"
@@ -370,8 +381,7 @@ class ServoLoop:
         try:
             self._send(now)
         except PortUnavailable as exc:
-            self.bus.disconnect()
-            self._fail(f"port lost: {exc}")
+            self._port_lost(exc)
         except ServoSilent as exc:
             self.log("warn", f"command write failed: {exc}")
 
