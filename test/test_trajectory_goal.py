@@ -222,8 +222,24 @@ def test_tracking_monitor_measures_a_delay_as_speed_times_delay():
     np.testing.assert_allclose(late.max_error, peak_speed * delay, rtol=0.01)
     report = late.report()
     assert report["worst_joint"] in ("joint1", "joint7") and report["samples"] > 500
+    assert report["max_gap_s"] == pytest.approx(0.001)
     late.update(200.0, ["joint1"], [0.0])  # a partial joint state is ignored
     assert late.report()["samples"] == report["samples"]
+
+
+def test_tracking_report_shows_states_lost_on_the_way():
+    """A subscriber that lost 0.29 s of states mid-move (as an overloaded executor did) must not
+    look like a complete record: the gap is reported."""
+    monitor, plan, _ = late_start_monitor(100.0, 100.0)
+    complete = monitor.report()
+    assert complete["max_gap_s"] == pytest.approx(0.01)
+    holed = TrackingMonitor(plan, 100.0)
+    for t, q in monitor._samples:
+        if not 100.105 < t < 100.395:  # 100.11 ... 100.39 lost
+            holed.update(t, NAMES, q)
+    report = holed.report()
+    assert report["max_gap_s"] == pytest.approx(0.30, abs=1e-6)
+    assert report["samples"] == complete["samples"] - 29
 
 
 def late_start_monitor(stamped: float, true_start: float, lag: float = 0.0, after: float = 0.1):

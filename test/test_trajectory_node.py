@@ -284,6 +284,7 @@ def test_drives_the_simulated_panda_quintic_fastest_within_limits(ros_context, s
     # 100 Hz joint states over >= 0.59 s; the test's own subscription tells a lost message from
     # one the node dropped
     assert tracking["samples"] >= 50, f"this client received {here} states during the move"
+    assert tracking["max_gap_s"] <= 0.05, "the node lost joint states during the move"
     # Lesson 13's own in-process loop (same gains, M(q)q̈_r feedforward, 2 ms) on the same move
     # and duration: the error measured over ROS must be of the same magnitude, and far below
     # the PD-only error of that duration.

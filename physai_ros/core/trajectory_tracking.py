@@ -129,6 +129,9 @@ class TrackingMonitor:
         return {
             "joints": names,
             "samples": int(t.size),
+            # the longest stretch without a state: well above the publish period means states
+            # were lost on the way (a starved subscriber), and the maximum may be missed
+            "max_gap_s": round(float(np.diff(t).max()), 4) if t.size > 1 else None,
             "start_s": round(start, 6),
             "start_fitted": self.latest_start > self.start_time,
             "max_error_rad": [round(float(v), 6) for v in max_error],
