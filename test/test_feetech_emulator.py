@@ -135,6 +135,32 @@ def test_overload_flag_reaches_lerobot_and_the_status_register(emulator):
         bus.port_handler.closePort()
 
 
+def test_a_reply_the_client_stopped_waiting_for_is_never_sent(emulator):
+    """Two requests sent back to back (the client gave up on the first, as the SDK does after
+    its timeout): only the second is answered. A late first reply would be read as the second's
+    -- the desync that made another register's bytes read as Status on a starved machine."""
+    import serial
+
+    port = serial.Serial(emulator.port, 1_000_000, timeout=0.05)
+    try:
+        port.write(fp.encode_instruction(1, fp.Instruction.PING))
+        time.sleep(0.02)  # alone on the bus: answered
+        first = fp.PacketParser().feed(port.read(64))
+        assert [p.servo_id for p in first] == [1]
+        dropped = emulator.stats.late_replies_dropped
+        position, status = (fp.REGISTERS_BY_NAME[n] for n in ("Present_Position", "Status"))
+        port.write(
+            fp.encode_instruction(2, fp.Instruction.READ, [position.address, position.size])
+            + fp.encode_instruction(2, fp.Instruction.READ, [status.address, status.size])
+        )
+        time.sleep(0.02)
+        replies = fp.PacketParser().feed(port.read(64))
+        assert len(replies) == 1 and len(replies[0].params) == 1  # the Status read's one byte
+        assert emulator.stats.late_replies_dropped == dropped + 1
+    finally:
+        port.close()
+
+
 @pytest.fixture(scope="module")
 def so101_bus(emulator, tmp_path_factory):
     cal = tmp_path_factory.mktemp("cal") / "cal.json"

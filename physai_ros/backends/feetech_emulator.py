@@ -22,7 +22,9 @@ Servo model (documented so the driver's tests know what they face):
   re-enabled. The Status register and every status packet's error byte carry the flags.
 * timing: a reply leaves after the request's and the reply's byte times at the bus baud rate
   plus Return_Delay_Time × 2 µs (Python's sleep adds ~0.1 ms); Response_Status_Level 0
-  suppresses WRITE acknowledgements.
+  suppresses WRITE acknowledgements. A reply that could only leave after the client began its
+  next request (the emulator starved of CPU) is dropped, as a real bus would have delivered
+  it in time to be flushed by that request.
 * power-up: by default the servos hold the initial pose with torque on (a real arm would be
   resting folded; a free arm in the simulation would fall on the cube). ``power_on_torque``
   off gives the real power-up (torque off, goal = present).
@@ -227,6 +229,7 @@ class BusStats:
     corrupted_replies: int = 0
     baud_mismatches: int = 0
     late_steps: int = 0
+    late_replies_dropped: int = 0  # the client had moved on to its next request (see _serve)
     writes: list[bytes] = field(default_factory=list)  # raw instruction packets, if recorded
 
 
@@ -470,10 +473,27 @@ class FeetechBusEmulator:
             if self._client_baud() not in (None, self.baudrate):
                 self.stats.baud_mismatches += 1
                 continue  # framing errors: no servo hears a valid packet
-            for packet in self._parser.feed(data):
-                self._serve(packet, received)
+            packets = self._parser.feed(data)
+            for i, packet in enumerate(packets):
+                self._serve(packet, received, superseded=i + 1 < len(packets))
 
-    def _serve(self, packet: fp.Packet | fp.Corrupt, received: float) -> None:
+    def _client_moved_on(self, master: int) -> bool:
+        """The client has begun another request (bytes waiting on the port or half a packet
+        parsed): it gave up waiting for the reply now due."""
+        if self._parser.pending() > 1:  # one byte may be a lone 0xFF kept from garbage
+            return True
+        try:
+            return bool(select.select([master], [], [], 0)[0])
+        except (OSError, ValueError):
+            return False
+
+    def _serve(self, packet: fp.Packet | fp.Corrupt, received: float, superseded: bool) -> None:
+        """Act on one request and send its replies when they are due. A reply the emulator
+        can only send after the client has started its next request is dropped: a real servo
+        answers within microseconds, so on a real bus that reply would have arrived before the
+        client's next transaction and been flushed by it (the SDK clears the port before each
+        send). Sent late instead, it would be read as the reply to a later request -- seen
+        when the emulator was starved of CPU: another register's bytes read as Status."""
         if isinstance(packet, fp.Corrupt):
             self.stats.corrupt_requests += 1
             return
@@ -499,6 +519,9 @@ class FeetechBusEmulator:
             time.sleep(wait)
         master = self._master
         if master is None:
+            return
+        if superseded or self._client_moved_on(master):
+            self.stats.late_replies_dropped += len(replies)
             return
         with contextlib.suppress(OSError):
             os.write(master, bytes(out))
