@@ -16,6 +16,7 @@ import json
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import rclpy
@@ -27,6 +28,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -219,7 +221,7 @@ class TrajectoryNode(Node):
     async def _execute(self, handle) -> FJT.Result:
         return await self._in_thread(self._drive, handle.request.trajectory, handle.request, handle)
 
-    def _in_thread(self, work, *args):
+    def _in_thread(self, work: Callable[..., FJT.Result], *args: object) -> Future:
         """Run a goal's blocking work (``_drive``) in a thread of its own; the returned future is
         done when it is. The executor stays single-threaded and free for the joint states and
         the controller's responses: rclpy's multi-threaded executor spends most of a core just
