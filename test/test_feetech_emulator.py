@@ -161,6 +161,36 @@ def test_a_reply_the_client_stopped_waiting_for_is_never_sent(emulator):
         port.close()
 
 
+def test_the_emulator_node_warns_when_it_falls_behind(spawn, tmp_path, ros_domain):
+    """The ROS node (own process) says so in its log when replies had to be dropped, so a
+    timed-out read in the driver's log is not mistaken for a bus fault."""
+    import os
+    import signal
+
+    import serial
+
+    link = tmp_path / "port"
+    proc = spawn(
+        "physai_ros.nodes.so101_emulator", "--ros-args", "-p", f"link:={link}", module=True
+    )
+    deadline = time.monotonic() + 30.0
+    while not link.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    port = serial.Serial(str(link), 1_000_000, timeout=0.05)
+    try:
+        status = fp.REGISTERS_BY_NAME["Status"]
+        read = fp.encode_instruction(1, fp.Instruction.READ, [status.address, status.size])
+        port.write(read + read + read)  # two requests given up on, as after two timeouts
+        time.sleep(0.02)
+        assert len(fp.PacketParser().feed(port.read(64))) == 1
+    finally:
+        port.close()
+    time.sleep(1.5)  # the node reports once a second
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=10)
+    assert "fell behind real time in the last second: 2 late replies dropped" in out, out
+
+
 @pytest.fixture(scope="module")
 def so101_bus(emulator, tmp_path_factory):
     cal = tmp_path_factory.mktemp("cal") / "cal.json"

@@ -228,7 +228,7 @@ class BusStats:
     corrupt_requests: int = 0
     corrupted_replies: int = 0
     baud_mismatches: int = 0
-    late_steps: int = 0
+    late_steps: int = 0  # times the physics fell > 100 ms behind real time (debt dropped)
     late_replies_dropped: int = 0  # the client had moved on to its next request (see _serve)
     writes: list[bytes] = field(default_factory=list)  # raw instruction packets, if recorded
 
@@ -665,7 +665,12 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         emulator.stop()
-    print(f"served {emulator.stats.requests} requests", file=sys.stderr)
+    stats = emulator.stats
+    print(
+        f"served {stats.requests} requests; dropped {stats.late_replies_dropped} late replies, "
+        f"physics > 100 ms behind {stats.late_steps} times",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -58,6 +58,8 @@ class So101Emulator(Node):
         self.add_on_set_parameters_callback(self.on_parameters)
         self.pub = self.create_publisher(PoseStamped, interfaces.CUBE_POSE, 10)
         self.create_timer(1.0 / rate, self.publish_cube)
+        self.behind = (0, 0)  # (late replies dropped, physics lags) already reported
+        self.create_timer(1.0, self.report_lag)
         self.get_logger().info(
             f"emulated SO-101 bus on {port}" + (f" (link {link})" if link else "")
         )
@@ -85,6 +87,20 @@ class So101Emulator(Node):
         p.x, p.y, p.z = (float(v) for v in pos)
         q.w, q.x, q.y, q.z = (float(v) for v in quat)
         self.pub.publish(msg)
+
+    def report_lag(self) -> None:
+        """Warn when the emulator fell behind real time (a busy machine): its physics fell
+        more than 100 ms behind, or replies the driver had stopped waiting for were dropped
+        (the driver saw those requests time out and retried; a real bus answers in time)."""
+        stats = self.emulator.stats
+        now = (stats.late_replies_dropped, stats.late_steps)
+        dropped, late = now[0] - self.behind[0], now[1] - self.behind[1]
+        if dropped or late:
+            self.get_logger().warning(
+                f"fell behind real time in the last second: {dropped} late replies dropped, "
+                f"physics > 100 ms behind {late} times (a busy machine; a real bus keeps time)"
+            )
+        self.behind = now
 
     def destroy_node(self) -> None:
         self.emulator.stop()
