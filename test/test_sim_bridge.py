@@ -146,14 +146,15 @@ def test_so101_trajectory_gripper_rejections_and_clock(ros_context, spawn):
     client.wait_ready(bridge)
     arm = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
 
-    # /clock advances in sim time, 5x faster than the wall clock
+    # /clock advances in sim time, 5x faster than the wall clock. Over 2 s of wall time, so a
+    # client that takes the first message late (a loaded machine) errs by a tenth at most.
     client.clock.clear()
     wall = time.monotonic()
     assert client.spin_until(
-        lambda: len(client.clock) >= 2 and client.clock[-1] > client.clock[0] + 1.0, 10.0
+        lambda: len(client.clock) >= 2 and client.clock[-1] > client.clock[0] + 10.0, 20.0
     )
     rate = (client.clock[-1] - client.clock[0]) / (time.monotonic() - wall)
-    assert 2.0 < rate < 6.0, rate  # ~5 (discovery/spin jitter allowed)
+    assert 2.0 < rate < 6.0, rate  # ~5 (a loaded machine may run slower)
 
     # malformed goals are rejected and the arm holds
     before = client.positions(arm)
@@ -336,6 +337,9 @@ def test_free_running_bridge_sends_every_stream_in_sim_time_order(ros_context, s
         assert np.all(steps > 0), "a stamp went backwards or repeated"
         ticks = steps / 0.01  # default /clock and /joint_states rate: 100 Hz sim time
         np.testing.assert_allclose(ticks, np.round(ticks), atol=1e-6)
+        # on the grid from sim time 0, the first tick included (it once went out a step late)
+        grid = np.asarray(series) / 0.01
+        np.testing.assert_allclose(grid, np.round(grid), atol=1e-6)
     arm = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
     target = client.positions(arm) + 0.2
     handle = client.send(client.arm, trajectory_goal(arm, [(1.0, target)]))

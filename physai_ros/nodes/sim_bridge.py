@@ -236,7 +236,9 @@ class SimBridge(Node):
         oldest = 0.0  # [s wall] when the oldest message in the outbox was stamped
         while self.running:
             with self.lock:
-                sim.advance(min(due.values(), default=sim.time + 0.01) - sim.time)
+                step = min(due.values(), default=sim.time + 0.01) - sim.time
+                if step > 1e-9:  # streams due now (the first tick) go out at this very time
+                    sim.advance(step)
                 now = self.now = sim.time
                 if sim.instabilities != self.instabilities:
                     self.instabilities = sim.instabilities
