@@ -87,7 +87,8 @@ fi
 inputs_hash() {
   {
     echo "$MODE $PYVER"
-    cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml"
+    cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml" \
+      "$ROOT/scripts/setup.sh"
     find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat
   } | sha256sum | cut -d' ' -f1
 }
@@ -146,8 +147,15 @@ pip_install "LeRobot motor bus dependencies (CPU torch, Feetech SDK)" -r "$ROOT/
 pip_install "LeRobot" --no-deps -r "$ROOT/requirements/lerobot-nodeps.txt"
 
 # ---------------------------------------------------------------------------------------------
-# 4. Interface packages that no registry has: tf2_msgs, control_msgs.
-if ! "$VPY" -c 'import tf2_msgs.msg, control_msgs.action, control_msgs.msg' >/dev/null 2>&1; then
+# 4. Interface packages that no registry has: tf2_msgs, control_msgs. With the wheels they are
+# rebuilt whenever ros_interfaces/ changes; a sourced ROS install's own packages are used when
+# they have every type the package needs.
+IFACE_STAMP="$VENV/.physai-interfaces-stamp"
+IFACE_HASH=$(find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
+IFACE_CHECK='import tf2_msgs.msg, control_msgs.action
+from control_msgs.msg import JointTrajectoryControllerState'
+if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IFACE_HASH" ]; } \
+  || ! "$VPY" -c "$IFACE_CHECK" >/dev/null 2>&1; then
   if [ "${MODE%%-*}" = wheels ]; then
     # The wheels' CMake exports name include directories of the machine they were built on.
     "$VPY" "$ROOT/scripts/fix_wheel_cmake_paths.py" "$VENV"
@@ -174,6 +182,7 @@ if ! "$VPY" -c 'import tf2_msgs.msg, control_msgs.action, control_msgs.msg' >/de
       "$( (grep -iE 'error' "$log" || tail -5 "$log") | head -5)"
   fi
   rm -rf "$VENV/.interfaces-build"
+  echo "$IFACE_HASH" >"$IFACE_STAMP"
 fi
 
 # ---------------------------------------------------------------------------------------------
