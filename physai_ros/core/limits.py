@@ -42,8 +42,6 @@ __all__ = [
     "shortest_duration",
 ]
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
-"""Where ``limits_<robot>.yaml`` live (the package's ``config/`` folder)."""
 
 RATE_NAMES = ("velocity", "acceleration", "jerk")
 """Limited derivatives, by order 1..3."""
@@ -132,9 +130,12 @@ def load_limits(
     robot: str, set_name: str | None = None, path: str | Path | None = None
 ) -> JointLimits:
     """Read ``config/limits_<robot>.yaml`` (or ``path``) and pick ``set_name`` (default set)."""
-    file = Path(path) if path is not None else CONFIG_DIR / f"limits_{robot}.yaml"
+    from physai_ros.paths import share_dir  # colcon, pip and source installs alike
+
+    config_dir = share_dir() / "config"
+    file = Path(path) if path is not None else config_dir / f"limits_{robot}.yaml"
     if not file.is_file():
-        valid = sorted(p.stem.removeprefix("limits_") for p in CONFIG_DIR.glob("limits_*.yaml"))
+        valid = sorted(p.stem.removeprefix("limits_") for p in config_dir.glob("limits_*.yaml"))
         raise InvalidInput(f"no limits file {file} for robot {robot!r}; valid robots: {valid}")
     data = yaml.safe_load(file.read_text())
     sets = data.get("sets", {})

@@ -1,0 +1,151 @@
+"""The gripper action controller's semantics, once, for every backend.
+
+``control_msgs/action/GripperCommand`` as ros2_controllers' GripperActionController served it
+(removed in 5.0; its rules live on unchanged in Kilted's parallel_gripper_action_controller
+5.17.0, ``parallel_gripper_action_controller_impl.hpp``): a goal drives the jaw to
+``position`` with ``max_effort``; it succeeds with ``reached_goal`` once
+``|goal − position| < goal_tolerance``; a jaw slower than ``stall_velocity_threshold`` for
+``stall_timeout`` since it last moved has ``stalled``, which succeeds with ``allow_stalling``
+and aborts without it; after either the jaw keeps its goal and effort (a grasp keeps
+squeezing). A new goal cancels the running one; a cancel holds the measured position with the
+default effort.
+
+Deliberate differences (docs/controllers.md): goals with a non-finite position or effort, or a
+position outside the jaw's range, are rejected (upstream accepts anything); feedback is
+published (upstream never does); ``stop(reason)`` aborts the goal on a fault. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from physai_ros.core.controllers.jtc import NOT_RUNNING, Rejected
+from physai_ros.errors import InvalidInput
+
+
+class GripperEnd(NamedTuple):
+    """How a gripper goal ended (status succeeded | aborted | canceled) and its result."""
+
+    goal_id: object
+    status: str
+    position: float
+    effort: float
+    stalled: bool
+    reached_goal: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class GacParams:
+    """joint, lower, upper [rad | m]: the jaw and its range; goal_tolerance [rad | m];
+    allow_stalling; stall_velocity_threshold [rad/s | m/s]; stall_timeout [s]; max_effort:
+    effort used when a goal gives 0 and when holding after a cancel [N·m | N]."""
+
+    joint: str
+    lower: float
+    upper: float
+    goal_tolerance: float = 0.01
+    allow_stalling: bool = False
+    stall_velocity_threshold: float = 0.001
+    stall_timeout: float = 1.0
+    max_effort: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.lower < self.upper:
+            raise InvalidInput(f"gripper range [{self.lower}, {self.upper}] is empty")
+        for name in ("goal_tolerance", "stall_velocity_threshold", "stall_timeout", "max_effort"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
+
+
+class GripperActionController:
+    """One jaw. Not thread-safe: the caller holds one lock around every call."""
+
+    def __init__(self, params: GacParams) -> None:
+        self.p = params
+        self.active = False
+        self.setpoint = 0.0  # [rad | m] commanded jaw position
+        self.effort = params.max_effort  # [N·m | N] commanded effort cap
+        self.goal_id: object | None = None
+        self.position = 0.0
+        self.velocity = 0.0
+        self.last_movement = 0.0  # [s] when the jaw last moved faster than the threshold
+        self.inactive_reason = ""
+
+    def activate(self, now: float, position: float, hold: float | None = None) -> None:
+        """Hold the measured position (or ``hold``, the goal the jaw already has) with the
+        default effort."""
+        self.position = position
+        self.setpoint = position if hold is None else float(hold)
+        self.effort = self.p.max_effort
+        self.last_movement = now
+        self.active, self.inactive_reason = True, ""
+
+    def deactivate(self, reason: str = "") -> list[GripperEnd]:
+        ends = self._end("aborted", reason or "controller deactivated")
+        self.active, self.inactive_reason = False, reason
+        return ends
+
+    def stop(self, reason: str) -> list[GripperEnd]:
+        """A fault or a stop request: abort the goal, hold the measured position."""
+        ends = self._end("aborted", reason)
+        self.setpoint = self.position
+        return ends
+
+    def check(self, position: float, max_effort: float) -> None:
+        """Raise ``Rejected`` unless the goal can be executed."""
+        if not self.active:
+            raise Rejected(
+                NOT_RUNNING + (f" ({self.inactive_reason})" if self.inactive_reason else "")
+            )
+        if not math.isfinite(position) or not self.p.lower <= position <= self.p.upper:
+            raise Rejected(
+                f"gripper position {position!r} outside the {self.p.joint} range "
+                f"[{self.p.lower:.4f}, {self.p.upper:.4f}]"
+            )
+        if not math.isfinite(max_effort) or max_effort < 0.0:
+            raise Rejected(f"gripper max_effort {max_effort!r} must be finite and >= 0")
+
+    def accept(self, goal_id: object, position: float, max_effort: float, now: float):
+        """Start a goal (after ``check``); the running one ends CANCELED."""
+        ends = self._end("canceled", "preempted by a new gripper goal")
+        self.goal_id = goal_id
+        self.setpoint = float(position)
+        self.effort = float(max_effort) if max_effort > 0.0 else self.p.max_effort
+        self.last_movement = now
+        return ends
+
+    def cancel(self, goal_id: object) -> list[GripperEnd]:
+        if goal_id is None or goal_id != self.goal_id:
+            return []
+        ends = self._end("canceled", "canceled")
+        self.setpoint, self.effort = self.position, self.p.max_effort
+        return ends
+
+    def update(self, now: float, position: float, velocity: float) -> list[GripperEnd]:
+        """One cycle: measure and judge the goal (``setpoint``/``effort`` are the command)."""
+        self.position, self.velocity = float(position), float(velocity)
+        if self.goal_id is None or not self.active:
+            return []
+        if abs(self.setpoint - self.position) < self.p.goal_tolerance:
+            return self._end("succeeded", "reached the goal", reached=True)
+        if abs(self.velocity) > self.p.stall_velocity_threshold:
+            self.last_movement = now
+        elif now - self.last_movement > self.p.stall_timeout:
+            status = "succeeded" if self.p.allow_stalling else "aborted"
+            return self._end(status, f"stalled at {self.position:.4f}", stalled=True)
+        return []
+
+    def _end(
+        self, status: str, message: str, stalled: bool = False, reached: bool = False
+    ) -> list[GripperEnd]:
+        if self.goal_id is None:
+            return []
+        end = GripperEnd(
+            self.goal_id, status, self.position, self.effort, stalled, reached, message
+        )
+        self.goal_id = None
+        return [end]

@@ -1,0 +1,415 @@
+"""joint_trajectory_controller's semantics, once, for every backend (sim bridge, SO-101 driver).
+
+Matched against ros2_controllers 5.17.0 as released for ROS 2 Kilted
+(``joint_trajectory_controller/src/joint_trajectory_controller.cpp``): what is accepted and
+rejected (and the log line that says why), preemption, cancel, stamps, path and goal
+tolerances, goal_time, partial goals, the topic interface, activation and deactivation, and the
+result codes and strings. A backend only reads its robot (``update(now, q, qd)``) and commands
+the reference this returns; the ROS side (``physai_ros.nodes._controllers``) only translates
+messages. Pure: numpy only.
+
+Deliberate differences, each for safety or because the upstream behaviour is a defect, and
+each documented in docs/controllers.md:
+
+* goals are checked against the joint position ranges and, when ``limits`` is given, against
+  velocity and acceleration limits at the control period (``physai_ros.core.limits``);
+* a first point at t = 0 farther than ``start_tolerance`` from the current position, duplicate
+  joint names, and accelerations without velocities are rejected (upstream jumps, accepts, and
+  commands zeros, respectively);
+* a trajectory stamped in the past starts from the current state at its first point not yet
+  due (upstream samples the spline mid-way: a jump);
+* path and goal *velocity* tolerances are enforced (our backends measure velocity), acceleration
+  tolerances are accepted and not checked (nothing measures acceleration), as upstream does
+  without an acceleration state interface;
+* failure strings start with the upstream text and add the joint and the numbers after ": ";
+* ``cmd_timeout`` aborts an action goal (upstream reports it succeeded);
+* ``stop(reason)`` (faults, a stop request) aborts the goal like a deactivation, with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from physai_ros.core.joint_trajectory import (
+    JointRanges,
+    JointTolerance,
+    StartState,
+    TimedTrajectory,
+    Tolerances,
+    TrajectoryPoint,
+    check_goal,
+    merge_tolerances,
+    plan_trajectory,
+)
+from physai_ros.core.limits import JointLimits, check_trajectory
+from physai_ros.errors import InvalidInput
+
+# control_msgs/action/FollowJointTrajectory result codes
+SUCCESSFUL = 0
+INVALID_GOAL = -1
+PATH_TOLERANCE_VIOLATED = -4
+GOAL_TOLERANCE_VIOLATED = -5
+
+PREEMPTED = "Current goal preempted by new incoming action."
+DEACTIVATED = "Current goal cancelled during deactivate transition."
+REACHED = "Goal successfully reached!"
+PATH_ABORT = "Aborted due to path tolerance violation"
+TIMEOUT_ABORT = "Aborted due to command timeout"
+NOT_RUNNING = "Can't accept new action goals. Controller is not running."
+
+
+class Rejected(InvalidInput):
+    """A trajectory the controller refuses; the message is the log line that says why."""
+
+
+class GoalEnd(NamedTuple):
+    """How an action goal ended: status ``succeeded`` | ``aborted`` | ``canceled``, with the
+    FollowJointTrajectory result's error_code and error_string."""
+
+    goal_id: object
+    status: str
+    error_code: int
+    error_string: str
+
+
+class TrajectoryMsg(NamedTuple):
+    """A JointTrajectory's content: joint names, points, header stamp [s] (0 = now)."""
+
+    joint_names: Sequence[str]
+    points: Sequence[TrajectoryPoint]
+    stamp: float = 0.0
+    has_effort: bool = False
+
+
+class GoalTolerances(NamedTuple):
+    """A FollowJointTrajectory goal's tolerances (control_msgs/JointTolerance lists)."""
+
+    path: Sequence[JointTolerance] = ()
+    goal: Sequence[JointTolerance] = ()
+    goal_time: float = 0.0
+
+
+@dataclass(frozen=True)
+class JtcParams:
+    """The controller's parameters (names as joint_trajectory_controller's).
+
+    joints, lower, upper: controlled joints and position ranges [rad];
+    trajectory, goal: per-joint path and goal position tolerances [rad] (0 = not checked);
+    stopped_velocity_tolerance: goal velocity tolerance [rad/s] (0 = not checked);
+    goal_time: [s] after the last point the goal may take (0 = wait for ever);
+    allow_partial_joints_goal, allow_nonzero_velocity_at_trajectory_end,
+    interpolate_from_desired_state: as upstream; cmd_timeout [s] (0 = off);
+    start_tolerance [rad]: a first point at t = 0 may differ this much from the current
+    position (0 = any jump is refused); limits, limit_period [s]: velocity and acceleration
+    limits checked at this period (None = not checked).
+    """
+
+    joints: tuple[str, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    trajectory: np.ndarray
+    goal: np.ndarray
+    stopped_velocity_tolerance: float = 0.01
+    goal_time: float = 0.0
+    allow_partial_joints_goal: bool = False
+    allow_nonzero_velocity_at_trajectory_end: bool = False
+    interpolate_from_desired_state: bool = False
+    cmd_timeout: float = 0.0
+    start_tolerance: float = 0.05
+    limits: JointLimits | None = None
+    limit_period: float = 0.01
+
+    def __post_init__(self) -> None:
+        n = len(self.joints)
+        for name in ("lower", "upper", "trajectory", "goal"):
+            value = np.asarray(getattr(self, name), dtype=float)
+            if value.shape != (n,) or np.any(np.isnan(value)):
+                raise InvalidInput(f"{name} needs {n} numbers (one per joint), got {value!r}")
+            object.__setattr__(self, name, value)
+        for name in ("stopped_velocity_tolerance", "goal_time", "cmd_timeout", "start_tolerance"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
+        if not (math.isfinite(self.limit_period) and self.limit_period > 0.0):
+            raise InvalidInput(f"limit_period must be > 0 [s], got {self.limit_period!r}")
+
+    def default_tolerances(self) -> Tolerances:
+        def off(v: np.ndarray) -> np.ndarray:
+            return np.where(v > 0.0, v, np.inf)
+
+        n = len(self.joints)
+        stopped = self.stopped_velocity_tolerance or math.inf
+        return Tolerances(
+            path_position=off(self.trajectory),
+            goal_position=off(self.goal),
+            goal_velocity=np.full(n, stopped),
+            goal_time=self.goal_time or math.inf,
+            path_velocity=np.full(n, math.inf),
+        )
+
+
+class JointTrajectoryController:
+    """One arm's trajectory controller. Not thread-safe: the caller holds one lock around
+    every call (the backend loop calls ``update``; the ROS side the rest)."""
+
+    def __init__(self, params: JtcParams) -> None:
+        self.p = params
+        self.ranges = JointRanges(params.joints, params.lower, params.upper)
+        n = len(params.joints)
+        self.active = False
+        self.ref = np.zeros((3, n))  # desired (q, q̇, q̈) now
+        self.q = np.zeros(n)  # last measured position [rad] and velocity [rad/s]
+        self.qd = np.zeros(n)
+        self.time = 0.0
+        self.traj: TimedTrajectory | None = None
+        self.start = 0.0
+        self.goal_id: object | None = None
+        self.tolerances = params.default_tolerances()
+        self.warnings: list[str] = []  # for the node to log (tolerance fall-backs, holds)
+        self.inactive_reason = ""  # why goals are refused, added to the rejection
+
+    # --- lifecycle -----------------------------------------------------------------------
+    def activate(
+        self, now: float, q: np.ndarray, qd: np.ndarray, hold: np.ndarray | None = None
+    ) -> None:
+        """Hold the measured position (upstream ``on_activate``), or ``hold`` [rad]: the goal
+        the hardware already holds, so that activating moves nothing."""
+        self._measure(now, q, qd)
+        self._hold_measured()
+        if hold is not None:
+            self.ref[0] = np.asarray(hold, dtype=float)
+        self.active, self.inactive_reason = True, ""
+
+    def deactivate(self, reason: str = "") -> list[GoalEnd]:
+        """Abort the goal (INVALID_GOAL) and stop following; nothing is commanded after.
+        ``reason`` is added to the abort string and to later rejections."""
+        ends = self._abort(INVALID_GOAL, DEACTIVATED + (f" {reason}" if reason else ""))
+        self.traj = None
+        self.active, self.inactive_reason = False, reason
+        return ends
+
+    def stop(self, reason: str) -> list[GoalEnd]:
+        """A fault or a stop request: abort the goal with ``reason`` and hold the measured
+        position (the controller stays active; the caller decides whether goals may come)."""
+        ends = self._abort(INVALID_GOAL, reason)
+        self._hold_measured()
+        return ends
+
+    # --- goals ---------------------------------------------------------------------------
+    def prepare(self, msg: TrajectoryMsg, now: float) -> tuple[TimedTrajectory, float]:
+        """Validate a trajectory and interpolate it from the current state; returns it and its
+        start time. Raises ``Rejected`` with upstream's log line (plus our safety checks)."""
+        if not self.active:
+            raise Rejected(
+                NOT_RUNNING + (f" ({self.inactive_reason})" if self.inactive_reason else "")
+            )
+        names = list(msg.joint_names)
+        n = len(self.p.joints)
+        if not self.p.allow_partial_joints_goal and len(names) != n:
+            raise Rejected("Joints on incoming trajectory don't match the controller joints.")
+        if not names:
+            raise Rejected("Empty joint names on incoming trajectory.")
+        if not msg.points:
+            raise Rejected("Empty trajectory received.")
+        for name in names:
+            if name not in self.p.joints:
+                raise Rejected(f"Incoming joint {name} doesn't match the controller's joints.")
+        if len(set(names)) != len(names):
+            raise Rejected(f"Incoming joint names {names} are not unique.")
+        last = msg.points[-1]
+        if not self.p.allow_nonzero_velocity_at_trajectory_end and len(last.velocities) == len(
+            names
+        ):
+            for name, v in zip(names, last.velocities, strict=True):
+                if abs(v) > 1.1920929e-07:
+                    raise Rejected(
+                        f"Velocity of last trajectory point of joint {name} is not zero: {v:.15f}"
+                    )
+        end = msg.stamp + last.time_from_start
+        if msg.stamp != 0.0 and end < now:
+            raise Rejected(
+                f"Received trajectory with non-zero start time ({msg.stamp:f}) that ends in the "
+                f"past ({end:f})"
+            )
+        if msg.has_effort:
+            raise Rejected(
+                "Trajectories with effort fields are only supported for controllers using the "
+                "'effort' command interface."
+            )
+        names, points = self._fill_partial(names, msg.points)
+        start_time, points = self._time_base(msg.stamp, now, points)
+        try:
+            traj = plan_trajectory(
+                self.ranges, names, points, self._point_before(), self._start_tolerance()
+            )
+        except InvalidInput as exc:
+            raise Rejected(str(exc)) from exc
+        if self.p.limits is not None:
+            try:
+                check_trajectory(traj, self.p.limits, self.p.limit_period)
+            except InvalidInput as exc:
+                raise Rejected(f"trajectory exceeds the joint limits: {exc}") from exc
+        return traj, start_time
+
+    def accept(
+        self,
+        goal_id: object,
+        prepared: tuple[TimedTrajectory, float],
+        tolerances: GoalTolerances,
+    ) -> list[GoalEnd]:
+        """Start an accepted action goal (from ``prepare``); a running goal is preempted."""
+        ends = self._abort(INVALID_GOAL, PREEMPTED)
+        self.traj, self.start = prepared
+        self.goal_id = goal_id
+        merged, warning = merge_tolerances(
+            self.p.default_tolerances(),
+            self.ranges,
+            tolerances.path,
+            tolerances.goal,
+            tolerances.goal_time,
+        )
+        if warning:
+            self.warnings.append(warning)
+        self.tolerances = merged
+        return ends
+
+    def follow(self, prepared: tuple[TimedTrajectory, float]) -> None:
+        """A trajectory from the topic: replaces the one followed. A running action goal is
+        not ended; it is judged against the new trajectory (upstream behaviour)."""
+        self.traj, self.start = prepared
+
+    def cancel(self, goal_id: object) -> list[GoalEnd]:
+        """Cancel the goal if it is the running one: CANCELED (code 0, empty string), hold the
+        measured position."""
+        if goal_id is None or goal_id != self.goal_id:
+            return []
+        self.goal_id = None
+        self._hold_measured()
+        return [GoalEnd(goal_id, "canceled", SUCCESSFUL, "")]
+
+    # --- the control cycle ---------------------------------------------------------------
+    def update(self, now: float, q: np.ndarray, qd: np.ndarray) -> list[GoalEnd]:
+        """One cycle: measure, sample the reference (``self.ref``), judge the goal."""
+        self._measure(now, q, qd)
+        traj = self.traj
+        if traj is None or not self.active:
+            return []
+        t = now - self.start
+        traj.sample(t, self.ref)
+        state = check_goal(t, traj, self.ref[0], self.q, self.qd, self.tolerances, self.ref[1])
+        if state.outcome == "running":
+            late = t - traj.duration
+            if self.p.cmd_timeout > 0.0 and late > self.p.cmd_timeout:
+                self.warnings.append(TIMEOUT_ABORT)
+                ends = self._abort(GOAL_TOLERANCE_VIOLATED, TIMEOUT_ABORT)
+                self._hold_measured()
+                return ends
+            return []
+        if state.outcome == "succeeded":
+            self.traj = None  # hold the last point
+            self.ref[0], self.ref[1:] = traj.positions_end, 0.0
+            if self.goal_id is None:
+                return []
+            ends = [GoalEnd(self.goal_id, "succeeded", SUCCESSFUL, REACHED)]
+            self.goal_id = None
+            return ends
+        if state.outcome == "path_tolerance_violated":
+            code, text = PATH_TOLERANCE_VIOLATED, f"{PATH_ABORT}: {state.message}"
+            topic_text = f"Holding position due to state tolerance violation: {state.message}"
+        else:
+            code = GOAL_TOLERANCE_VIOLATED
+            text = (
+                f"Aborted due to goal_time_tolerance exceeding by {state.late:f} seconds: "
+                f"{state.message}"
+            )
+            topic_text = f"Exceeded goal_time_tolerance: holding position... {state.message}"
+        if self.goal_id is None:
+            self.warnings.append(topic_text)
+        ends = self._abort(code, text)
+        self._hold_measured()
+        return ends
+
+    # --- what the ROS side reports -------------------------------------------------------
+    @property
+    def following(self) -> bool:
+        return self.traj is not None
+
+    def error(self) -> np.ndarray:
+        """(position, velocity) error desired − measured, shape (2, n)."""
+        return np.array([self.ref[0] - self.q, self.ref[1] - self.qd])
+
+    def segment_index(self) -> int:
+        """Feedback ``index``: the waypoint the reference heads for (len = after the end)."""
+        if self.traj is None:
+            return 0
+        t = self.time - self.start
+        return int(np.searchsorted(self.traj.knots[1:], t, side="right"))
+
+    # --- internals -----------------------------------------------------------------------
+    def _measure(self, now: float, q: np.ndarray, qd: np.ndarray) -> None:
+        self.time = float(now)
+        self.q = np.asarray(q, dtype=float).copy()
+        self.qd = np.asarray(qd, dtype=float).copy()
+
+    def _hold_measured(self) -> None:
+        self.traj = None
+        self.ref[0], self.ref[1:] = self.q, 0.0
+
+    def _abort(self, code: int, text: str) -> list[GoalEnd]:
+        if self.goal_id is None:
+            return []
+        ends = [GoalEnd(self.goal_id, "aborted", code, text)]
+        self.goal_id = None
+        return ends
+
+    def _point_before(self) -> StartState:
+        """Where a new trajectory starts: the measured state, or the last reference with
+        ``interpolate_from_desired_state``."""
+        if self.p.interpolate_from_desired_state:
+            return StartState(self.ref[0].copy(), self.ref[1].copy(), self.ref[2].copy())
+        n = len(self.p.joints)
+        return StartState(self.q.copy(), self.qd.copy(), np.zeros(n))
+
+    def _start_tolerance(self) -> float:
+        return self.p.start_tolerance if self.p.start_tolerance > 0.0 else 1e-9
+
+    def _fill_partial(
+        self, names: list[str], points: Sequence[TrajectoryPoint]
+    ) -> tuple[list[str], list[TrajectoryPoint]]:
+        """Joints a partial goal leaves out keep their commanded position (velocity and
+        acceleration 0 where the points carry them), as upstream's ``fill_partial_goal``."""
+        missing = [j for j in self.p.joints if j not in names]
+        if not missing:
+            return names, list(points)
+        held = [float(self.ref[0][self.p.joints.index(j)]) for j in missing]
+        zeros = [0.0] * len(missing)
+        out = []
+        for point in points:
+            out.append(
+                TrajectoryPoint(
+                    point.time_from_start,
+                    [*point.positions, *held],
+                    [*point.velocities, *zeros] if len(point.velocities) else (),
+                    [*point.accelerations, *zeros] if len(point.accelerations) else (),
+                )
+            )
+        return names + missing, out
+
+    @staticmethod
+    def _time_base(
+        stamp: float, now: float, points: list[TrajectoryPoint]
+    ) -> tuple[float, list[TrajectoryPoint]]:
+        """Start time and points timed from it. Stamp 0 starts now; a future stamp starts
+        now too, reaching the first point at stamp + its time (upstream); a past stamp drops
+        the points already due and starts from the current state."""
+        if stamp == 0.0:
+            return now, points
+        shift = stamp - now
+        timed = [p._replace(time_from_start=p.time_from_start + shift) for p in points]
+        due = [p for p in timed if p.time_from_start > 0.0]
+        return now, due

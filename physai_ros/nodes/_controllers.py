@@ -1,0 +1,415 @@
+"""The ROS side of the shared controller layer (not a node itself).
+
+``ControllerServers`` puts a ``JointTrajectoryController`` and a ``GripperActionController``
+(``physai_ros.core.controllers``) behind the interfaces ros2_controllers gives them:
+``arm_controller/follow_joint_trajectory`` (FollowJointTrajectory), ``arm_controller/
+joint_trajectory`` (the topic), ``arm_controller/controller_state``
+(JointTrajectoryControllerState) and ``gripper_controller/gripper_cmd`` (GripperCommand), with
+their parameters (``arm_controller.*``, ``gripper_controller.*``, names as ros2_controllers').
+The sim bridge and the SO-101 driver both use it; their loops call the controllers' ``update``
+under ``lock`` and hand what ended to ``deliver``.
+
+Threading: the node spins a single-threaded executor. Action execute callbacks are coroutines
+that await a future per goal, completed by ``deliver`` from whichever thread ended the goal
+(the backend loop, or a callback) followed by a wake-up of the executor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.msg import JointTrajectoryControllerState
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from physai_ros import interfaces
+from physai_ros.core.controllers.gac import GacParams, GripperActionController, GripperEnd
+from physai_ros.core.controllers.jtc import (
+    GoalEnd,
+    GoalTolerances,
+    JointTrajectoryController,
+    JtcParams,
+    Rejected,
+    TrajectoryMsg,
+)
+from physai_ros.core.joint_trajectory import JointTolerance, TrajectoryPoint
+from physai_ros.nodes._common import declare_param
+from physai_ros.nodes._messages import seconds, stamp
+
+FJT = FollowJointTrajectory.Result
+JTC_LIVE = {
+    # name: (description, range); every one takes effect on the next goal
+    "allow_partial_joints_goal": ("a goal may name only some joints; the rest hold", None),
+    "allow_nonzero_velocity_at_trajectory_end": ("accept a last point that still moves", None),
+    "cmd_timeout": ("after the last point + this, give up and hold [s]; 0 = off", (0.0, 600.0)),
+    "start_tolerance": (
+        "a first point at t = 0 may be this far from the current position [rad] (safety: a "
+        "larger jump is refused; upstream jumps)",
+        (0.0, 3.2),
+    ),
+    "constraints.stopped_velocity_tolerance": (
+        "goal velocity tolerance [rad/s]; 0 = off",
+        (0.0, 100.0),
+    ),
+    "constraints.goal_time": (
+        "how long after the last point the goal may take [s]; 0 = for ever",
+        (0.0, 600.0),
+    ),
+}
+GAC_LIVE = {
+    "goal_tolerance": ("reached when |goal - position| is below this [rad | m]", (0.0, 1.0)),
+    "allow_stalling": ("a stalled jaw (holding an object) ends the goal successfully", None),
+    "stall_velocity_threshold": (
+        "slower than this the jaw counts as still [rad/s | m/s]",
+        (0.0, 10.0),
+    ),
+    "stall_timeout": ("still for this long = stalled [s]", (0.0, 60.0)),
+    "max_effort": ("effort when a goal gives 0, and after a cancel [N m | N]", (0.0, 1000.0)),
+}
+
+
+def finish_goal(handle, status: str) -> None:
+    """Put an action goal in its terminal state. rclpy has no public server-side cancel, so a
+    goal the controller cancels by itself (preempted gripper goal) goes through CANCELING."""
+    if not handle.is_active:
+        return
+    if status == "succeeded":
+        handle.succeed()
+    elif status == "canceled":
+        if not handle.is_cancel_requested:
+            handle._update_state(_rclpy.GoalEvent.CANCEL_GOAL)  # see the docstring
+        handle.canceled()
+    else:
+        handle.abort()
+
+
+def trajectory_msg(traj: JointTrajectory) -> TrajectoryMsg:
+    """A JointTrajectory message as the controller's plain values."""
+    points = [
+        TrajectoryPoint(seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
+        for p in traj.points
+    ]
+    has_effort = any(len(p.effort) for p in traj.points)
+    return TrajectoryMsg(list(traj.joint_names), points, seconds(traj.header.stamp), has_effort)
+
+
+def goal_tolerances(goal) -> GoalTolerances:
+    def entries(items) -> list[JointTolerance]:
+        return [JointTolerance(t.name, t.position, t.velocity, t.acceleration) for t in items]
+
+    return GoalTolerances(
+        entries(goal.path_tolerance),
+        entries(goal.goal_tolerance),
+        seconds(goal.goal_time_tolerance),
+    )
+
+
+def declare_jtc(node: Node, joints: Sequence[str], lower, upper, defaults: dict) -> JtcParams:
+    """Declare ``arm_controller.*`` with descriptions and ranges; defaults come from the
+    backend's config (its ``arm_controller`` section)."""
+    pre = "arm_controller."
+    values = {}
+    for name, (text, limits) in JTC_LIVE.items():
+        values[name] = declare_param(node, pre + name, defaults[name], text, limits)
+    interp = declare_param(
+        node,
+        pre + "interpolate_from_desired_state",
+        defaults["interpolate_from_desired_state"],
+        "start a new trajectory from the last reference, not the measured state",
+        read_only=True,
+    )
+    trajectory, goal = [], []
+    for joint in joints:
+        c = f"{pre}constraints.{joint}."
+        path_text = f"path tolerance of {joint} [rad]; 0 = off"
+        goal_text = f"goal tolerance of {joint} [rad]; 0 = off"
+        trajectory.append(
+            declare_param(node, c + "trajectory", defaults["trajectory"], path_text, (0.0, 10.0))
+        )
+        goal.append(declare_param(node, c + "goal", defaults["goal"], goal_text, (0.0, 10.0)))
+    return JtcParams(
+        joints=tuple(joints),
+        lower=np.asarray(lower, dtype=float),
+        upper=np.asarray(upper, dtype=float),
+        trajectory=np.array(trajectory),
+        goal=np.array(goal),
+        stopped_velocity_tolerance=values["constraints.stopped_velocity_tolerance"],
+        goal_time=values["constraints.goal_time"],
+        allow_partial_joints_goal=values["allow_partial_joints_goal"],
+        allow_nonzero_velocity_at_trajectory_end=values["allow_nonzero_velocity_at_trajectory_end"],
+        interpolate_from_desired_state=interp,
+        cmd_timeout=values["cmd_timeout"],
+        start_tolerance=values["start_tolerance"],
+    )
+
+
+def declare_gac(node: Node, joint: str, lower: float, upper: float, defaults: dict) -> GacParams:
+    pre = "gripper_controller."
+    values = {
+        name: declare_param(node, pre + name, defaults[name], text, limits)
+        for name, (text, limits) in GAC_LIVE.items()
+    }
+    return GacParams(joint=joint, lower=float(lower), upper=float(upper), **values)
+
+
+class ControllerServers:
+    """Action servers, topic and state publisher of one arm and one gripper controller.
+
+    now: the backend's loop clock [s] (sim time in the bridge, monotonic in the driver);
+    to_loop_time: a message stamp [s, ROS time] on that clock; ros_stamp: loop time → a
+    ``builtin_interfaces/Time`` for outgoing headers.
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        arm: JointTrajectoryController,
+        gripper: GripperActionController,
+        lock: threading.RLock,
+        now: Callable[[], float],
+        to_loop_time: Callable[[float], float],
+        ros_stamp: Callable[[float], object],
+        monitor_rate: float,
+        state_rate: float,
+    ) -> None:
+        self.node, self.arm, self.gripper, self.lock = node, arm, gripper, lock
+        self.now, self.to_loop_time, self.ros_stamp = now, to_loop_time, ros_stamp
+        self.log = node.get_logger()
+        self.goals: dict[bytes, tuple[object, object]] = {}  # uuid -> (handle, future)
+        ActionServer(
+            node,
+            FollowJointTrajectory,
+            interfaces.FOLLOW_JOINT_TRAJECTORY,
+            self._execute,
+            goal_callback=self._check_arm,
+            handle_accepted_callback=self._accept_arm,
+            cancel_callback=self._cancel_arm,
+        )
+        ActionServer(
+            node,
+            GripperCommand,
+            interfaces.GRIPPER_COMMAND,
+            self._execute,
+            goal_callback=self._check_gripper,
+            handle_accepted_callback=self._accept_gripper,
+            cancel_callback=self._cancel_gripper,
+        )
+        node.create_subscription(JointTrajectory, interfaces.JOINT_TRAJECTORY, self._on_topic, 10)
+        self.pub_state = node.create_publisher(
+            JointTrajectoryControllerState, interfaces.CONTROLLER_STATE, 10
+        )
+        node.create_timer(1.0 / monitor_rate, self._feedback)
+        node.create_timer(1.0 / state_rate, self._publish_state)
+        node.add_on_set_parameters_callback(self._on_parameters)
+
+    # --- delivery ----------------------------------------------------------------------------
+    def deliver(self, ends: Sequence[GoalEnd | GripperEnd]) -> None:
+        """Complete the futures of goals that ended (any thread); logs failures."""
+        if not ends:
+            return
+        for end in ends:
+            entry = self.goals.pop(end.goal_id, None)
+            if entry is None:
+                continue
+            if end.status == "aborted":
+                text = end.error_string if isinstance(end, GoalEnd) else end.message
+                self.log.warning(f"goal aborted: {text}")
+            entry[1].set_result(end)
+        self.node.executor.wake()
+        self.flush_warnings()
+
+    def flush_warnings(self) -> None:
+        while self.arm.warnings:
+            self.log.warning(self.arm.warnings.pop(0))
+
+    async def _execute(self, handle):
+        entry = self.goals.get(bytes(handle.goal_id.uuid))
+        end = await entry[1] if entry is not None else None
+        if end is None:  # never registered: cannot happen unless accepted elsewhere
+            handle.abort()
+            return self._empty_result(handle)
+        finish_goal(handle, end.status)
+        if isinstance(end, GoalEnd):
+            return FJT(error_code=end.error_code, error_string=end.error_string)
+        return GripperCommand.Result(
+            position=end.position,
+            effort=end.effort,
+            stalled=end.stalled,
+            reached_goal=end.reached_goal,
+        )
+
+    @staticmethod
+    def _empty_result(handle):
+        if isinstance(handle.request, FollowJointTrajectory.Goal):
+            return FJT(error_code=FJT.INVALID_GOAL, error_string="goal lost")
+        return GripperCommand.Result()
+
+    def _register(self, handle) -> bytes:
+        key = bytes(handle.goal_id.uuid)
+        self.goals[key] = (handle, self.node.executor.create_future())
+        return key
+
+    # --- arm -----------------------------------------------------------------------------
+    def _check_arm(self, goal) -> GoalResponse:
+        self.log.info("Received new action goal")
+        try:
+            with self.lock:
+                self.arm.prepare(trajectory_msg(self._timed(goal.trajectory)), self.now())
+        except Rejected as exc:
+            self.log.error(f"goal rejected: {exc}")
+            return GoalResponse.REJECT
+        self.log.info("Accepted new action goal")
+        return GoalResponse.ACCEPT
+
+    def _timed(self, traj: JointTrajectory) -> JointTrajectory:
+        """The stamp moved onto the loop clock (0 stays 0: "now")."""
+        t = seconds(traj.header.stamp)
+        if t != 0.0:
+            traj.header.stamp = stamp(self.to_loop_time(t))
+        return traj
+
+    def _accept_arm(self, handle) -> None:
+        key = self._register(handle)
+        with self.lock:
+            now = self.now()
+            try:
+                prepared = self.arm.prepare(trajectory_msg(handle.request.trajectory), now)
+            except Rejected as exc:  # the state changed since the goal was checked
+                ends = self.arm.stop(str(exc))
+                ends.append(GoalEnd(key, "aborted", FJT.INVALID_GOAL, str(exc)))
+            else:
+                ends = self.arm.accept(key, prepared, goal_tolerances(handle.request))
+        handle.execute()
+        self.deliver(ends)
+
+    def _cancel_arm(self, handle) -> CancelResponse:
+        self.log.info("Got request to cancel goal")
+        with self.lock:
+            ends = self.arm.cancel(bytes(handle.goal_id.uuid))
+        self.deliver(ends)
+        return CancelResponse.ACCEPT
+
+    def _on_topic(self, msg: JointTrajectory) -> None:
+        with self.lock:
+            try:
+                self.arm.follow(self.arm.prepare(trajectory_msg(self._timed(msg)), self.now()))
+            except Rejected as exc:
+                self.log.error(f"{interfaces.JOINT_TRAJECTORY} message ignored: {exc}")
+
+    def _feedback(self) -> None:
+        with self.lock:
+            arm = self.arm
+            entry = self.goals.get(arm.goal_id) if arm.goal_id is not None else None
+            if entry is not None:
+                fb = FollowJointTrajectory.Feedback(joint_names=list(arm.p.joints))
+                fb.header.stamp = self.ros_stamp(arm.time)
+                err = arm.error()
+                fb.desired = JointTrajectoryPoint(
+                    positions=arm.ref[0].tolist(),
+                    velocities=arm.ref[1].tolist(),
+                    accelerations=arm.ref[2].tolist(),
+                )
+                fb.actual = JointTrajectoryPoint(
+                    positions=arm.q.tolist(), velocities=arm.qd.tolist()
+                )
+                fb.error = JointTrajectoryPoint(
+                    positions=err[0].tolist(), velocities=err[1].tolist()
+                )
+                fb.index = arm.segment_index()
+                entry[0].publish_feedback(fb)
+            grip = self.gripper
+            entry = self.goals.get(grip.goal_id) if grip.goal_id is not None else None
+            if entry is not None:
+                entry[0].publish_feedback(
+                    GripperCommand.Feedback(position=grip.position, effort=grip.effort)
+                )
+
+    def _publish_state(self) -> None:
+        with self.lock:
+            arm = self.arm
+            if not arm.active:
+                return
+            msg = JointTrajectoryControllerState(joint_names=list(arm.p.joints))
+            msg.header.stamp = self.ros_stamp(arm.time)
+            err = arm.error()
+            msg.reference = JointTrajectoryPoint(
+                positions=arm.ref[0].tolist(),
+                velocities=arm.ref[1].tolist(),
+                accelerations=arm.ref[2].tolist(),
+            )
+            msg.feedback = JointTrajectoryPoint(
+                positions=arm.q.tolist(), velocities=arm.qd.tolist()
+            )
+            msg.error = JointTrajectoryPoint(positions=err[0].tolist(), velocities=err[1].tolist())
+            msg.output = JointTrajectoryPoint(positions=arm.ref[0].tolist())
+            msg.speed_scaling_factor = 1.0
+        self.pub_state.publish(msg)
+
+    # --- gripper -------------------------------------------------------------------------
+    def _check_gripper(self, goal) -> GoalResponse:
+        try:
+            with self.lock:
+                self.gripper.check(goal.command.position, goal.command.max_effort)
+        except Rejected as exc:
+            self.log.error(f"gripper goal rejected: {exc}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _accept_gripper(self, handle) -> None:
+        key = self._register(handle)
+        command = handle.request.command
+        with self.lock:
+            try:
+                self.gripper.check(command.position, command.max_effort)
+            except Rejected as exc:
+                position = self.gripper.position
+                ends = [GripperEnd(key, "aborted", position, 0.0, False, False, str(exc))]
+            else:
+                ends = self.gripper.accept(key, command.position, command.max_effort, self.now())
+        handle.execute()
+        self.deliver(ends)
+
+    def _cancel_gripper(self, handle) -> CancelResponse:
+        with self.lock:
+            ends = self.gripper.cancel(bytes(handle.goal_id.uuid))
+        self.deliver(ends)
+        return CancelResponse.ACCEPT
+
+    # --- parameters ----------------------------------------------------------------------
+    def _on_parameters(self, params) -> SetParametersResult:
+        """Live controller parameters take effect on the next goal (as ros2_controllers');
+        an invalid value is refused with the reason."""
+        arm_changes, grip_changes, constraint = {}, {}, {}
+        for param in params:
+            name = param.name
+            if name.startswith("arm_controller.constraints.") and name.count(".") == 3:
+                _, _, joint, kind = name.split(".")
+                constraint[(joint, kind)] = param.value
+            elif name.startswith("arm_controller.") and name[15:] in JTC_LIVE:
+                key = name[15:].replace("constraints.", "")
+                arm_changes[key] = param.value
+            elif name.startswith("gripper_controller.") and name[19:] in GAC_LIVE:
+                grip_changes[name[19:]] = param.value
+        if not (arm_changes or grip_changes or constraint):
+            return SetParametersResult(successful=True)
+        with self.lock:
+            try:
+                p = self.arm.p
+                trajectory, goal = p.trajectory.copy(), p.goal.copy()
+                for (joint, kind), value in constraint.items():
+                    if joint not in p.joints or kind not in ("trajectory", "goal"):
+                        continue
+                    (trajectory if kind == "trajectory" else goal)[p.joints.index(joint)] = value
+                new_arm = dataclasses.replace(p, trajectory=trajectory, goal=goal, **arm_changes)
+                new_grip = dataclasses.replace(self.gripper.p, **grip_changes)
+            except (ValueError, TypeError) as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            self.arm.p, self.gripper.p = new_arm, new_grip
+        return SetParametersResult(successful=True)
