@@ -33,6 +33,7 @@ def node_actions(specs: list[NodeSpec]) -> list:
             executable=spec.executable,
             name=spec.name,
             parameters=[spec.parameters],
+            additional_env=spec.env or None,
             output="screen",
             emulate_tty=True,
         )

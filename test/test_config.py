@@ -15,15 +15,23 @@ def load(name: str) -> dict:
 def test_sim_jaw_ramp_is_the_pick_close_ramp():
     """The ROS pick closes through GripperCommand, the in-process pick ramps the jaw itself;
     both must ramp alike for their outcomes to agree."""
-    ramp = load("sim_bridge.yaml")["robots"]["so101"]["gripper"]["ramp_time"]
+    ramp = load("sim_robots.yaml")["robots"]["so101"]["gripper_ramp_time"]
     assert ramp == load("pick.yaml")["durations"]["close_ramp"]
 
 
 def test_sim_stall_detection_is_the_pick_stillness_test():
-    grip = load("sim_bridge.yaml")["robots"]["so101"]["gripper"]
+    grip = load("sim_robots.yaml")["robots"]["so101"]["gripper_controller"]
     pick = load("pick.yaml")
-    assert grip["stall_velocity"] == pick["still_speed"]
+    assert grip["stall_velocity_threshold"] == pick["still_speed"]
     assert grip["stall_timeout"] == pick["still_time"]
+
+
+def test_real_and_simulated_so101_judge_a_stall_alike():
+    """The driver's gripper controller and the simulated one stop a close the same way."""
+    sim = load("sim_robots.yaml")["robots"]["so101"]["gripper_controller"]
+    real = load("so101_driver.yaml")["/**"]["ros__parameters"]["gripper_controller"]
+    for key in ("allow_stalling", "stall_velocity_threshold", "stall_timeout"):
+        assert sim[key] == real[key], key
 
 
 def test_pick_torque_cap_is_the_servo_stall_torque():

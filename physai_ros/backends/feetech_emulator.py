@@ -299,14 +299,13 @@ class FeetechBusEmulator:
     def step(self) -> None:
         """One physics step with the servos' current commands (also usable without threads)."""
         physics, dt = self.physics, self.physics.dt
-        with self.lock:
+        with self.lock:  # held through the step: witness() reads contacts of the same data
             for i, servo in enumerate(self.servos):
                 if self.powered:
                     physics.apply(i, *servo.command(physics.joint(i)[0], dt))
                 else:
                     physics.apply(i, math.nan, 0.0, 1.0)
-        physics.step()
-        with self.lock:
+            physics.step()
             for i, servo in enumerate(self.servos):
                 servo.sense(*physics.joint(i), dt)
             self.time += dt

@@ -26,6 +26,7 @@ Faults, and what they do (a fault never re-energises anything):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import traceback
@@ -53,6 +54,9 @@ from physai_ros.errors import InvalidInput
 
 Log = Callable[[str, str], None]  # (level: info | warn | error, message)
 FAULT_FLAGS = fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT | fp.ErrorBit.OVERCURRENT
+MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
+GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
+# (closing onto the jaw's own stop is how a pick closes)
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,11 @@ class ServoLoop:
         self.commanded = np.full(6, np.nan)  # last goal asked for [rad] (before clipping)
         self.grip_limit = STALL_TORQUE  # gripper torque limit in force [N·m]
         self.grip_requested = STALL_TORQUE  # and the one asked for (the servo may cap it)
+        # The gripper's overload protection (LeRobot: above Overload_Torque for 2 s the servo
+        # latches OVERLOAD and drops its torque): a squeeze is kept 10 % below it.
+        overload = bus.s.gripper_setup.get("Overload_Torque", 100)
+        self.grip_safe = 0.9 * STALL_TORQUE * overload / 100.0
+        self._warned_effort = math.nan
         self.contact_since: float | None = None
         self.relaxed = False
         self.ends: list[GoalEnd | GripperEnd] = []  # goals ended, for the node to deliver
@@ -156,6 +165,10 @@ class ServoLoop:
             except BusError:
                 bus.close()
                 raise
+            # the calibrated ranges (loaded with the file) bound what the controllers accept
+            self.arm.p = dataclasses.replace(self.arm.p, lower=bus.lower[:5], upper=bus.upper[:5])
+            low, high = bus.lower[5] - GRIPPER_SLACK, bus.upper[5] + GRIPPER_SLACK
+            self.gripper.p = dataclasses.replace(self.gripper.p, lower=low, upper=high)
             self.reading, self.last_good, self.mode = reading, now, "inactive"
             self.fault, self.rearm_needed = "", False
             torque = bus.torque_enabled()
@@ -230,8 +243,8 @@ class ServoLoop:
             q = np.clip(reading.position, bus.lower, bus.upper)
             self.sent = bus.arm(q)
             self.commanded = self.sent.copy()
-            self.grip_limit = bus.set_torque_limit(5, self.gripper.p.max_effort)
-            self.grip_requested = self.gripper.p.max_effort
+            self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
+            self.grip_limit = bus.set_torque_limit(5, self.grip_requested)
             self.reading, self.last_good = reading, now
             self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=self.sent[:5])
             self.gripper.activate(now, float(reading.position[5]), hold=float(self.sent[5]))
@@ -329,6 +342,8 @@ class ServoLoop:
                 self.reading = None  # never publish a stale state as current
                 self._silent(now, str(exc))
             return
+        if self._implausible(reading, now):
+            return
         if self.fault.startswith("silent") or self.fault.startswith("port lost"):
             self._resume_after_loss(now, reading)
         self.reading, self.last_good = reading, now
@@ -347,13 +362,35 @@ class ServoLoop:
         except BusError as exc:  # a lost reply: the next cycle writes again
             self.log("warn", f"command write failed, retrying: {exc}")
 
+    def _implausible(self, reading: JointReading, now: float) -> bool:
+        """A reading no joint could have reached since the last good one (faster than
+        ``MAX_SPEED``): a garbled reply (a desynchronised bus), dropped like a lost one. A
+        jump that persists past ``stale_timeout`` is believed (the arm was moved)."""
+        last = self.reading
+        if last is None or now - self.last_good > self.s.stale_timeout:
+            return False
+        reach = MAX_SPEED * (now - self.last_good) + 0.05
+        jump = np.abs(reading.position - last.position)
+        if not np.any(jump > reach):
+            return False
+        j = int(np.argmax(jump))
+        self.log("warn", f"reading dropped: {JOINTS[j]} jumped {jump[j]:.3f} rad in one cycle")
+        return True
+
     def _command(self) -> None:
         """Write the controllers' reference, and the gripper's effort, when they change."""
         goal = np.append(self.arm.ref[0], self.gripper.setpoint)
         if self.sent is None or np.any(np.abs(goal - self.commanded) > 1e-9):
             self.sent = self.bus.send_positions(goal)
             self.commanded = goal
-        limit = min(self.gripper.effort, STALL_TORQUE)
+        limit = min(self.gripper.effort, self.grip_safe)
+        if self.gripper.effort > self.grip_safe and self._warned_effort != self.gripper.effort:
+            self._warned_effort = self.gripper.effort
+            self.log(
+                "warn",
+                f"gripper effort {self.gripper.effort:.3f} N·m is above the overload protection "
+                f"(held for 2 s it trips the servo): squeezing with {self.grip_safe:.3f} N·m",
+            )
         if self.s.relax_torque > 0.0 and self.relaxed:
             limit = min(limit, self.s.relax_torque)
         if abs(limit - self.grip_requested) > 1e-9:

@@ -249,11 +249,12 @@ class PickMachine:
             self._enter(NEXT[self.state], now)
         return self.state
 
-    def abort(self, now: float, reason: str) -> None:
-        """Open the jaw and return home from wherever the arm was commanded to be."""
+    def abort(self, now: float, reason: str, start: np.ndarray | None = None) -> None:
+        """Open the jaw and return home from ``start`` [rad] (default: wherever the arm was
+        commanded to be; a controller that stopped the arm holds it elsewhere: pass that)."""
         if self.state in TERMINAL or self.state == "abort":
             return
-        self._abort_from = self.command(now).arm
+        self._abort_from = self.command(now).arm if start is None else np.asarray(start, float)
         self.abort_reason = reason
         self._enter("abort", now)
 

@@ -88,16 +88,20 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def node_defaults(file_name: str) -> dict[str, Any]:
-    """A node's defaults: the ``/**: ros__parameters`` section of ``config/<file_name>``,
-    flattened to parameter names. The same file is a valid ``--params-file``, so the defaults
-    users read and the defaults the node uses are one file."""
+def node_tree(file_name: str) -> dict[str, Any]:
+    """The ``/**: ros__parameters`` section of ``config/<file_name>`` as nested dicts."""
     path = config_path(file_name)
     data = yaml.safe_load(path.read_text())
     try:
-        return flatten(data["/**"]["ros__parameters"])
+        return dict(data["/**"]["ros__parameters"])
     except (KeyError, TypeError) as exc:
         raise SystemExit(f"{path} is not a ROS parameters file with a '/**' section") from exc
+
+
+def node_defaults(file_name: str) -> dict[str, Any]:
+    """A node's defaults: ``node_tree`` flattened to parameter names. The same file is a valid
+    ``--params-file``, so the defaults users read and the defaults the node uses are one file."""
+    return flatten(node_tree(file_name))
 
 
 Table = Mapping[str, tuple[str, tuple[float, float] | None, bool]]

@@ -62,6 +62,15 @@ JTC_LIVE = {
         "how long after the last point the goal may take [s]; 0 = for ever",
         (0.0, 600.0),
     ),
+    "constraints.blocked_error": (
+        "a joint this far from its reference [rad] and not moving is blocked; 0 = off",
+        (0.0, 10.0),
+    ),
+    "constraints.blocked_speed": ("... slower than this [rad/s] ...", (0.0, 10.0)),
+    "constraints.blocked_time": (
+        "... for this long [s]: the goal aborts, the arm holds",
+        (0.0, 10.0),
+    ),
 }
 GAC_LIVE = {
     "goal_tolerance": ("reached when |goal - position| is below this [rad | m]", (0.0, 1.0)),
@@ -111,52 +120,58 @@ def goal_tolerances(goal) -> GoalTolerances:
     )
 
 
-def declare_jtc(node: Node, joints: Sequence[str], lower, upper, defaults: dict) -> JtcParams:
-    """Declare ``arm_controller.*`` with descriptions and ranges; defaults come from the
-    backend's config (its ``arm_controller`` section)."""
+def declare_jtc(node: Node, params: JtcParams) -> JtcParams:
+    """Declare ``arm_controller.*`` (upstream names, with descriptions and ranges) with
+    ``params``' values as defaults; returns the parameters as declared (overrides applied)."""
     pre = "arm_controller."
-    values = {}
-    for name, (text, limits) in JTC_LIVE.items():
-        values[name] = declare_param(node, pre + name, defaults[name], text, limits)
+    now = {
+        "allow_partial_joints_goal": params.allow_partial_joints_goal,
+        "allow_nonzero_velocity_at_trajectory_end": params.allow_nonzero_velocity_at_trajectory_end,
+        "cmd_timeout": params.cmd_timeout,
+        "start_tolerance": params.start_tolerance,
+        "constraints.stopped_velocity_tolerance": params.stopped_velocity_tolerance,
+        "constraints.goal_time": params.goal_time,
+        "constraints.blocked_error": params.blocked_error,
+        "constraints.blocked_speed": params.blocked_speed,
+        "constraints.blocked_time": params.blocked_time,
+    }
+    values = {
+        name.removeprefix("constraints."): declare_param(node, pre + name, now[name], text, limits)
+        for name, (text, limits) in JTC_LIVE.items()
+    }
     interp = declare_param(
         node,
         pre + "interpolate_from_desired_state",
-        defaults["interpolate_from_desired_state"],
+        params.interpolate_from_desired_state,
         "start a new trajectory from the last reference, not the measured state",
         read_only=True,
     )
     trajectory, goal = [], []
-    for joint in joints:
+    for j, joint in enumerate(params.joints):
         c = f"{pre}constraints.{joint}."
         path_text = f"path tolerance of {joint} [rad]; 0 = off"
         goal_text = f"goal tolerance of {joint} [rad]; 0 = off"
         trajectory.append(
-            declare_param(node, c + "trajectory", defaults["trajectory"], path_text, (0.0, 10.0))
+            declare_param(node, c + "trajectory", params.trajectory[j], path_text, (0.0, 10.0))
         )
-        goal.append(declare_param(node, c + "goal", defaults["goal"], goal_text, (0.0, 10.0)))
-    return JtcParams(
-        joints=tuple(joints),
-        lower=np.asarray(lower, dtype=float),
-        upper=np.asarray(upper, dtype=float),
+        goal.append(declare_param(node, c + "goal", params.goal[j], goal_text, (0.0, 10.0)))
+    return dataclasses.replace(
+        params,
         trajectory=np.array(trajectory),
         goal=np.array(goal),
-        stopped_velocity_tolerance=values["constraints.stopped_velocity_tolerance"],
-        goal_time=values["constraints.goal_time"],
-        allow_partial_joints_goal=values["allow_partial_joints_goal"],
-        allow_nonzero_velocity_at_trajectory_end=values["allow_nonzero_velocity_at_trajectory_end"],
         interpolate_from_desired_state=interp,
-        cmd_timeout=values["cmd_timeout"],
-        start_tolerance=values["start_tolerance"],
+        **values,
     )
 
 
-def declare_gac(node: Node, joint: str, lower: float, upper: float, defaults: dict) -> GacParams:
+def declare_gac(node: Node, params: GacParams) -> GacParams:
+    """Declare ``gripper_controller.*`` with ``params``' values as defaults."""
     pre = "gripper_controller."
     values = {
-        name: declare_param(node, pre + name, defaults[name], text, limits)
+        name: declare_param(node, pre + name, getattr(params, name), text, limits)
         for name, (text, limits) in GAC_LIVE.items()
     }
-    return GacParams(joint=joint, lower=float(lower), upper=float(upper), **values)
+    return dataclasses.replace(params, **values)
 
 
 class ControllerServers:

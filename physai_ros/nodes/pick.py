@@ -1,7 +1,8 @@
 """Pick node: the lesson-16 pick over ROS, against the sim bridge or the real SO-101 driver.
 
 It runs the same pure ``PickMachine`` as the in-process runner. Inputs: ``joint_states`` (jaw
-speed, and the arm's own forward kinematics), the per-jaw contact wrenches
+speed, and the arm's own forward kinematics), ``arm_controller/controller_state`` (where the
+arm is held: the first move starts there), the per-jaw contact wrenches
 (``jaw_contact/<jaw>``: forces in the simulation, the driver's estimate on a real arm) and,
 when something publishes it, the cube's pose from TF (the simulation, a detector, motion
 capture). Outputs: each arm phase as a ``FollowJointTrajectory`` goal, the jaw through
@@ -26,8 +27,10 @@ import rclpy
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
 from rclpy.action import ActionClient
+from rclpy.duration import Duration as RclDuration
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -143,6 +146,10 @@ class PickNode(Node):
         self.machine: PickMachine | None = None
         self.squeeze = math.nan
         self.site_at_grip = math.nan  # [m] gripper-site height when the close ended
+        self.reference: np.ndarray | None = None  # where the arm controller holds the arm
+        self.create_subscription(
+            JointTrajectoryControllerState, interfaces.CONTROLLER_STATE, self.on_controller, 10
+        )
         self.create_subscription(JointState, interfaces.JOINT_STATES, self.on_joints, 10)
         self.create_subscription(TFMessage, interfaces.TF, self.on_tf, 100)
         for jaw in self.jaws:
@@ -157,6 +164,7 @@ class PickNode(Node):
         self.pub_state = self.create_publisher(String, interfaces.PICK_STATE, LATCHED)
         self.pub_outcome = self.create_publisher(String, interfaces.PICK_OUTCOME, LATCHED)
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
+        self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
         self.phase = 0  # counts the goals sent, so a stale goal's reply is recognised
         self.trouble: str | None = None  # a controller's rejection or abort, acted on at tick
         self.get_logger().info("waiting for joint states, the cube and the controllers")
@@ -167,6 +175,12 @@ class PickNode(Node):
         for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
             self.joints[name] = (q, v)
         self.joints_stamp = self.now()
+
+    def on_controller(self, msg: JointTrajectoryControllerState) -> None:
+        if list(msg.joint_names) == self.arm_joints and len(msg.reference.positions) == len(
+            self.arm_joints
+        ):
+            self.reference = np.array(msg.reference.positions)
 
     def on_wrench(self, jaw: str, msg: WrenchStamped) -> None:
         f = msg.wrench.force
@@ -219,16 +233,22 @@ class PickNode(Node):
         have_joints = all(n in self.joints for n in [*self.arm_joints, self.jaw_joint])
         return (
             have_joints
+            and self.reference is not None
             and self.cube_target(now) is not None
             and self.arm.server_is_ready()
             and self.gripper.server_is_ready()
         )
 
     def send_phase(self, now: float) -> None:
+        now = self.now()  # the stamp below is this instant
         times, q = phase_trajectory(self.machine, now, self.cfg.ros["trajectory_dt"])
         if times.size == 0:
             return
         goal = FollowJointTrajectory.Goal()
+        # stamped command_lead ahead: the controller runs each phase on the pick's clock, so
+        # phases join exactly where the previous one ended, however late a goal arrives
+        start = self.get_clock().now() + RclDuration(seconds=self.lead)
+        goal.trajectory.header.stamp = start.to_msg()
         goal.trajectory.joint_names = self.arm_joints
         goal.trajectory.points = [
             JointTrajectoryPoint(positions=row.tolist(), time_from_start=duration_msg(t))
@@ -238,9 +258,15 @@ class PickNode(Node):
         self._watch(self.arm.send_goal_async(goal), what, self._arm_done)
 
     def send_jaw(self, position: float, effort: float) -> None:
+        """Command the jaw ``command_lead`` from now, when the arm's phase starts too."""
         goal = GripperCommand.Goal()
         goal.command.position, goal.command.max_effort = float(position), float(effort)
-        self._watch(self.gripper.send_goal_async(goal), "gripper goal", None)
+
+        def send() -> None:
+            self.destroy_timer(timer)
+            self._watch(self.gripper.send_goal_async(goal), "gripper goal", None)
+
+        timer = self.create_timer(self.lead, send)
 
     def _watch(self, future, what: str, on_result) -> None:
         """Note a rejected goal (and, for the arm, an aborted one) as trouble for the next
@@ -282,7 +308,8 @@ class PickNode(Node):
             if not self.ready(now):
                 return
             home = np.asarray(self.cfg.robot["home"], dtype=float)
-            self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.arm_positions())
+            # the first move starts where the controller holds the arm (inside its ranges)
+            self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.reference)
             self.enter(self.machine.state, now)
             return
         machine = self.machine
@@ -296,7 +323,7 @@ class PickNode(Node):
                 machine.state = "aborted"
                 self.finish(now)
                 return
-            machine.abort(now, trouble)
+            machine.abort(now, trouble, start=self.reference)  # where the controller holds it
             self.enter("abort", now)
             return
         before = machine.state
@@ -355,7 +382,8 @@ class PickNode(Node):
             "lift_cm": None if math.isnan(final.lift) else round(final.lift * 100.0, 3),
             "robot": robot.as_dict(),
             "cube_pose": None if pose is None else pose.as_dict(),
-            "close_s": None if math.isnan(m.close_s) else round(m.close_s, 4),
+            # the jaw started command_lead after the close state did
+            "close_s": None if math.isnan(m.close_s) else round(m.close_s - self.lead, 4),
             "squeeze_N": None if math.isnan(self.squeeze) else round(self.squeeze, 3),
             "jaw_forces_N": [round(self.jaw_force[j], 3) for j in self.jaws],
             "ik_error_mm": None if math.isnan(m.ik_error) else round(m.ik_error * 1e3, 4),

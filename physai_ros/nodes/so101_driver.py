@@ -44,13 +44,13 @@ from physai_ros.backends.so101_config import (
     bus_settings,
     loop_settings,
 )
-from physai_ros.backends.so101_lerobot import ARM, JOINTS, BusError, So101Bus
-from physai_ros.backends.so101_loop import ServoLoop, Snapshot, reports
-from physai_ros.core.controllers.gac import GripperActionController
-from physai_ros.core.controllers.jtc import JointTrajectoryController
+from physai_ros.backends.so101_lerobot import ARM, JOINTS, STALL_TORQUE, BusError, So101Bus
+from physai_ros.backends.so101_loop import GRIPPER_SLACK, ServoLoop, Snapshot, reports
+from physai_ros.core.controllers.gac import GripperActionController, gac_params
+from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
 from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_table, node_defaults
+from physai_ros.nodes._common import declare_table, node_defaults, node_tree
 from physai_ros.nodes._controllers import ControllerServers, declare_gac, declare_jtc
 
 OK, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
@@ -61,7 +61,6 @@ LEVELS = {
     "stale": DiagnosticStatus.STALE,
 }
 JAW_FRAMES = {"fixed_jaw": "gripper", "moving_jaw": "moving_jaw_so101_v1"}
-GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is clipped (closing on the stop)
 
 
 class So101Driver(LifecycleNode):
@@ -75,20 +74,18 @@ class So101Driver(LifecycleNode):
             limits = load_limits("so101", p["limits_set"] or None)
             self.bus = So101Bus(bus_settings(p, limits))
             period = 1.0 / p["loop_rate"]
-            ctl = {k.removeprefix("arm_controller."): v for k, v in defaults.items()}
-            ctl["trajectory"] = p["arm_controller.constraints.trajectory"]
-            ctl["goal"] = p["arm_controller.constraints.goal"]
-            jtc = declare_jtc(self, ARM, self.bus.lower[:5], self.bus.upper[:5], ctl)
+            tree = node_tree("so101_driver.yaml")
+            arm_cfg = tree["arm_controller"]  # the every-joint tolerances as declared
+            arm_cfg["constraints"] |= {
+                k: p[f"arm_controller.constraints.{k}"] for k in ("trajectory", "goal")
+            }
+            jtc = JtcParams.from_config(arm_cfg, ARM, self.bus.lower[:5], self.bus.upper[:5])
+            jtc = declare_jtc(self, jtc)
             if p["arm_controller.check_limits"]:
                 jtc = dataclasses.replace(jtc, limits=arm_limits(p), limit_period=period)
-            grip = {k.removeprefix("gripper_controller."): v for k, v in defaults.items()}
-            gac = declare_gac(
-                self,
-                JOINTS[5],
-                self.bus.lower[5] - GRIPPER_SLACK,
-                self.bus.upper[5] + GRIPPER_SLACK,
-                grip,
-            )
+            low, high = self.bus.lower[5] - GRIPPER_SLACK, self.bus.upper[5] + GRIPPER_SLACK
+            grip = gac_params(tree["gripper_controller"], JOINTS[5], low, high, STALL_TORQUE)
+            gac = declare_gac(self, grip)
             self.loop = ServoLoop(
                 self.bus,
                 JointTrajectoryController(jtc),

@@ -61,6 +61,21 @@ class GacParams:
                 raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
 
 
+def gac_params(cfg: dict, joint: str, lower: float, upper: float, effort: float) -> GacParams:
+    """From a ``gripper_controller`` section as YAML holds it; a ``max_effort`` of 0 (or none)
+    means ``effort``, the hardware's own cap."""
+    return GacParams(
+        joint=joint,
+        lower=float(lower),
+        upper=float(upper),
+        goal_tolerance=float(cfg.get("goal_tolerance", 0.01)),
+        allow_stalling=bool(cfg.get("allow_stalling", False)),
+        stall_velocity_threshold=float(cfg.get("stall_velocity_threshold", 0.001)),
+        stall_timeout=float(cfg.get("stall_timeout", 1.0)),
+        max_effort=float(cfg.get("max_effort", 0.0)) or float(effort),
+    )
+
+
 class GripperActionController:
     """One jaw. Not thread-safe: the caller holds one lock around every call."""
 

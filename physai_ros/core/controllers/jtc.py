@@ -29,13 +29,14 @@ each documented in docs/controllers.md:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from physai_ros.core.joint_trajectory import (
+    GoalState,
     JointRanges,
     JointTolerance,
     StartState,
@@ -106,7 +107,11 @@ class JtcParams:
     interpolate_from_desired_state: as upstream; cmd_timeout [s] (0 = off);
     start_tolerance [rad]: a first point at t = 0 may differ this much from the current
     position (0 = any jump is refused); limits, limit_period [s]: velocity and acceleration
-    limits checked at this period (None = not checked).
+    limits checked at this period (None = not checked); blocked_error [rad], blocked_speed
+    [rad/s], blocked_time [s]: a joint more than blocked_error from its reference and slower
+    than blocked_speed for blocked_time while a trajectory runs is blocked: the goal aborts
+    as a path tolerance violation (0 = off). Unlike a path tolerance this does not trip on
+    the lag of a servo that follows its reference, only on one that stopped.
     """
 
     joints: tuple[str, ...]
@@ -123,6 +128,9 @@ class JtcParams:
     start_tolerance: float = 0.05
     limits: JointLimits | None = None
     limit_period: float = 0.01
+    blocked_error: float = 0.0
+    blocked_speed: float = 0.05
+    blocked_time: float = 0.1
 
     def __post_init__(self) -> None:
         n = len(self.joints)
@@ -131,12 +139,50 @@ class JtcParams:
             if value.shape != (n,) or np.any(np.isnan(value)):
                 raise InvalidInput(f"{name} needs {n} numbers (one per joint), got {value!r}")
             object.__setattr__(self, name, value)
-        for name in ("stopped_velocity_tolerance", "goal_time", "cmd_timeout", "start_tolerance"):
+        for name in (
+            "stopped_velocity_tolerance",
+            "goal_time",
+            "cmd_timeout",
+            "start_tolerance",
+            "blocked_error",
+            "blocked_speed",
+            "blocked_time",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
         if not (math.isfinite(self.limit_period) and self.limit_period > 0.0):
             raise InvalidInput(f"limit_period must be > 0 [s], got {self.limit_period!r}")
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], joints: Sequence[str], lower, upper) -> JtcParams:
+        """From a controller section as YAML holds it (upstream names; ``constraints`` may
+        give ``trajectory``/``goal`` for every joint and ``<joint>: {trajectory, goal}`` per
+        joint)."""
+        c = cfg.get("constraints", {})
+
+        def per_joint(kind: str) -> np.ndarray:
+            return np.array([float(c.get(j, {}).get(kind, c.get(kind, 0.0))) for j in joints])
+
+        return cls(
+            joints=tuple(joints),
+            lower=np.asarray(lower, dtype=float),
+            upper=np.asarray(upper, dtype=float),
+            trajectory=per_joint("trajectory"),
+            goal=per_joint("goal"),
+            stopped_velocity_tolerance=float(c.get("stopped_velocity_tolerance", 0.01)),
+            goal_time=float(c.get("goal_time", 0.0)),
+            allow_partial_joints_goal=bool(cfg.get("allow_partial_joints_goal", False)),
+            allow_nonzero_velocity_at_trajectory_end=bool(
+                cfg.get("allow_nonzero_velocity_at_trajectory_end", False)
+            ),
+            interpolate_from_desired_state=bool(cfg.get("interpolate_from_desired_state", False)),
+            cmd_timeout=float(cfg.get("cmd_timeout", 0.0)),
+            start_tolerance=float(cfg.get("start_tolerance", 0.05)),
+            blocked_error=float(c.get("blocked_error", 0.0)),
+            blocked_speed=float(c.get("blocked_speed", 0.05)),
+            blocked_time=float(c.get("blocked_time", 0.1)),
+        )
 
     def default_tolerances(self) -> Tolerances:
         def off(v: np.ndarray) -> np.ndarray:
@@ -159,7 +205,6 @@ class JointTrajectoryController:
 
     def __init__(self, params: JtcParams) -> None:
         self.p = params
-        self.ranges = JointRanges(params.joints, params.lower, params.upper)
         n = len(params.joints)
         self.active = False
         self.ref = np.zeros((3, n))  # desired (q, q̇, q̈) now
@@ -172,6 +217,13 @@ class JointTrajectoryController:
         self.tolerances = params.default_tolerances()
         self.warnings: list[str] = []  # for the node to log (tolerance fall-backs, holds)
         self.inactive_reason = ""  # why goals are refused, added to the rejection
+        self._anchor_q = np.zeros(n)  # [rad] where each joint was when it last moved
+        self._anchor_t = np.zeros(n)  # [s] and when
+
+    @property
+    def ranges(self) -> JointRanges:
+        """The joints and position ranges goals are held to (``p`` may be replaced live)."""
+        return JointRanges(self.p.joints, self.p.lower, self.p.upper)
 
     # --- lifecycle -----------------------------------------------------------------------
     def activate(
@@ -250,8 +302,13 @@ class JointTrajectoryController:
         except InvalidInput as exc:
             raise Rejected(str(exc)) from exc
         if self.p.limits is not None:
+            # A positions-only goal is linear between its points: its velocity steps are
+            # judged as accelerations over the points' spacing, not over our own period.
+            period = self.p.limit_period
+            if traj.degree == 1:
+                period = max(period, float(np.median(np.diff(traj.knots))))
             try:
-                check_trajectory(traj, self.p.limits, self.p.limit_period)
+                check_trajectory(traj, self.p.limits, period)
             except InvalidInput as exc:
                 raise Rejected(f"trajectory exceeds the joint limits: {exc}") from exc
         return traj, start_time
@@ -265,6 +322,7 @@ class JointTrajectoryController:
         """Start an accepted action goal (from ``prepare``); a running goal is preempted."""
         ends = self._abort(INVALID_GOAL, PREEMPTED)
         self.traj, self.start = prepared
+        self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
         self.goal_id = goal_id
         merged, warning = merge_tolerances(
             self.p.default_tolerances(),
@@ -282,6 +340,7 @@ class JointTrajectoryController:
         """A trajectory from the topic: replaces the one followed. A running action goal is
         not ended; it is judged against the new trajectory (upstream behaviour)."""
         self.traj, self.start = prepared
+        self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
 
     def cancel(self, goal_id: object) -> list[GoalEnd]:
         """Cancel the goal if it is the running one: CANCELED (code 0, empty string), hold the
@@ -302,6 +361,8 @@ class JointTrajectoryController:
         t = now - self.start
         traj.sample(t, self.ref)
         state = check_goal(t, traj, self.ref[0], self.q, self.qd, self.tolerances, self.ref[1])
+        if state.outcome == "running":
+            state = self._blocked(t)
         if state.outcome == "running":
             late = t - traj.duration
             if self.p.cmd_timeout > 0.0 and late > self.p.cmd_timeout:
@@ -333,6 +394,29 @@ class JointTrajectoryController:
         ends = self._abort(code, text)
         self._hold_measured()
         return ends
+
+    def _blocked(self, t: float) -> GoalState:
+        """A joint that stopped away from its moving reference (``blocked_*``): more than
+        ``blocked_error`` behind and not ``blocked_speed × blocked_time`` further on since
+        ``blocked_time`` ago. Judged on displacement, not on one velocity reading: a servo that
+        chases a streamed goal moves in spurts."""
+        p = self.p
+        if p.blocked_error <= 0.0:
+            return GoalState("running", "")
+        error = np.abs(self.ref[0] - self.q)
+        moved = np.abs(self.q - self._anchor_q) > p.blocked_speed * p.blocked_time
+        fresh = moved | (error <= p.blocked_error)
+        self._anchor_q = np.where(fresh, self.q, self._anchor_q)
+        self._anchor_t = np.where(fresh, self.time, self._anchor_t)
+        still = self.time - self._anchor_t
+        if not np.any(still >= p.blocked_time):
+            return GoalState("running", "")
+        j = int(np.argmax(still))
+        return GoalState(
+            "path_tolerance_violated",
+            f"{p.joints[j]} is blocked: {error[j]:.4f} rad from the reference, moved less than "
+            f"{p.blocked_speed * p.blocked_time:.4f} rad in {still[j]:.2f} s at t = {t:.3f} s",
+        )
 
     # --- what the ROS side reports -------------------------------------------------------
     @property
@@ -405,11 +489,28 @@ class JointTrajectoryController:
         stamp: float, now: float, points: list[TrajectoryPoint]
     ) -> tuple[float, list[TrajectoryPoint]]:
         """Start time and points timed from it. Stamp 0 starts now; a future stamp starts
-        now too, reaching the first point at stamp + its time (upstream); a past stamp drops
-        the points already due and starts from the current state."""
-        if stamp == 0.0:
-            return now, points
-        shift = stamp - now
-        timed = [p._replace(time_from_start=p.time_from_start + shift) for p in points]
-        due = [p for p in timed if p.time_from_start > 0.0]
-        return now, due
+        now too, reaching the first point at stamp + its time (upstream). A past stamp joins
+        the trajectory where it is now (upstream samples it there): the points already due
+        are dropped and a point interpolated at t = 0 starts it -- it must then lie within
+        ``start_tolerance`` of the current position, like any first point at t = 0."""
+        if stamp == 0.0 or stamp >= now:
+            shift = 0.0 if stamp == 0.0 else stamp - now
+            return now, [p._replace(time_from_start=p.time_from_start + shift) for p in points]
+        timed = [p._replace(time_from_start=p.time_from_start + stamp - now) for p in points]
+        due = [p for p in timed if p.time_from_start <= 0.0]
+        ahead = [p for p in timed if p.time_from_start > 0.0]
+        if not due:
+            return now, ahead
+        a, b = due[-1], ahead[0]
+        u = -a.time_from_start / (b.time_from_start - a.time_from_start)
+
+        def mix(x: Sequence[float], y: Sequence[float]) -> list[float]:
+            return [xa + u * (ya - xa) for xa, ya in zip(x, y, strict=True)] if len(x) else []
+
+        start = TrajectoryPoint(
+            0.0,
+            mix(a.positions, b.positions),
+            mix(a.velocities, b.velocities),
+            mix(a.accelerations, b.accelerations),
+        )
+        return now, [start, *ahead]
