@@ -351,9 +351,10 @@ class FeetechBusEmulator:
     def force_overload(self, ids: Iterable[int]) -> None:
         """Latch OVERLOAD on servos ``ids`` as their firmware would after a long overload:
         their output drops to Protective_Torque until torque is switched on again."""
+        chosen = set(ids)
         with self.lock:
             for servo in self.servos:
-                if servo.servo_id in set(ids):
+                if servo.servo_id in chosen:
                     servo.latched |= int(ErrorBit.OVERLOAD)
 
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:

@@ -391,7 +391,9 @@ class MujocoSim:
     # ------------------------------------------------------------------ stepping
     def step(self, n: int = 1) -> None:
         """Advance ``n`` physics steps, running the controllers at their rate (the Panda's
-        torque loop every step)."""
+        torque loop every step). The controllers run after each step (or batch), so their
+        reference belongs to the current sim time: ``tracking_error`` compares like with
+        like, and the next step is driven by it."""
         if n < 1:
             return
         t_end = self.data.time + n * self.dt
@@ -399,19 +401,20 @@ class MujocoSim:
         if self.control == "torque":
             for _ in range(n):
                 mujoco.mj_step1(m, d)
-                self._control()
                 self._torque_update()
                 mujoco.mj_step2(m, d)
+                self._control()
         else:
             every = self._steps_per_update
             left = n
             while left > 0 and self._busy:
-                self._control()
                 batch = min(every, left)
                 mujoco.mj_step(m, d, nstep=batch)
                 left -= batch
-            if left > 0:
+                self._control()
+            if left > 0:  # idle: one batch, then one cycle so the controllers see the state
                 mujoco.mj_step(m, d, nstep=left)
+                self._control()
         self._after_steps(t_end)
 
     def advance(self, duration: float) -> int:

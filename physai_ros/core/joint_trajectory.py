@@ -435,14 +435,16 @@ def check_goal(
     velocity: np.ndarray,
     tolerances: Tolerances,
     desired_velocity: np.ndarray | None = None,
+    path: bool = False,
 ) -> GoalState:
     """Judge a running goal at ``t`` [s] since its start, as joint_trajectory_controller does
-    every cycle: path tolerances before the last point, goal tolerances from it on.
+    every cycle: path tolerances before the last point (and on a trajectory's first sample,
+    ``path``), goal tolerances from it on.
 
     desired, desired_velocity: reference at ``t``; actual, velocity: measured (robot order).
     """
     names = trajectory.joint_names
-    if t < trajectory.duration:
+    if t < trajectory.duration or path:
         error = np.abs(desired - actual)
         bad = np.flatnonzero(error > tolerances.path_position)
         if bad.size:
@@ -462,7 +464,8 @@ def check_goal(
                     f"{names[j]} velocity is {verror[j]:.4f} rad/s from the reference at "
                     f"t = {t:.3f} s (path velocity tolerance {tolerances.path_velocity[j]:g})",
                 )
-        return GoalState("running", "")
+        if t < trajectory.duration:
+            return GoalState("running", "")
     error = np.abs(trajectory.positions_end - actual)
     speed = np.abs(velocity)
     pos_bad = np.flatnonzero(error > tolerances.goal_position)

@@ -34,6 +34,7 @@ __all__ = [
     "RateLimited",
     "RateReport",
     "check_trajectory",
+    "check_waypoints",
     "duration_bounds",
     "limit_rate",
     "load_limits",
@@ -80,6 +81,27 @@ class JointLimits:
     torque: np.ndarray
     torque_rate: np.ndarray
     control_period: float
+
+    @classmethod
+    def ranges_only(
+        cls, joint_names: Sequence[str], lower: np.ndarray, upper: np.ndarray, period: float
+    ) -> JointLimits:
+        """Position ranges and no rate limit (a controller that knows only its ranges)."""
+        n = len(joint_names)
+        free = np.full(n, np.inf)
+        return cls(
+            "controller",
+            "ranges",
+            tuple(joint_names),
+            np.asarray(lower, float),
+            np.asarray(upper, float),
+            free,
+            free,
+            free,
+            free,
+            free,
+            period,
+        )
 
     def rate(self, order: int) -> np.ndarray:
         """The limit on the ``order``-th derivative (1 velocity, 2 acceleration, 3 jerk)."""
@@ -252,6 +274,54 @@ def check_trajectory(reference: Reference, limits: JointLimits, dt: float | None
     if problems:
         raise LimitViolation("; ".join(problems))
     return peaks
+
+
+def check_waypoints(
+    joint_names: Sequence[str], times: np.ndarray, positions: np.ndarray, limits: JointLimits
+) -> None:
+    """Raise ``LimitViolation`` unless a piecewise-linear reference stays within ``limits``.
+
+    A positions-only trajectory is linear between its points (``times`` [s], ``positions``
+    (k, n), the first at rest): its positions peak at the points, its velocity is each
+    segment's slope, and each velocity step is judged as an acceleration over the mean of the
+    two segments around it (the reference is at rest before the first and after the last
+    point, over a segment as long as its neighbour). Sampling it at a control period instead
+    would make every step a spike of step/period, however gentle the motion it describes.
+    """
+    sub = limits.select(joint_names)
+    names = sub.joint_names
+    q = np.asarray(positions, dtype=float)
+    spans = np.diff(np.asarray(times, dtype=float))
+    problems = []
+    for j in np.flatnonzero(np.any(q < sub.position_min - RTOL, axis=0)):
+        k = int(np.argmin(q[:, j]))
+        problems.append(
+            f"joint {names[j]!r} position {q[k, j]:.4f} rad is below its limit "
+            f"{sub.position_min[j]:.4f} rad at t = {times[k]:.3f} s"
+        )
+    for j in np.flatnonzero(np.any(q > sub.position_max + RTOL, axis=0)):
+        k = int(np.argmax(q[:, j]))
+        problems.append(
+            f"joint {names[j]!r} position {q[k, j]:.4f} rad is above its limit "
+            f"{sub.position_max[j]:.4f} rad at t = {times[k]:.3f} s"
+        )
+    slopes = np.diff(q, axis=0) / spans[:, None]  # (k-1, n)
+    rest = np.zeros((1, q.shape[1]))
+    steps = np.diff(np.vstack([rest, slopes, rest]), axis=0)  # at each point (k, n)
+    padded = np.concatenate([spans[:1], spans, spans[-1:]])
+    accel = np.abs(steps) / (0.5 * (padded[:-1] + padded[1:]))[:, None]
+    for name, values, limit, at in (
+        ("velocity", np.abs(slopes), sub.velocity, times[:-1]),
+        ("acceleration", accel, sub.acceleration, times),
+    ):
+        for j in np.flatnonzero(np.any(values > limit * (1 + RTOL), axis=0)):
+            k = int(np.argmax(values[:, j]))
+            problems.append(
+                f"joint {names[j]!r} {name} {values[k, j]:.4g} {UNITS[name]} exceeds its limit "
+                f"{limit[j]:.4g} {UNITS[name]} (set {sub.set_name!r}) at t = {at[k]:.3f} s"
+            )
+    if problems:
+        raise LimitViolation("; ".join(problems))
 
 
 def _spike_gain(n: int) -> int:

@@ -32,6 +32,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from physai_ros import interfaces
 from physai_ros.core.controllers.gac import GacParams, GripperActionController, GripperEnd
 from physai_ros.core.controllers.jtc import (
+    PREEMPTED,
     GoalEnd,
     GoalTolerances,
     JointTrajectoryController,
@@ -233,9 +234,11 @@ class ControllerServers:
             entry = self.goals.pop(end.goal_id, None)
             if entry is None:
                 continue
-            if end.status == "aborted":
-                text = end.error_string if isinstance(end, GoalEnd) else end.message
+            text = end.error_string if isinstance(end, GoalEnd) else end.message
+            if end.status == "aborted" and text != PREEMPTED:
                 self.log.warning(f"goal aborted: {text}")
+            else:
+                self.log.info(f"goal {end.status}: {text}")
             entry[1].set_result(end)
         self.node.executor.wake()
         self.flush_warnings()

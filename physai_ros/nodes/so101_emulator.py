@@ -158,6 +158,7 @@ class So101Emulator(Node):
             "torque_enabled": list(w.torque_enabled),
             "powered": w.powered,
             "eprom_writes": w.eprom_writes,
+            "acceleration": [servo.get("Acceleration") for servo in self.emulator.servos],
         }
         self.pub_witness.publish(String(data=json.dumps(record)))
 

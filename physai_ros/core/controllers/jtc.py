@@ -28,6 +28,7 @@ each documented in docs/controllers.md:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from physai_ros.core.joint_trajectory import (
+    FLT_EPSILON,
     GoalState,
     JointRanges,
     JointTolerance,
@@ -47,7 +49,7 @@ from physai_ros.core.joint_trajectory import (
     merge_tolerances,
     plan_trajectory,
 )
-from physai_ros.core.limits import JointLimits, check_trajectory
+from physai_ros.core.limits import JointLimits, check_trajectory, check_waypoints
 from physai_ros.errors import InvalidInput
 
 # control_msgs/action/FollowJointTrajectory result codes
@@ -217,6 +219,8 @@ class JointTrajectoryController:
         self.tolerances = params.default_tolerances()
         self.warnings: list[str] = []  # for the node to log (tolerance fall-backs, holds)
         self.inactive_reason = ""  # why goals are refused, added to the rejection
+        self._first_sample = False  # the next update is a new trajectory's first
+        self._timeout_warned: JtcParams | None = None
         self._anchor_q = np.zeros(n)  # [rad] where each joint was when it last moved
         self._anchor_t = np.zeros(n)  # [s] and when
 
@@ -261,24 +265,36 @@ class JointTrajectoryController:
                 NOT_RUNNING + (f" ({self.inactive_reason})" if self.inactive_reason else "")
             )
         names = list(msg.joint_names)
-        n = len(self.p.joints)
-        if not self.p.allow_partial_joints_goal and len(names) != n:
+        self._validate(names, msg, now)
+        names, points = self._fill_partial(names, msg.points)
+        start_time, points = self._time_base(msg.stamp, now, points)
+        try:
+            traj = plan_trajectory(
+                self.ranges, names, points, self._point_before(), self._start_tolerance()
+            )
+            self._check_limits(traj)
+        except InvalidInput as exc:
+            raise Rejected(str(exc)) from exc
+        return traj, start_time
+
+    def _validate(self, names: list[str], msg: TrajectoryMsg, now: float) -> None:
+        """Upstream's ``validate_trajectory_msg``, its rules in its order and words."""
+        p = self.p
+        if not p.allow_partial_joints_goal and len(names) != len(p.joints):
             raise Rejected("Joints on incoming trajectory don't match the controller joints.")
         if not names:
             raise Rejected("Empty joint names on incoming trajectory.")
         if not msg.points:
             raise Rejected("Empty trajectory received.")
         for name in names:
-            if name not in self.p.joints:
+            if name not in p.joints:
                 raise Rejected(f"Incoming joint {name} doesn't match the controller's joints.")
-        if len(set(names)) != len(names):
+        if len(set(names)) != len(names):  # ours: upstream lets [j1, j1, j2] through
             raise Rejected(f"Incoming joint names {names} are not unique.")
         last = msg.points[-1]
-        if not self.p.allow_nonzero_velocity_at_trajectory_end and len(last.velocities) == len(
-            names
-        ):
-            for name, v in zip(names, last.velocities, strict=True):
-                if abs(v) > 1.1920929e-07:
+        if not p.allow_nonzero_velocity_at_trajectory_end:
+            for name, v in zip(names, last.velocities, strict=False):
+                if abs(v) > FLT_EPSILON:
                     raise Rejected(
                         f"Velocity of last trajectory point of joint {name} is not zero: {v:.15f}"
                     )
@@ -288,30 +304,47 @@ class JointTrajectoryController:
                 f"Received trajectory with non-zero start time ({msg.stamp:f}) that ends in the "
                 f"past ({end:f})"
             )
+        for i in range(1, len(msg.points)):
+            t0, t1 = msg.points[i - 1].time_from_start, msg.points[i].time_from_start
+            if not t1 > t0:
+                raise Rejected(
+                    f"Time between points {i - 1} and {i} is not strictly increasing, it is "
+                    f"{t0:f} and {t1:f} respectively"
+                )
+        for i, point in enumerate(msg.points):
+            for field, values in (
+                ("positions", point.positions),
+                ("velocities", point.velocities),
+                ("accelerations", point.accelerations),
+            ):
+                if (field == "positions" or len(values)) and len(values) != len(names):
+                    raise Rejected(
+                        f"Mismatch between joint_names size ({len(names)}) and {field} "
+                        f"({len(values)}) at point #{i}."
+                    )
         if msg.has_effort:
             raise Rejected(
                 "Trajectories with effort fields are only supported for controllers using the "
                 "'effort' command interface."
             )
-        names, points = self._fill_partial(names, msg.points)
-        start_time, points = self._time_base(msg.stamp, now, points)
+
+    def _check_limits(self, traj: TimedTrajectory) -> None:
+        """Positions within the controller's ranges all along (a spline can overshoot between
+        its points), and velocity/acceleration within ``limits`` when given."""
+        p = self.p
+        limits = p.limits.select(p.joints) if p.limits is not None else None
+        if limits is None:
+            limits = JointLimits.ranges_only(p.joints, p.lower, p.upper, p.limit_period)
+        else:
+            limits = dataclasses.replace(limits, position_min=p.lower, position_max=p.upper)
         try:
-            traj = plan_trajectory(
-                self.ranges, names, points, self._point_before(), self._start_tolerance()
-            )
-        except InvalidInput as exc:
-            raise Rejected(str(exc)) from exc
-        if self.p.limits is not None:
-            # A positions-only goal is linear between its points: its velocity steps are
-            # judged as accelerations over the points' spacing, not over our own period.
-            period = self.p.limit_period
             if traj.degree == 1:
-                period = max(period, float(np.median(np.diff(traj.knots))))
-            try:
-                check_trajectory(traj, self.p.limits, period)
-            except InvalidInput as exc:
-                raise Rejected(f"trajectory exceeds the joint limits: {exc}") from exc
-        return traj, start_time
+                knots = traj.knots
+                check_waypoints(p.joints, knots, traj(knots, 0), limits)
+            else:
+                check_trajectory(traj, limits, p.limit_period)
+        except InvalidInput as exc:
+            raise Rejected(f"trajectory exceeds the joint limits: {exc}") from exc
 
     def accept(
         self,
@@ -322,6 +355,7 @@ class JointTrajectoryController:
         """Start an accepted action goal (from ``prepare``); a running goal is preempted."""
         ends = self._abort(INVALID_GOAL, PREEMPTED)
         self.traj, self.start = prepared
+        self._first_sample = True
         self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
         self.goal_id = goal_id
         merged, warning = merge_tolerances(
@@ -340,6 +374,7 @@ class JointTrajectoryController:
         """A trajectory from the topic: replaces the one followed. A running action goal is
         not ended; it is judged against the new trajectory (upstream behaviour)."""
         self.traj, self.start = prepared
+        self._first_sample = True
         self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
 
     def cancel(self, goal_id: object) -> list[GoalEnd]:
@@ -360,12 +395,15 @@ class JointTrajectoryController:
             return []
         t = now - self.start
         traj.sample(t, self.ref)
-        state = check_goal(t, traj, self.ref[0], self.q, self.qd, self.tolerances, self.ref[1])
+        first, self._first_sample = self._first_sample, False
+        state = check_goal(
+            t, traj, self.ref[0], self.q, self.qd, self.tolerances, self.ref[1], path=first
+        )
         if state.outcome == "running":
             state = self._blocked(t)
         if state.outcome == "running":
             late = t - traj.duration
-            if self.p.cmd_timeout > 0.0 and late > self.p.cmd_timeout:
+            if self._cmd_timeout() > 0.0 and late > self._cmd_timeout():
                 self.warnings.append(TIMEOUT_ABORT)
                 ends = self._abort(GOAL_TOLERANCE_VIOLATED, TIMEOUT_ABORT)
                 self._hold_measured()
@@ -395,16 +433,31 @@ class JointTrajectoryController:
         self._hold_measured()
         return ends
 
+    def _cmd_timeout(self) -> float:
+        """Upstream enables cmd_timeout only above goal_time (else it warns and ignores it)."""
+        p = self.p
+        if p.cmd_timeout <= 0.0 or (p.goal_time > 0.0 and p.cmd_timeout <= p.goal_time):
+            if p.cmd_timeout > 0.0 and self._timeout_warned is not p:
+                self._timeout_warned = p
+                self.warnings.append(
+                    "Command timeout must be higher than goal_time tolerance "
+                    f"({p.cmd_timeout:f} vs. {p.goal_time:f})"
+                )
+            return 0.0
+        return p.cmd_timeout
+
     def _blocked(self, t: float) -> GoalState:
         """A joint that stopped away from its moving reference (``blocked_*``): more than
-        ``blocked_error`` behind and not ``blocked_speed × blocked_time`` further on since
-        ``blocked_time`` ago. Judged on displacement, not on one velocity reading: a servo that
-        chases a streamed goal moves in spurts."""
+        ``blocked_error`` from it and not ``blocked_speed × blocked_time`` closer to it since
+        ``blocked_time`` ago. Judged on progress towards the reference, not on one velocity
+        reading: a servo chasing a streamed goal moves in spurts, and a joint rattling
+        against an obstacle moves without getting anywhere."""
         p = self.p
         if p.blocked_error <= 0.0:
             return GoalState("running", "")
         error = np.abs(self.ref[0] - self.q)
-        moved = np.abs(self.q - self._anchor_q) > p.blocked_speed * p.blocked_time
+        progress = (self.q - self._anchor_q) * np.sign(self.ref[0] - self.q)
+        moved = progress > p.blocked_speed * p.blocked_time
         fresh = moved | (error <= p.blocked_error)
         self._anchor_q = np.where(fresh, self.q, self._anchor_q)
         self._anchor_t = np.where(fresh, self.time, self._anchor_t)
@@ -414,8 +467,9 @@ class JointTrajectoryController:
         j = int(np.argmax(still))
         return GoalState(
             "path_tolerance_violated",
-            f"{p.joints[j]} is blocked: {error[j]:.4f} rad from the reference, moved less than "
-            f"{p.blocked_speed * p.blocked_time:.4f} rad in {still[j]:.2f} s at t = {t:.3f} s",
+            f"{p.joints[j]} is blocked: {error[j]:.4f} rad from the reference, less than "
+            f"{p.blocked_speed * p.blocked_time:.4f} rad closer in {still[j]:.2f} s at "
+            f"t = {t:.3f} s",
         )
 
     # --- what the ROS side reports -------------------------------------------------------
@@ -501,6 +555,8 @@ class JointTrajectoryController:
         ahead = [p for p in timed if p.time_from_start > 0.0]
         if not due:
             return now, ahead
+        if not ahead:  # it ends exactly now: its last point, held
+            return now, [due[-1]._replace(time_from_start=0.0)]
         a, b = due[-1], ahead[0]
         u = -a.time_from_start / (b.time_from_start - a.time_from_start)
 
