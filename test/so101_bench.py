@@ -64,6 +64,7 @@ class Bench:
         cube: tuple[float, float] = (0.22, 0.0),
     ) -> None:
         self.tmp = tmp
+        tmp.mkdir(parents=True, exist_ok=True)
         port, cal = str(tmp / "port"), str(tmp / "cal.json")
         specs = pick_graph(
             sim=False, port=port, calibration_file=cal, cube_x=cube[0], cube_y=cube[1]

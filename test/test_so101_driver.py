@@ -12,7 +12,6 @@ explicit release or a power loss; no EPROM write without the parameter; the faul
 from __future__ import annotations
 
 import os
-import signal
 import time
 
 import numpy as np
@@ -51,8 +50,14 @@ def test_launch_arms_in_place_with_limits_and_no_eprom_write(bench):
     assert truth["acceleration"] == [253] * 6
     assert largest_motion(bench.truth_since(0.0)) < STILL
     assert "armed at" in bench.log()
-    ok = bench.wait(lambda: any(s.name == "so101/driver" for s in bench.diagnostics(DiagnosticStatus.OK)), 5.0)
-    assert ok, bench.diag
+    ok = [s.name for s in bench.diagnostics(DiagnosticStatus.OK)]
+    assert bench.wait(
+        lambda: (
+            "so101/driver" in ok
+            or ok.extend(s.name for s in bench.diagnostics(DiagnosticStatus.OK))
+        ),
+        5.0,
+    ), bench.diag
     # a 0.05 s lunge is refused (velocity and acceleration limits), and nothing moves
     t0 = time.time()
     assert not bench.send_arm(bench.arm_position() + np.array([0.0, 0.3, 0, 0, 0]), 0.05).accepted
@@ -90,17 +95,20 @@ def test_cable_pulled_mid_goal_aborts_holds_and_resumes_without_motion(bench):
     time.sleep(0.5)
     bench.set_emulator("port_connected", False)
     pulled = time.time()
-    result = bench.arm_result(handle, 10.0)
-    assert result.status == GoalStatus.STATUS_ABORTED
-    assert "port lost" in result.result.error_string
-    count = bench.joint_count
-    time.sleep(1.0)
-    assert bench.joint_count == count  # a stale state is never published
-    # the servos keep holding the goal they had (near where the arm was): no fall
-    cut = bench.truth_since(pulled + 0.1)
-    assert largest_fall(cut) < FALL and largest_motion(cut) < STILL
-    assert bench.diagnostics(DiagnosticStatus.ERROR), "the lost port is not on /diagnostics"
-    bench.set_emulator("port_connected", True)
+    try:
+        result = bench.arm_result(handle, 10.0)
+        assert result.status == GoalStatus.STATUS_ABORTED
+        assert "port lost" in result.result.error_string
+        count = bench.joint_count
+        time.sleep(1.0)
+        assert bench.joint_count == count  # a stale state is never published
+        # the servos keep holding the goal they had (near where the arm was): no fall
+        cut = bench.truth_since(pulled + 0.1)
+        assert largest_fall(cut) < FALL and largest_motion(cut) < STILL
+        error = bench.wait(lambda: bench.diagnostics(DiagnosticStatus.ERROR), 3.0)
+        assert error, "the lost port is not on /diagnostics"
+    finally:
+        bench.set_emulator("port_connected", True)
     back = time.time()
     assert bench.wait(lambda: bench.joint_count > count + 10, 30.0), bench.log()
     time.sleep(1.0)
@@ -154,14 +162,17 @@ def test_overload_aborts_with_the_servo_named_and_needs_a_rearm(bench):
     assert result.status == GoalStatus.STATUS_ABORTED
     assert "servo 2 (shoulder_lift) OVERLOAD" in result.result.error_string
     assert bench.wait(lambda: bench.state() == "inactive", 5.0)  # commands nothing now
-    errors = bench.diagnostics(DiagnosticStatus.ERROR)
-    assert any("OVERLOAD" in s.message for s in errors), errors
+
+    def named():
+        return any("OVERLOAD" in s.message for s in bench.diagnostics(DiagnosticStatus.ERROR))
+
+    assert bench.wait(named, 3.0), bench.diag
     assert not bench.send_arm(bench.arm_position(), 1.0).accepted
     # re-arming is refused while the servo still reports it; release, then arm again
     assert not bench.transition("activate")
     assert "servo errors" in bench.log()
     assert bench.service("release").success
-    assert bench.transition("activate")
+    assert bench.transition("activate"), bench.log()[-3000:]
     assert bench.state() == "active"
 
 
@@ -171,11 +182,14 @@ def test_power_loss_is_never_re_energised(bench):
     assert handle.accepted
     time.sleep(0.3)
     bench.set_emulator("power", False)
-    result = bench.arm_result(handle, 10.0)
-    assert result.status == GoalStatus.STATUS_ABORTED and "silent" in result.result.error_string
-    assert bench.diagnostics(DiagnosticStatus.ERROR)
-    time.sleep(1.0)  # the arm falls (allowed: a power loss)
-    bench.set_emulator("power", True)
+    try:
+        result = bench.arm_result(handle, 10.0)
+        assert result.status == GoalStatus.STATUS_ABORTED
+        assert "silent" in result.result.error_string
+        assert bench.wait(lambda: bench.diagnostics(DiagnosticStatus.ERROR), 3.0)
+        time.sleep(1.0)  # the arm falls (allowed: a power loss)
+    finally:
+        bench.set_emulator("power", True)
     powered = time.time()
     assert bench.wait(lambda: bench.state() == "inactive", 10.0), bench.log()
     assert "power loss" in bench.log()
@@ -197,59 +211,3 @@ def test_release_drops_torque_and_says_so(bench):
     assert bench.wait(lambda: not any(bench.truth()["torque_enabled"]), 2.0)
     assert bench.wait(lambda: bench.state() == "inactive", 5.0)
     assert bench.transition("activate")
-
-
-# --- power-up conditions: a bench each ----------------------------------------------------------
-def test_arm_resting_outside_its_limits_is_not_armed(tmp_path, ros_domain):
-    """elbow_flex rests at 1.85 rad, beyond its 1.69 rad limit: activation is refused naming
-    the joint and its value; torque stays off; nothing moves."""
-    bench = Bench(
-        tmp_path,
-        ros_domain,
-        emulator={"initial_pose": [0.0, -1.70, 1.85, 0.8, 0.0, 0.0], "mechanical_margin": 0.3},
-    )
-    try:
-        assert bench.wait(lambda: "activation refused" in bench.log(), 60.0), bench.log()
-        assert "elbow_flex = 1.8" in bench.log() and "outside the limits" in bench.log()
-        assert bench.state() == "inactive"
-        time.sleep(0.5)
-        records = bench.truth_since(0.0)
-        assert not any(any(r["torque_enabled"]) for r in records)
-        assert largest_motion(records) < STILL and records[-1]["eprom_writes"] == 0
-        assert bench.joints is not None  # joint states flow while inactive
-    finally:
-        bench.close()
-
-
-def test_calibration_mismatch_refuses_and_writes_only_when_asked(tmp_path, ros_domain):
-    emulator = {"homing_error": ["elbow_flex:60"]}
-    bench = Bench(tmp_path / "a", ros_domain, emulator=emulator)
-    try:
-        assert bench.wait(lambda: "activation refused" in bench.log(), 60.0), bench.log()
-        assert "elbow_flex Homing_Offset" in bench.log()
-        time.sleep(0.5)
-        assert bench.truth()["eprom_writes"] == 0
-        assert not any(bench.truth()["torque_enabled"])
-    finally:
-        bench.close()
-    bench = Bench(tmp_path / "b", ros_domain, emulator=emulator, driver={"write_calibration": True})
-    try:
-        bench.wait_active()
-        assert bench.truth()["eprom_writes"] > 0  # asked for: written
-        assert "calibration written" in bench.log()
-    finally:
-        bench.close()
-
-
-def test_ctrl_c_holds_by_default_and_releases_when_asked(tmp_path, ros_domain):
-    for policy, torque in (("hold", True), ("release", False)):
-        bench = Bench(tmp_path / policy, ros_domain, driver={"on_exit": policy})
-        try:
-            bench.wait_active()
-            os.killpg(bench.procs[1].pid, signal.SIGINT)  # the driver, as Ctrl-C
-            bench.procs[1].wait(15)
-            time.sleep(0.3)
-            assert all(bench.truth()["torque_enabled"]) == torque
-            assert f"on_exit={policy}" in bench.log()
-        finally:
-            bench.close()

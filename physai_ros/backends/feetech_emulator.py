@@ -66,7 +66,7 @@ MID = 2047  # LeRobot's half-turn homing puts the middle pose here
 # Encoder reading at joint angle 0 of each servo as assembled: arbitrary, so homing offsets
 # are not trivially zero (as on a real arm).
 ENCODER_AT_ZERO = (1900, 2210, 1750, 2300, 2047, 1500)
-SETTLE_TIME = 1.0  # [s] torque-off physics before the port opens: the arm comes to rest
+SETTLE_TIME = 3.0  # [s] torque-off physics before the port opens: the arm comes to rest
 LEROBOT_CONFIGURE = {
     # lerobot/robots/so_follower/so_follower.py SOFollower.configure() (LeRobot 0.4.4) and
     # FeetechMotorsBus.configure_motors(): what a calibrated arm's EPROM holds.

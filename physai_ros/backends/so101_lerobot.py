@@ -345,8 +345,13 @@ class So101Bus:
         for register, value in ram.items():
             self._guard(f"write {register}", lambda r=register, v=value: self._write_all(r, v))
         sent = self.send_positions(positions)
-        self._guard("enable torque", lambda: self.bus.enable_torque())
-        return sent
+        for _ in range(3):  # sync writes (no replies to lose), then a read to confirm
+            self._guard("enable torque", lambda: self._write_all("Torque_Enable", 1))
+            self._guard("lock EPROM", lambda: self._write_all("Lock", 1))
+            off = ~self.torque_enabled()
+            if not off.any():
+                return sent
+        raise ServoSilent(f"torque did not come on at {[JOINTS[i] for i in np.flatnonzero(off)]}")
 
     def _write_all(self, register: str, value: int) -> None:
         self.bus.sync_write(register, dict.fromkeys(JOINTS, value), normalize=False)
@@ -476,9 +481,22 @@ class So101Bus:
         if self._max_torque is None:  # EPROM: read once per connection
             self._max_torque = self._read_all("Max_Torque_Limit")
         counts = int(min(max(round(1000.0 * torque / STALL_TORQUE), 1), self._max_torque[name]))
-        self._guard("write Torque_Limit", lambda: self.bus.write("Torque_Limit", name, counts))
+        # sync write: no status reply, so a servo's latched error flag (an overloaded gripper)
+        # cannot make the write look failed -- LeRobot raises on any error bit of a reply
+        self._guard(
+            "write Torque_Limit",
+            lambda: self.bus.sync_write("Torque_Limit", {name: counts}, normalize=False),
+        )
         return counts * STALL_TORQUE / 1000.0
 
     def release(self) -> None:
-        """Torque off on every servo: the arm goes limp (and falls if unsupported)."""
-        self._guard("disable torque", lambda: self.bus.disable_torque())
+        """Torque off on every servo: the arm goes limp (and falls if unsupported). Sync
+        writes, then a read to confirm: it must work on servos reporting an error (an
+        overload), whose every reply LeRobot would otherwise take as a failed write."""
+        for _ in range(3):
+            self._guard("disable torque", lambda: self._write_all("Torque_Enable", 0))
+            self._guard("unlock EPROM", lambda: self._write_all("Lock", 0))
+            on = self.torque_enabled()
+            if not on.any():
+                return
+        raise ServoSilent(f"torque still on at {[JOINTS[i] for i in np.flatnonzero(on)]}")

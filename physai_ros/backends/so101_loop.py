@@ -26,6 +26,7 @@ Faults, and what they do (a fault never re-energises anything):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import threading
@@ -232,16 +233,30 @@ class ServoLoop:
                     "inside its range by hand (torque is off) and activate again"
                 )
             flags = bus.read_health().status.astype(int)
-            bad = [
-                f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(f)}" for i, f in enumerate(flags) if f
-            ]
-            if bad:
+            torque = bus.torque_enabled()
+            held = [i for i, f in enumerate(flags) if f and torque[i]]
+            if held:  # a servo holding torque under a latched protection: release it first
+                names = [f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(flags[i])}" for i in held]
                 raise Refused(
-                    f"servo errors: {bad}; release the arm (torque off clears a latched "
-                    "protection) and activate again"
+                    f"servo errors: {names}; release the arm (torque off; switching it on "
+                    "again clears a latched protection) and activate again"
                 )
             q = np.clip(reading.position, bus.lower, bus.upper)
-            self.sent = bus.arm(q)
+            try:
+                self.sent = bus.arm(q)
+            except BusError:  # half-armed: back to how it was (torque off), then say why
+                with contextlib.suppress(BusError):
+                    bus.release()
+                raise
+            flags = bus.read_health().status.astype(int)  # arming clears latched protections
+            if flags.any():
+                bus.release()
+                names = [
+                    f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(f)}"
+                    for i, f in enumerate(flags)
+                    if f
+                ]
+                raise Refused(f"servo errors persist after arming: {names}; released again")
             self.commanded = self.sent.copy()
             self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
             self.grip_limit = bus.set_torque_limit(5, self.grip_requested)
@@ -369,7 +384,7 @@ class ServoLoop:
         last = self.reading
         if last is None or now - self.last_good > self.s.stale_timeout:
             return False
-        reach = MAX_SPEED * (now - self.last_good) + 0.05
+        reach = MAX_SPEED * max(now - self.last_good, 0.0) + 0.05
         jump = np.abs(reading.position - last.position)
         if not np.any(jump > reach):
             return False

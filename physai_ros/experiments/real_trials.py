@@ -26,7 +26,6 @@ import contextlib
 import csv
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -143,7 +142,8 @@ def run_trial(cube: tuple[float, float], bag: Path, emulated: bool, timeout: flo
             from physai_ros.bringup import start_emulated
             from physai_ros.graph import emulator_spec, pick_graph
 
-            logs = Path(tempfile.mkdtemp(prefix="physai-trial-"))
+            logs = bag.with_name(bag.name + "_logs")  # the nodes' logs beside the bag
+            logs.mkdir(parents=True, exist_ok=True)
             port, cal = str(logs / "port"), str(logs / "cal.json")
             specs = pick_graph(
                 sim=False, port=port, calibration_file=cal, cube_x=cube[0], cube_y=cube[1]

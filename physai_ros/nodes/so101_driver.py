@@ -45,7 +45,7 @@ from physai_ros.backends.so101_config import (
     loop_settings,
 )
 from physai_ros.backends.so101_lerobot import ARM, JOINTS, STALL_TORQUE, BusError, So101Bus
-from physai_ros.backends.so101_loop import GRIPPER_SLACK, ServoLoop, Snapshot, reports
+from physai_ros.backends.so101_loop import GRIPPER_SLACK, Refused, ServoLoop, Snapshot, reports
 from physai_ros.core.controllers.gac import GripperActionController, gac_params
 from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
 from physai_ros.core.limits import load_limits
@@ -124,6 +124,7 @@ class So101Driver(LifecycleNode):
         self.autostart = p["autostart"]
         self._next_configure = 0.0
         self._configure_error = ""
+        self._activation_retries = 3  # autostart: tries when the bus fails while arming
         domain = os.environ.get("ROS_DOMAIN_ID", "0")
         scope = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET (ROS default)")
         self.get_logger().info(
@@ -165,9 +166,14 @@ class So101Driver(LifecycleNode):
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         try:
             self.get_logger().info(self.loop.activate(time.monotonic()))
-        except (BusError, PhysaiError) as exc:
+        except Refused as exc:  # the arm is not safe to arm: a person must act
             self.get_logger().error(f"activation refused: {exc}")
+            self._activation_retries = 0
             return FAILURE
+        except (BusError, PhysaiError) as exc:  # the bus: autostart tries again
+            self.get_logger().error(f"activation failed: {exc}")
+            return FAILURE
+        self._activation_retries = 0
         return super().on_activate(state)
 
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -214,8 +220,12 @@ class So101Driver(LifecycleNode):
                 return
             label = "inactive"
         if label == "inactive":
-            self.autostart = False  # once: a later deactivation is the user's (or a fault's)
             self.trigger_activate()
+            self._activation_retries -= 1
+            if self._activation_retries <= 0:  # once armed, or refused, or given up: a later
+                self.autostart = False  # deactivation is the user's (or a fault's)
+            else:
+                self._next_configure = time.monotonic() + self.loop.s.reconnect_period
 
     # --- the bus thread ------------------------------------------------------------------
     def _bus_thread(self) -> None:

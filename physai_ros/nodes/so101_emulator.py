@@ -20,7 +20,9 @@ OVERLOAD), ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import rclpy
@@ -93,6 +95,11 @@ class So101Emulator(Node):
             raise SystemExit(f"so101_emulator: {exc}") from exc
         if cal:
             write_calibration(Path(cal), self.emulator.calibration)
+        # Real servos run on their own microcontrollers and never pause; on a shared machine
+        # the emulator asks for a higher scheduling priority so that its physics does not
+        # stall behind the nodes it serves (allowed for root; otherwise it runs as it is).
+        with contextlib.suppress(OSError):
+            os.nice(-10)
         port = self.emulator.start()
         self.add_on_set_parameters_callback(self.on_parameters)
         self.pub_truth = self.create_publisher(PoseStamped, "~/true_cube_pose", 10)
