@@ -7,7 +7,7 @@ descriptions identical.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import yaml
@@ -114,3 +114,32 @@ def declare_table(node: Node, defaults: Mapping[str, Any], table: Table) -> dict
         name: declare_param(node, name, defaults[name], text, limits, read_only)
         for name, (text, limits, read_only) in table.items()
     }
+
+
+def run_node(make: Callable[[], Node], args: list[str] | None = None, cleanup=None) -> None:
+    """``main()`` of every node: init, build, spin a single-threaded executor (goals are
+    coroutines or threads of their own), and end quietly on Ctrl-C. An exception raised while
+    the context is going down (a callback that fired as Ctrl-C shut it) is part of the
+    shutdown, not a crash; one raised while it is up still propagates. ``cleanup(node)`` runs
+    last in any case (the driver's torque policy, the bridge's physics thread)."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+    try:
+        with rclpy.init(args=args):
+            node = make()
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            try:
+                executor.spin()
+            except (KeyboardInterrupt, ExternalShutdownException):
+                pass
+            except Exception:
+                if rclpy.ok(context=node.context):
+                    raise
+            finally:
+                if cleanup is not None:
+                    cleanup(node)
+                node.destroy_node()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass

@@ -231,8 +231,8 @@ class ControllerServers:
         if not ends:
             return
         for end in ends:
-            entry = self.goals.pop(end.goal_id, None)
-            if entry is None:
+            entry = self.goals.get(end.goal_id)
+            if entry is None or entry[1].done():
                 continue
             text = end.error_string if isinstance(end, GoalEnd) else end.message
             if end.status == "aborted" and text != PREEMPTED:
@@ -248,8 +248,10 @@ class ControllerServers:
             self.log.warning(self.arm.warnings.pop(0))
 
     async def _execute(self, handle):
-        entry = self.goals.get(bytes(handle.goal_id.uuid))
+        key = bytes(handle.goal_id.uuid)
+        entry = self.goals.get(key)
         end = await entry[1] if entry is not None else None
+        self.goals.pop(key, None)
         if end is None:  # never registered: cannot happen unless accepted elsewhere
             handle.abort()
             return self._empty_result(handle)

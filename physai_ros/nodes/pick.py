@@ -23,7 +23,6 @@ import math
 
 import mujoco
 import numpy as np
-import rclpy
 from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
@@ -31,7 +30,6 @@ from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
 from rclpy.action import ActionClient
 from rclpy.duration import Duration as RclDuration
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -50,7 +48,7 @@ from physai_ros.core.pick import (
 from physai_ros.core.pick_judge import RobotReading, final_verdict, pose_verdict, robot_verdict
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_robot_spec, load_scene_config, place_robot
-from physai_ros.nodes._common import declare_param, declare_robot_params
+from physai_ros.nodes._common import declare_param, declare_robot_params, run_node
 
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
@@ -395,11 +393,7 @@ class PickNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            rclpy.spin(PickNode())
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(PickNode, args)
 
 
 if __name__ == "__main__":

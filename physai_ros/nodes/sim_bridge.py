@@ -22,7 +22,6 @@ import rclpy
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
@@ -35,7 +34,7 @@ from physai_ros.core.controllers.jtc import Rejected
 from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_scene_config
-from physai_ros.nodes._common import declare_table, node_defaults
+from physai_ros.nodes._common import declare_table, node_defaults, run_node
 from physai_ros.nodes._controllers import ControllerServers, declare_gac, declare_jtc
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
 
@@ -346,21 +345,8 @@ class SimBridge(Node):
             self.viewer.close()
 
 
-def main(args=None) -> None:
-    try:
-        with rclpy.init(args=args):
-            node = SimBridge()
-            executor = SingleThreadedExecutor()  # goals are coroutines; physics has its thread
-            executor.add_node(node)
-            try:
-                executor.spin()
-            except RCLError:  # a timer fired as Ctrl-C shut the context down
-                if rclpy.ok(context=node.context):
-                    raise
-            finally:
-                node.stop()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+def main(args: list[str] | None = None) -> None:
+    run_node(SimBridge, args, cleanup=SimBridge.stop)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
@@ -50,7 +49,7 @@ from physai_ros.core.controllers.gac import GripperActionController, gac_params
 from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
 from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_table, node_defaults, node_tree
+from physai_ros.nodes._common import declare_table, node_defaults, node_tree, run_node
 from physai_ros.nodes._controllers import ControllerServers, declare_gac, declare_jtc
 
 OK, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
@@ -311,22 +310,7 @@ class So101Driver(LifecycleNode):
 
 
 def main(args: list[str] | None = None) -> None:
-    node = None
-    try:
-        with rclpy.init(args=args):
-            node = So101Driver()
-            executor = SingleThreadedExecutor()  # goals are coroutines; the bus has its thread
-            executor.add_node(node)
-            try:
-                executor.spin()
-            except RCLError:  # a timer fired as Ctrl-C shut the context down
-                if rclpy.ok(context=node.context):
-                    raise
-            finally:
-                node.exit_policy()
-                node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(So101Driver, args, cleanup=So101Driver.exit_policy)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,8 @@ import json
 import os
 from pathlib import Path
 
-import rclpy
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from std_msgs.msg import String
 
@@ -36,7 +34,7 @@ from physai_ros import interfaces
 from physai_ros.backends.feetech_emulator import FeetechBusEmulator, write_calibration
 from physai_ros.backends.so101_physics import JOINTS, REST_POSE
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes._common import declare_param
+from physai_ros.nodes._common import declare_param, run_node
 
 
 def parse_homing_error(items: list[str]) -> dict[str, int]:
@@ -189,15 +187,7 @@ class So101Emulator(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            node = So101Emulator()
-            try:
-                rclpy.spin(node)
-            finally:
-                node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(So101Emulator, args)
 
 
 if __name__ == "__main__":

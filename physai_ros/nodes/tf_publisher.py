@@ -13,10 +13,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped, TransformStamped
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -27,7 +25,7 @@ from physai_ros import interfaces
 from physai_ros.core.robot_tf import Edge, load_robot_tf
 from physai_ros.core.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_robot_params
+from physai_ros.nodes._common import declare_robot_params, run_node
 
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
@@ -127,11 +125,7 @@ class TfPublisher(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            rclpy.spin(TfPublisher())
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(TfPublisher, args)
 
 
 if __name__ == "__main__":

@@ -19,13 +19,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import rclpy
 from builtin_interfaces.msg import Duration, Time
 from control_msgs.action import FollowJointTrajectory
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -46,7 +44,7 @@ from physai_ros.core.trajectory_goal import (
 )
 from physai_ros.core.trajectory_tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_param
+from physai_ros.nodes._common import declare_param, run_node
 
 FJT = FollowJointTrajectory
 LATCHED = QoSProfile(
@@ -393,14 +391,7 @@ class TrajectoryNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            node = TrajectoryNode()
-            executor = SingleThreadedExecutor()  # goals run in threads of their own
-            executor.add_node(node)
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(TrajectoryNode, args)
 
 
 if __name__ == "__main__":
