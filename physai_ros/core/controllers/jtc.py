@@ -16,8 +16,8 @@ each documented in docs/controllers.md:
 * a first point at t = 0 farther than ``start_tolerance`` from the current position, duplicate
   joint names, and accelerations without velocities are rejected (upstream jumps, accepts, and
   commands zeros, respectively);
-* a trajectory stamped in the past starts from the current state at its first point not yet
-  due (upstream samples the spline mid-way: a jump);
+* a trajectory stamped in the past (a goal that arrived late) starts now from the current
+  state, its points keeping their times (upstream samples the spline mid-way: a jump);
 * path and goal *velocity* tolerances are enforced (our backends measure velocity), acceleration
   tolerances are accepted and not checked (nothing measures acceleration), as upstream does
   without an acceleration state interface;
@@ -538,35 +538,20 @@ class JointTrajectoryController:
             )
         return names + missing, out
 
-    @staticmethod
     def _time_base(
-        stamp: float, now: float, points: list[TrajectoryPoint]
+        self, stamp: float, now: float, points: list[TrajectoryPoint]
     ) -> tuple[float, list[TrajectoryPoint]]:
         """Start time and points timed from it. Stamp 0 starts now; a future stamp starts
-        now too, reaching the first point at stamp + its time (upstream). A past stamp joins
-        the trajectory where it is now (upstream samples it there): the points already due
-        are dropped and a point interpolated at t = 0 starts it -- it must then lie within
-        ``start_tolerance`` of the current position, like any first point at t = 0."""
-        if stamp == 0.0 or stamp >= now:
-            shift = 0.0 if stamp == 0.0 else stamp - now
-            return now, [p._replace(time_from_start=p.time_from_start + shift) for p in points]
-        timed = [p._replace(time_from_start=p.time_from_start + stamp - now) for p in points]
-        due = [p for p in timed if p.time_from_start <= 0.0]
-        ahead = [p for p in timed if p.time_from_start > 0.0]
-        if not due:
-            return now, ahead
-        if not ahead:  # it ends exactly now: its last point, held
-            return now, [due[-1]._replace(time_from_start=0.0)]
-        a, b = due[-1], ahead[0]
-        u = -a.time_from_start / (b.time_from_start - a.time_from_start)
-
-        def mix(x: Sequence[float], y: Sequence[float]) -> list[float]:
-            return [xa + u * (ya - xa) for xa, ya in zip(x, y, strict=True)] if len(x) else []
-
-        start = TrajectoryPoint(
-            0.0,
-            mix(a.positions, b.positions),
-            mix(a.velocities, b.velocities),
-            mix(a.accelerations, b.accelerations),
-        )
-        return now, [start, *ahead]
+        now too, reaching the first point at stamp + its time (upstream). A stamp in the past
+        (a goal that arrived late) also starts now, from the current state, its points keeping
+        their times: it ends late by as much, but nothing jumps (upstream samples it mid-way)."""
+        if stamp > now:
+            return now, [
+                p._replace(time_from_start=p.time_from_start + stamp - now) for p in points
+            ]
+        if stamp != 0.0:
+            self.warnings.append(
+                f"trajectory stamped {now - stamp:.3f} s in the past: started now, "
+                f"{now - stamp:.3f} s late"
+            )
+        return now, list(points)
