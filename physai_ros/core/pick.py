@@ -85,8 +85,8 @@ class PickConfig:
                 raise InvalidInput(f"{key} must be > 0, got {getattr(self, key)!r}")
 
 
-def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
-    """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig`."""
+def load_pick_tree(path: str | Path | None = None) -> dict:
+    """The ``/**: ros__parameters`` tree of ``config/pick.yaml`` (or ``path``)."""
     if path is None:
         from physai_ros.paths import config_path
 
@@ -94,23 +94,36 @@ def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> Pi
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
+        return dict(raw["/**"]["ros__parameters"])
     except OSError as err:
         raise InvalidInput(f"cannot read pick config {path}: {err}") from err
-    if robot not in raw:
-        robots = [k for k, v in raw.items() if isinstance(v, dict) and "arm_joints" in v]
+    except (KeyError, TypeError) as err:
+        raise InvalidInput(f"{path} is not a ROS parameters file with a '/**' section") from err
+
+
+def pick_config(tree: dict, robot: str = "so101") -> PickConfig:
+    """A frozen :class:`PickConfig` from a parameters tree (``load_pick_tree``, or the pick
+    node's declared parameters, nested again)."""
+    if robot not in tree:
+        robots = [k for k, v in tree.items() if isinstance(v, dict) and "arm_joints" in v]
         raise InvalidInput(f"pick config has no robot {robot!r}; valid: {robots}")
     nested = ("durations", "offsets", "ik", "robot", "ros")
     scalars = {
-        k: float(raw[k]) for k in PickConfig.__dataclass_fields__ if k in raw and k not in nested
+        k: float(tree[k]) for k in PickConfig.__dataclass_fields__ if k in tree and k not in nested
     }
     return PickConfig(
-        durations={k: float(v) for k, v in raw["durations"].items()},
-        offsets={k: float(v) for k, v in raw["offsets"].items()},
-        ik={k: float(v) for k, v in raw.get("ik", {}).items()},
-        robot=dict(raw[robot]),
-        ros={k: float(v) for k, v in raw.get("ros", {}).items()},
+        durations={k: float(v) for k, v in tree["durations"].items()},
+        offsets={k: float(v) for k, v in tree["offsets"].items()},
+        ik={k: float(v) for k, v in tree.get("ik", {}).items()},
+        robot=dict(tree[robot]),
+        ros={k: float(v) for k, v in tree.get("ros", {}).items()},
         **scalars,
     )
+
+
+def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
+    """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig`."""
+    return pick_config(load_pick_tree(path), robot)
 
 
 class PickCommand(NamedTuple):

@@ -88,6 +88,18 @@ def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def unflatten(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``flatten`` undone: ``{"a.b": 1}`` → ``{"a": {"b": 1}}``."""
+    out: dict[str, Any] = {}
+    for name, value in values.items():
+        *parents, leaf = name.split(".")
+        node = out
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return out
+
+
 def node_tree(file_name: str) -> dict[str, Any]:
     """The ``/**: ros__parameters`` section of ``config/<file_name>`` as nested dicts."""
     path = config_path(file_name)

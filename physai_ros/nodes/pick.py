@@ -42,13 +42,20 @@ from physai_ros.core.pick import (
     PickMachine,
     PickSensing,
     arm_ik,
-    load_pick_config,
+    load_pick_tree,
     phase_trajectory,
+    pick_config,
 )
 from physai_ros.core.pick_judge import RobotReading, final_verdict, pose_verdict, robot_verdict
 from physai_ros.errors import PhysaiError
-from physai_ros.models import load_robot_spec, load_scene_config, place_robot
-from physai_ros.nodes._common import declare_param, declare_robot_params, run_node
+from physai_ros.models import load_robot_spec, place_robot
+from physai_ros.nodes._common import (
+    declare_robot_params,
+    declare_table,
+    flatten,
+    run_node,
+    unflatten,
+)
 
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
@@ -66,64 +73,85 @@ def stamp_seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
 
 
+S, M, RAD = "[s]", "[m]", "[rad]"
+PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, max), read-only)
+    **{
+        f"durations.{k}": (f"{k} state duration {S}", (0.001, 60.0), True)
+        for k in ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
+    },
+    "close_timeout": (f"lift anyway if the grip never settles within this {S}", (0.1, 60.0), True),
+    "still_speed": ("|jaw speed| below this counts as still [rad/s]", (0.0001, 10.0), True),
+    "still_time": (f"touching and still this long = grip formed {S}", (0.001, 10.0), True),
+    "pose_timeout": (f"a cube pose older than this is stale at planning {S}", (0.01, 10.0), True),
+    "home_speed": ("peak joint speed of the move to home [rad/s]", (0.01, 5.0), True),
+    "home_accel": ("peak joint acceleration of the move to home [rad/s^2]", (0.01, 50.0), True),
+    **{
+        f"offsets.{k}": (f"gripper site height above the cube centre in {k} {M}", (-0.5, 0.5), True)
+        for k in ("pre", "down", "lift")
+    },
+    "jaw_open": (f"gripper joint when open {RAD}", (-3.2, 3.2), True),
+    "jaw_closed": (f"gripper joint target when closing (its stop) {RAD}", (-3.2, 3.2), True),
+    "min_lift": (f"held: cube bottom at least this far above the table {M}", (0.0, 1.0), True),
+    "empty_margin": (f"a jaw this close to jaw_closed holds nothing {RAD}", (0.0, 1.0), True),
+    "eject_distance": (f"a cube farther than this from its start was thrown {M}", (0.0, 5.0), True),
+    "ik.damping": (f"damped least squares damping {M}", (0.0, 1.0), True),
+    "ik.tol": (f"IK position tolerance {M}", (1e-9, 0.01), True),
+    "ik.rot_tol": (f"IK orientation tolerance {RAD}", (1e-9, 0.1), True),
+    "ik.max_iters": ("IK iterations", (1, 10000), True),
+    "so101.site": ("model site the IK places (between the jaw tips)", None, True),
+    "so101.arm_joints": ("the arm's joints, controller order", None, True),
+    "so101.jaw_joint": ("the gripper joint", None, True),
+    "so101.fixed_jaw_body": ("body of the fixed jaw", None, True),
+    "so101.moving_jaw_body": ("body of the moving jaw", None, True),
+    "so101.home": (f"arm joints at home {RAD}", None, True),
+    "so101.approach": ("site x axis in the world while grasping (top-down)", None, True),
+    "so101.closing": (
+        "site z axis in the world while grasping (jaw closing direction)",
+        None,
+        True,
+    ),
+    "ros.control_rate": ("PickMachine update rate [Hz, node clock]", (1.0, 1000.0), True),
+    "ros.trajectory_dt": (f"sampling of each phase into a trajectory goal {S}", (0.001, 1.0), True),
+    "ros.command_lead": (f"arm goals are stamped this far ahead {S}", (0.0, 5.0), True),
+    "ros.touch_force": (
+        "a jaw pushing harder than this touches the object [N]",
+        (0.0, 100.0),
+        True,
+    ),
+    "jaw_torque_cap": ("GripperCommand max_effort while closing [N m]", (0.0, 10.0), True),
+    "frame_prefix": ("prefix of the robot's TF frames (the cube's too)", None, True),
+    "cube_frame": ("TF frame of the object, after frame_prefix", None, True),
+    "world_frame": ("fixed frame the cube pose is given in", None, True),
+    "cube_position": (
+        "where the cube was placed, world frame [m], used when no cube pose is published (a "
+        "real arm without a camera); z < 0 = none: wait for the pose on TF",
+        None,
+        True,
+    ),
+    "cube_size": (f"object edge, for its bottom height {M}", (0.001, 0.5), True),
+    "max_age": (
+        f"a measurement older than this is stale and judges nothing {S}",
+        (0.01, 10.0),
+        True,
+    ),
+}
+
+
 class PickNode(Node):
     def __init__(self) -> None:
         super().__init__("pick")
         robot, model_path, base_pos, base_yaw = declare_robot_params(self)
         try:
-            self.cfg = load_pick_config(robot=robot)
+            tree = load_pick_tree()
+            p = declare_table(self, flatten(tree), PARAMETERS)
+            self.cfg = pick_config(unflatten(p), robot)
         except PhysaiError as exc:
             raise SystemExit(f"pick: {exc}") from exc
+        self.cap, self.world = p["jaw_torque_cap"], p["world_frame"]
+        self.frame_prefix = p["frame_prefix"]
+        self.cube_frame = self.frame_prefix + p["cube_frame"]
+        self.target, self.cube_size, self.max_age = p["cube_position"], p["cube_size"], p["max_age"]
         ros = self.cfg.ros
-        self.cap = declare_param(
-            self,
-            "jaw_torque_cap",
-            ros["jaw_torque_cap"],
-            "GripperCommand max_effort [N m]",
-            (0.0, 10.0),
-            read_only=True,
-        )
-        self.frame_prefix = declare_param(
-            self,
-            "frame_prefix",
-            "",
-            "prefix of the robot's TF frames (the cube's too)",
-            read_only=True,
-        )
-        self.cube_frame = self.frame_prefix + declare_param(
-            self,
-            "cube_frame",
-            "cube",
-            "TF frame of the object (after frame_prefix)",
-            read_only=True,
-        )
-        self.world = declare_param(
-            self, "world_frame", "world", "fixed frame the cube pose is given in", read_only=True
-        )
-        self.target = declare_param(
-            self,
-            "cube_position",
-            [0.0, 0.0, -1.0],
-            "where the cube was placed, world frame [m], used when no cube pose is published "
-            "(a real arm without a camera); z < 0 = none: wait for the pose on TF",
-            read_only=True,
-        )
-        self.cube_size = declare_param(
-            self,
-            "cube_size",
-            float(load_scene_config()["cube"]["size"]),
-            "object edge [m]",
-            (0.001, 0.5),
-            read_only=True,
-        )
-        self.max_age = declare_param(
-            self,
-            "max_age",
-            self.cfg.pose_timeout,
-            "a measurement older than this is stale and judges nothing [s]",
-            (0.01, 10.0),
-            read_only=True,
-        )
         rob = self.cfg.robot
         self.arm_joints = list(rob["arm_joints"])
         self.jaw_joint = str(rob["jaw_joint"])

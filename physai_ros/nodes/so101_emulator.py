@@ -32,9 +32,9 @@ from std_msgs.msg import String
 
 from physai_ros import interfaces
 from physai_ros.backends.feetech_emulator import FeetechBusEmulator, write_calibration
-from physai_ros.backends.so101_physics import JOINTS, REST_POSE
+from physai_ros.backends.so101_physics import JOINTS
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes._common import declare_param, run_node
+from physai_ros.nodes._common import declare_table, node_defaults, run_node
 
 
 def parse_homing_error(items: list[str]) -> dict[str, int]:
@@ -52,31 +52,37 @@ def parse_homing_error(items: list[str]) -> dict[str, int]:
     return out
 
 
+PARAMETERS = {  # config/so101_emulator.yaml: (description, range, read-only)
+    "link": ("symlink kept pointing at the emulator's pty ('' = none)", None, True),
+    "calibration_out": ("write the arm's LeRobot calibration JSON here ('' = no)", None, True),
+    "cube_pos": ("cube centre in the robot base frame (x, y) [m]", None, True),
+    "baudrate": ("bus rate of the servos [bit/s]", (9600, 1_000_000), True),
+    "initial_pose": ("joint angles at power-up [rad]", None, True),
+    "power_on_torque": ("servos hold the initial pose at power-up (a real arm: false)", None, True),
+    "calibrated": ("the servos' EPROM holds the calibration", None, True),
+    "configured": ("the EPROM holds LeRobot's configure() registers", None, True),
+    "homing_error": ("JOINT:STEPS: that servo's homing differs from the file", None, True),
+    "mechanical_margin": ("joint stops this far beyond the ranges [rad]", (0.0, 0.5), True),
+    "mocap": ("also publish the true cube pose on cube_pose (motion capture)", None, True),
+    "witness_rate": ("~/witness and cube pose rate [Hz]", (1.0, 500.0), True),
+    "port_connected": ("false = cable pulled (pty closed)", None, False),
+    "power": ("false = servo supply lost (silent, limp)", None, False),
+    "mute_ids": ("servo ids that do not answer (0 = none)", None, False),
+    "corrupt_every": ("bad checksum on every n-th reply (0 = never)", (0, 1000), False),
+    "overload_ids": ("servo ids whose OVERLOAD latches (0 = none)", None, False),
+    "obstacle": ("[x, y, z, half edge] world [m] puts a box in the way; [0.0] = none", None, False),
+}
+
+
 class So101Emulator(Node):
     def __init__(self) -> None:
         super().__init__("so101_emulator")
 
-        def fixed(name, default, description, limits=None):
-            return declare_param(self, name, default, description, limits, read_only=True)
-
-        link = fixed("link", "", "symlink kept pointing at the emulator's pty ('' = none)")
-        cal = fixed("calibration_out", "", "write the arm's LeRobot calibration JSON here")
-        cube = fixed("cube_pos", [0.22, 0.0], "cube centre in the robot base frame [m] (x, y)")
-        baud = fixed("baudrate", 1_000_000, "bus rate of the servos [bit/s]")
-        initial = fixed("initial_pose", list(REST_POSE), "joint angles at power-up [rad]")
-        torque = fixed("power_on_torque", False, "servos hold the initial pose at power-up")
-        calibrated = fixed("calibrated", True, "the servos' EPROM holds the calibration")
-        configured = fixed("configured", True, "the EPROM holds LeRobot's configure() values")
-        homing = fixed("homing_error", [""], "JOINT:STEPS, servo homing differs from the file")
-        margin = fixed("mechanical_margin", 0.0, "joint stops beyond the ranges [rad]", (0.0, 0.5))
-        self.mocap = fixed("mocap", False, "also publish the true cube pose on cube_pose")
-        rate = fixed("witness_rate", 50.0, "~/witness and cube pose rate [Hz]", (1.0, 500.0))
-        declare_param(self, "port_connected", True, "false = cable pulled (pty closed)")
-        declare_param(self, "power", True, "false = servo supply lost (silent, limp)")
-        declare_param(self, "mute_ids", [0], "servo ids that do not answer (0 = none)")
-        declare_param(self, "corrupt_every", 0, "bad checksum on every n-th reply (0 = never)")
-        declare_param(self, "overload_ids", [0], "servo ids whose OVERLOAD latches (0 = none)")
-        declare_param(self, "obstacle", [0.0], "[x, y, z, half edge] world [m]; [0.0] = none")
+        p = declare_table(self, node_defaults("so101_emulator.yaml"), PARAMETERS)
+        link, cal, cube, baud = p["link"], p["calibration_out"], p["cube_pos"], p["baudrate"]
+        initial, torque, calibrated = p["initial_pose"], p["power_on_torque"], p["calibrated"]
+        configured, homing, margin = p["configured"], p["homing_error"], p["mechanical_margin"]
+        self.mocap, rate = p["mocap"], p["witness_rate"]
         try:
             self.emulator = FeetechBusEmulator(
                 baudrate=baud,

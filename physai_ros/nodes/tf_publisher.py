@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TransformStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -25,15 +24,16 @@ from physai_ros import interfaces
 from physai_ros.core.robot_tf import Edge, load_robot_tf
 from physai_ros.core.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_robot_params, run_node
+from physai_ros.nodes._common import declare_robot_params, declare_table, node_defaults, run_node
 
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
 )
 
 
-def to_msgs(edges: list[Edge], stamp) -> list[TransformStamped]:
-    """TransformStamped messages of ``edges`` (rotations converted in one batch)."""
+def to_msgs(edges: list[Edge], stamp, prefix: str = "", world: str = "world"):
+    """TransformStamped messages of ``edges`` (rotations converted in one batch); every frame
+    but the shared ``world`` gets ``prefix`` (two robots in one tree: ``left/``, ``right/``)."""
     if not edges:
         return []
     quats = mats_to_quats(np.array([e.T[:3, :3] for e in edges]))
@@ -41,8 +41,8 @@ def to_msgs(edges: list[Edge], stamp) -> list[TransformStamped]:
     for edge, (w, x, y, z) in zip(edges, quats.tolist(), strict=True):
         msg = TransformStamped()
         msg.header.stamp = stamp
-        msg.header.frame_id = edge.parent
-        msg.child_frame_id = edge.child
+        msg.header.frame_id = edge.parent if edge.parent == world else prefix + edge.parent
+        msg.child_frame_id = prefix + edge.child
         t = msg.transform.translation
         t.x, t.y, t.z = edge.T[:3, 3].tolist()
         r = msg.transform.rotation
@@ -51,18 +51,21 @@ def to_msgs(edges: list[Edge], stamp) -> list[TransformStamped]:
     return out
 
 
+PARAMETERS = {  # config/tf_publisher.yaml: (description, range, read-only)
+    "world_frame": ("fixed frame of the scene, shared by every robot", None, True),
+    "frame_prefix": ("put before every robot frame (left/ for two arms); '' = none", None, True),
+    "object_topics": ("PoseStamped topics of objects to put in the tree", None, True),
+    "object_frames": ("their frame names (after frame_prefix), same order", None, True),
+}
+
+
 class TfPublisher(Node):
     def __init__(self) -> None:
         super().__init__("tf_publisher")
-        ro = ParameterDescriptor(read_only=True)
         robot, model_path, base_pos, base_yaw = declare_robot_params(self)
-        self.world = self.declare_parameter(
-            "world_frame",
-            "world",
-            ParameterDescriptor(read_only=True, description="fixed frame of the scene"),
-        ).value
-        topics = self.declare_parameter("object_topics", [interfaces.CUBE_POSE], ro).value
-        frames = self.declare_parameter("object_frames", ["cube"], ro).value
+        p = declare_table(self, node_defaults("tf_publisher.yaml"), PARAMETERS)
+        self.world, self.prefix = p["world_frame"], p["frame_prefix"]
+        topics, frames = p["object_topics"], p["object_frames"]
         try:
             self.tf = load_robot_tf(robot, model_path, base_pos, base_yaw, self.world)
         except PhysaiError as exc:
@@ -72,7 +75,8 @@ class TfPublisher(Node):
         self.pub_description = self.create_publisher(String, interfaces.ROBOT_DESCRIPTION, LATCHED)
         self._publish_description(robot, model_path)
         stamp = self.get_clock().now().to_msg()
-        self.pub_static.publish(TFMessage(transforms=to_msgs(self.tf.static_edges(), stamp)))
+        static = to_msgs(self.tf.static_edges(), stamp, self.prefix, self.world)
+        self.pub_static.publish(TFMessage(transforms=static))
         self.create_subscription(JointState, interfaces.JOINT_STATES, self.on_joint_state, 10)
         if len(topics) != len(frames):
             raise SystemExit("tf_publisher: object_topics and object_frames differ in length")
@@ -102,7 +106,8 @@ class TfPublisher(Node):
         if not self.tf.complete:
             return
         stamp = msg.header.stamp
-        self.pub_tf.publish(TFMessage(transforms=to_msgs(self.tf.dynamic_edges(), stamp)))
+        moving = to_msgs(self.tf.dynamic_edges(), stamp, self.prefix, self.world)
+        self.pub_tf.publish(TFMessage(transforms=moving))
 
     def on_object(self, msg: PoseStamped, frame: str) -> None:
         p, q = msg.pose.position, msg.pose.orientation
@@ -114,7 +119,7 @@ class TfPublisher(Node):
         t.header = msg.header
         if not t.header.frame_id:
             t.header.frame_id = self.world
-        t.child_frame_id = frame
+        t.child_frame_id = self.prefix + frame
         t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = (
             p.x,
             p.y,

@@ -108,6 +108,10 @@ class TrajectoryNode(Node):
         robot = declare_param(self, "robot", cfg["robot"], *PARAMS["robot"])
         if robot not in cfg["robots"]:
             raise SystemExit(f"trajectory: unknown robot {robot!r}; choose {list(cfg['robots'])}")
+        for name, entry in cfg["robots"].items():  # declared: a params file may change them
+            entry["joints"] = declare_param(
+                self, f"robots.{name}.joints", entry["joints"], f"{name}'s arm joints", None, True
+            )
         defaults = cfg | cfg["robots"][robot]
         self.cfg = v = {"robot": robot} | {
             name: declare_param(self, name, defaults[name], *spec)
