@@ -155,3 +155,14 @@ def test_rviz_layout_names_exist():
     assert markers["Topic"]["Value"] == "/" + interfaces.CONTACT_MARKERS
     camera = displays["rviz_default_plugins/Axes"]["Reference Frame"]
     assert camera in load_robot_tf("so101").frame_names
+
+
+def test_a_missing_params_file_is_refused_before_any_node_starts(tmp_path):
+    from physai_ros.errors import InvalidInput
+    from physai_ros.launch_support import node_actions
+
+    specs = load("pick.launch.py").node_specs(defaults(load("pick.launch.py")))
+    with pytest.raises(InvalidInput, match="no such file"):
+        node_actions(specs, str(tmp_path / "nope.yaml"))
+    actions = node_actions(specs, "")
+    assert len(actions) == len(specs)

@@ -134,3 +134,49 @@ def test_driver_through_ros2_lifecycle_action_and_param(ros2, tmp_path, colcon_i
     assert "[Hz]" in described and "Min value: 1.0" in described and "Max value: 500.0" in described
     out = ros2_output(ros2("lifecycle", "set", "/so101_driver", "deactivate"))
     assert "Transitioning successful" in out
+
+
+PANDA_GOAL = (
+    "{trajectory: {joint_names: [joint1, joint2, joint4], "
+    "points: [{positions: [0.3, 0.2, -2.2]}]}}"  # untimed: the node times it within the limits
+)
+
+
+def wait_param(ros2, node: str, name: str, timeout: float = 90.0) -> str:
+    """``ros2 param get`` until the node is up (its imports take seconds)."""
+    end = time.monotonic() + timeout
+    while True:
+        out = ros2("param", "get", node, name).communicate(timeout=60)[0]
+        if "value is" in out or time.monotonic() > end:
+            return out
+        time.sleep(1.0)
+
+
+def test_ros2_launch_panda_trajectory_with_a_params_file(ros2, tmp_path):
+    """``trajectory_sim.launch.py`` (the Panda) with a user's ``params_file``: its entries
+    reach the nodes they name, and an untimed goal sent with ``ros2 action send_goal`` is timed
+    and executed by the simulated arm."""
+    params = tmp_path / "mine.yaml"
+    params.write_text(
+        "trajectory:\n  ros__parameters:\n    shape: trapezoid\n"
+        "sim_bridge:\n  ros__parameters:\n    real_time_factor: 2.0\n"
+    )
+    ros2(
+        "launch", "physai_ros", "trajectory_sim.launch.py", f"params_file:={params}",
+        log=tmp_path / "launch.log",
+    )  # fmt: skip
+    shape = wait_param(ros2, "/trajectory", "shape")
+    assert "trapezoid" in shape, shape + (tmp_path / "launch.log").read_text()[-3000:]
+    assert "2.0" in wait_param(ros2, "/sim_bridge", "real_time_factor")
+    action, kind = "/trajectory/follow_joint_trajectory", "control_msgs/action/FollowJointTrajectory"
+    out = ros2_output(ros2("action", "send_goal", action, kind, PANDA_GOAL), timeout=120)
+    assert "SUCCEEDED" in out, out + (tmp_path / "launch.log").read_text()[-3000:]
+
+
+def test_ros2_launch_display_without_rviz_serves_the_frame_tree(ros2, tmp_path):
+    """``display.launch.py rviz:=false`` on a machine without RViz: the sim bridge and the TF
+    publisher run, and the robot's frames are on /tf (``ros2 topic echo``, a user's check)."""
+    ros2("launch", "physai_ros", "display.launch.py", "rviz:=false", log=tmp_path / "launch.log")
+    assert "so101" in wait_param(ros2, "/tf_publisher", "robot")
+    out = ros2_output(ros2("topic", "echo", "--once", "/tf_static"), timeout=60)
+    assert "child_frame_id" in out and "base" in out, out
