@@ -168,7 +168,8 @@ def test_ros2_launch_panda_trajectory_with_a_params_file(ros2, tmp_path):
     shape = wait_param(ros2, "/trajectory", "shape")
     assert "trapezoid" in shape, shape + (tmp_path / "launch.log").read_text()[-3000:]
     assert "2.0" in wait_param(ros2, "/sim_bridge", "real_time_factor")
-    action, kind = "/trajectory/follow_joint_trajectory", "control_msgs/action/FollowJointTrajectory"
+    action = "/trajectory/follow_joint_trajectory"
+    kind = "control_msgs/action/FollowJointTrajectory"
     out = ros2_output(ros2("action", "send_goal", action, kind, PANDA_GOAL), timeout=120)
     assert "SUCCEEDED" in out, out + (tmp_path / "launch.log").read_text()[-3000:]
 
