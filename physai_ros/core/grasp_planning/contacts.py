@@ -38,6 +38,7 @@ _SLACK = 1e-9  # relative slack on the pruning bounds (floating point), never on
 _F32 = 1e-5  # relative slack where bounds are computed in float32
 _CHUNK = 300_000  # pair evaluations per vectorised block (fits the cache better than more)
 _BATCH = 16384  # candidate pairs per k-d tree query, visited best bound first
+_Q2_DECIMALS = 12  # two-jaw Q2 compared to a picometre (symmetric pairs tie exactly)
 
 
 class TriangleGrasp(NamedTuple):
@@ -322,6 +323,7 @@ def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
             continue
         rel = obj.com - pts[a[ok]]
         q2 = np.linalg.norm(rel - np.einsum("ij,ij->i", rel, axis[ok])[:, None] * axis[ok], axis=1)
+        q2 = np.round(q2, _Q2_DECIMALS)  # equal to a picometre is a tie: indices decide
         k = int(np.lexsort((b[ok], a[ok], q2))[0])
         cand = (float(q2[k]), int(a[ok][k]), int(b[ok][k]))
         if best is None or cand < best:
