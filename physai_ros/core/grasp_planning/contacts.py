@@ -1,0 +1,339 @@
+"""Contact selection: the seed's Algorithm 1 (three fingers) and its two-jaw counterpart.
+
+Three fingers. For every triangle of surface points, Q1 = Σ |θᵢ − π/3| over its three angles
+[rad]: 0 for an equilateral triangle. The seed's band [0, 0.3] is read as Q1 ≤ 0.3 rad (17.2°
+of total angle error; since the deviations sum to zero, no single angle is more than 0.15 rad =
+8.6° from 60°). Among triangles inside the band whose contacts satisfy the friction cone — at
+each contact the inward normal lies within atan μ of the line to the triangle's centre, where
+the three squeezing forces meet — the one with the smallest Q2 = |centre − centre of mass| is
+chosen; ties go to the smaller Q1, then the smaller point indices.
+
+Not naive: Q2 ≤ r bounds everything. The centre lies in every contact's friction cone, so a
+point whose cone passes farther than r from the centre of mass is out; the third vertex is
+3·centre − pᵢ − pⱼ, so it lies within 3r of 3·com − pᵢ − pⱼ (a k-d tree answers that); the law
+of sines bounds the other two edges by the first. With r doubled from the sample spacing until
+a valid triangle with Q2 ≤ r appears, the answer is exactly brute force's (every triangle with
+Q2 ≤ r passes every filter), at a small fraction of C(n, 3) evaluations.
+
+Two jaws. Antipodal pairs: the jaw axis lies within each contact's friction cone, the width
+within the jaw's opening; Q2 is the distance of the centre of mass from the axis. A hinged jaw
+(SO-101) presses along its tilted face, so its cone is narrowed by the tilt at that width.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from itertools import chain, combinations
+from typing import NamedTuple
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from physai_ros.core.grasp_planning.objects import SurfaceObject
+from physai_ros.errors import InvalidInput
+
+Q1_BAND = 0.3  # [rad] the seed's error band [0, 0.3] on Q1
+_SLACK = 1e-9  # relative slack on the pruning bounds (floating point), never on the answer
+_F32 = 1e-5  # relative slack where bounds are computed in float32
+_CHUNK = 300_000  # pair evaluations per vectorised block (fits the cache better than more)
+_BATCH = 16384  # candidate pairs per k-d tree query, visited best bound first
+_Q2_DECIMALS = 12  # two-jaw Q2 compared to a picometre (symmetric pairs tie exactly)
+
+
+class TriangleGrasp(NamedTuple):
+    """A three-finger grasp: point indices (sorted), Q1 [rad], Q2 [m], triangle centre [m],
+    unit normal of the triangle's plane, and how many triangles were evaluated exactly."""
+
+    indices: tuple[int, int, int]
+    q1: float
+    q2: float
+    centre: np.ndarray
+    normal: np.ndarray
+    evaluated: int
+
+
+class JawGrasp(NamedTuple):
+    """A two-jaw grasp: point indices (i on the fixed/first jaw), width [m], Q2 [m], unit axis
+    from i to j, jaw tilt [rad] at that width, and the number of pairs evaluated."""
+
+    indices: tuple[int, int]
+    width: float
+    q2: float
+    axis: np.ndarray
+    tilt: float
+    evaluated: int
+
+
+class Jaw(NamedTuple):
+    """A two-jaw gripper: opening limits [m] and the tilt [rad] of its moving face vs width."""
+
+    name: str
+    min_width: float
+    max_width: float
+    tilt: Callable[[np.ndarray], np.ndarray]
+
+
+class NoGrasp(InvalidInput):
+    """No contact set satisfies the criteria; the message says which one failed."""
+
+
+def _check(obj: SurfaceObject, mu: float, need: int) -> None:
+    if not math.isfinite(mu) or mu <= 0.0:
+        raise InvalidInput(f"friction coefficient mu must be finite and > 0, got {mu!r}")
+    if len(obj.points) < need:
+        raise NoGrasp(f"too few surface points: {len(obj.points)} < {need}")
+
+
+def cone_distance(obj: SurfaceObject, mu: float) -> np.ndarray:
+    """Distance [m] from the centre of mass to each point's friction cone (0 if inside).
+
+    The cone has its apex at the point, axis along the inward normal, half-angle atan μ.
+    """
+    v = obj.com - obj.points
+    axial = np.einsum("ij,ij->i", v, -obj.normals)
+    radial = np.linalg.norm(v + axial[:, None] * obj.normals, axis=1)
+    beyond = np.arctan2(radial, axial) - math.atan(mu)  # angle outside the cone [rad]
+    dist = np.linalg.norm(v, axis=1) * np.sin(np.clip(beyond, 0.0, math.pi / 2))
+    return np.where(beyond >= math.pi / 2, np.linalg.norm(v, axis=1), dist)
+
+
+def triangle_metrics(
+    obj: SurfaceObject, tri: np.ndarray, mu: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Q1 [rad], Q2 [m] and the cone test of triangles ``tri`` (T, 3) of point indices.
+
+    The one formula both the fast search and brute force use, so that ties compare equal.
+    """
+    p = obj.points[tri]  # (T, 3, 3)
+    centre = p.mean(axis=1)
+    q2 = np.linalg.norm(centre - obj.com, axis=1)
+    q1 = np.zeros(len(tri))
+    for a in range(3):
+        u = p[:, (a + 1) % 3] - p[:, a]
+        w = p[:, (a + 2) % 3] - p[:, a]
+        cos = np.einsum("ij,ij->i", u, w) / (np.linalg.norm(u, axis=1) * np.linalg.norm(w, axis=1))
+        q1 += np.abs(np.arccos(np.clip(cos, -1.0, 1.0)) - math.pi / 3)
+    to_centre = centre[:, None, :] - p
+    dist = np.linalg.norm(to_centre, axis=2)
+    inward = -obj.normals[tri]
+    cos_cone = np.einsum("tci,tci->tc", to_centre, inward) / np.maximum(dist, 1e-300)
+    cones = np.all((cos_cone >= math.cos(math.atan(mu))) & (dist > 0), axis=1)
+    return q1, q2, cones
+
+
+def _best(tri: np.ndarray, q1: np.ndarray, q2: np.ndarray) -> int:
+    """Index of the best row: smallest Q2, then Q1, then point indices."""
+    return int(np.lexsort((tri[:, 2], tri[:, 1], tri[:, 0], q1, q2))[0])
+
+
+def _result(obj: SurfaceObject, tri: np.ndarray, q1, q2, evaluated: int) -> TriangleGrasp:
+    k = _best(tri, q1, q2)
+    p = obj.points[tri[k]]
+    normal = np.cross(p[1] - p[0], p[2] - p[0])
+    centre = p.mean(axis=0)
+    normal /= np.linalg.norm(normal)
+    if np.dot(normal, centre - obj.com) < 0.0:  # the palm side: away from the centre of mass
+        normal = -normal
+    return TriangleGrasp(
+        tuple(int(i) for i in tri[k]), float(q1[k]), float(q2[k]), centre, normal, evaluated
+    )
+
+
+def select_triangle_brute(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> TriangleGrasp:
+    """Reference: every one of the C(n, 3) triangles evaluated (small sets only)."""
+    _check(obj, mu, 3)
+    n = len(obj.points)
+    tri = np.fromiter(combinations(range(n), 3), dtype=np.dtype((int, 3)))
+    q1, q2, cones = triangle_metrics(obj, tri, mu)
+    ok = (q1 <= band) & cones
+    if not ok.any():
+        raise NoGrasp(_why_none(q1 <= band, cones, band))
+    return _result(obj, tri[ok], q1[ok], q2[ok], len(tri))
+
+
+def _why_none(in_band: np.ndarray, cones: np.ndarray, band: float) -> str:
+    if not in_band.any():
+        return f"no triangle inside the Q1 band [0, {band}] rad"
+    return "no triangle inside the Q1 band has every contact normal inside its friction cone"
+
+
+def _candidate_pairs(
+    obj: SurfaceObject, cand: np.ndarray, lb: np.ndarray, radius: float, ratio: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs (i < j) of ``cand`` that can be two vertices of a valid triangle with Q2 ≤ radius.
+
+    Returns i, j and a lower bound on Q2 of any triangle through them. Necessary conditions:
+    each vertex's cone distance ≤ r; the third vertex 3·centre − pᵢ − pⱼ lies within 3r of
+    q = 3·com − pᵢ − pⱼ, so some surface point has |p − com| within 3r of |q − com|; the law of
+    sines bounds the two other edges by this one. With x = p − com every quantity is a function
+    of |xᵢ|², |xⱼ|² and xᵢ·xⱼ, so one matrix product per block of rows gives them all.
+    """
+    x = (obj.points[cand] - obj.com).astype(np.float32)  # bounds only; the answer is float64
+    rho2 = np.einsum("ij,ij->i", x, x)
+    rho = np.sort(np.sqrt(rho2)) if len(rho2) > 1 else np.repeat(np.sqrt(rho2), 2)
+    eps = _F32 * float(np.sqrt(rho2.max()))  # [m] float32 rounding of the quantities below
+    slack = 3 * radius * (1 + _SLACK) + eps
+    # occupied shells |p − com| on a grid of width `slack`, dilated by one cell
+    cells = np.floor(np.sqrt(rho2) / slack).astype(np.int64)
+    occupied = np.zeros(int(cells.max()) + 3, dtype=bool)
+    for shift in (-1, 0, 1):
+        occupied[np.clip(cells + shift, 0, None)] = True
+    m = len(cand)
+    block = max(1, _CHUNK // max(m, 1))
+    out_i, out_j, out_lb = [], [], []
+    for r0 in range(0, m, block):
+        r1 = min(m, r0 + block)
+        gram = x[r0:r1] @ x[r0:].T
+        ri, rj = rho2[r0:r1, None], rho2[None, r0:]
+        edge = np.sqrt(np.maximum(ri + rj - 2 * gram, 0.0))
+        dq = np.sqrt(np.maximum(ri + rj + 2 * gram, 0.0))
+        da = np.sqrt(np.maximum(4 * ri + rj + 4 * gram, 0.0))
+        db = np.sqrt(np.maximum(ri + 4 * rj + 4 * gram, 0.0))
+        cell = np.minimum((dq / slack).astype(np.int64), len(occupied) - 1)
+        keep = (
+            occupied[cell]
+            & (edge > 0)
+            & (np.arange(r0, r1)[:, None] < np.arange(r0, m)[None, :])
+            & (da >= ratio * edge - slack)
+            & (da <= edge / ratio + slack)
+            & (db >= ratio * edge - slack)
+            & (db <= edge / ratio + slack)
+        )
+        a, b = np.nonzero(keep)
+        e, a_d, b_d, d_q = edge[a, b], da[a, b], db[a, b], dq[a, b]
+        i, j = cand[r0 + a], cand[r0 + b]
+        k = np.clip(np.searchsorted(rho, d_q), 1, len(rho) - 1)
+        shell = np.minimum(np.abs(rho[k] - d_q), np.abs(rho[k - 1] - d_q))
+        bound = np.maximum(np.maximum(lb[i], lb[j]), shell / 3)
+        for d in (a_d, b_d):
+            bound = np.maximum(bound, np.maximum(ratio * e - d, d - e / ratio) / 3)
+        out_i.append(i)
+        out_j.append(j)
+        out_lb.append(np.maximum(bound.astype(float) - eps, 0.0))
+    return np.concatenate(out_i), np.concatenate(out_j), np.concatenate(out_lb)
+
+
+def select_triangle(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> TriangleGrasp:
+    """The seed's Algorithm 1, exact and pruned (see the module docstring).
+
+    Within a radius r, candidate pairs are visited in order of their Q2 lower bound and the
+    search stops once that bound exceeds the best Q2 found, which shrinks the k-d tree ball
+    for the third vertex as it goes.
+    """
+    _check(obj, mu, 3)
+    if not 0.0 < band < 2 * math.pi:
+        raise InvalidInput(f"Q1 band must be in (0, 2π) rad, got {band!r}")
+    pts = obj.points
+    tree = cKDTree(pts)
+    spacing = float(np.median(tree.query(pts, k=2)[0][:, 1]))
+    lb = cone_distance(obj, mu)
+    worst = band / 2.0  # deviations sum to zero, so one angle is off by at most band/2
+    ratio = math.sin(max(math.pi / 3 - worst, 1e-6)) / math.sin(
+        min(math.pi / 3 + worst, math.pi / 2)
+    )
+    radius, r_max = max(spacing / 2, 1e-12), obj.size * (1 + _SLACK)
+    evaluated = 0
+    while True:
+        cand = np.flatnonzero(lb <= radius * (1 + _SLACK))
+        ii, jj, bound = _candidate_pairs(obj, cand, lb, radius, ratio)
+        best_key: tuple | None = None
+        best_tri = np.zeros((0, 3), dtype=int)
+        best_q1 = best_q2 = np.zeros(0)
+        while bound.size:
+            limit = radius if best_key is None else min(radius, best_key[0])
+            alive = bound <= limit * (1 + _SLACK)
+            ii, jj, bound = ii[alive], jj[alive], bound[alive]
+            if bound.size == 0:
+                break
+            # the lowest bounds first: a good incumbent early shrinks everything after it
+            rows = np.argpartition(bound, _BATCH)[:_BATCH] if bound.size > _BATCH else None
+            if rows is None:
+                rows = np.arange(bound.size)
+            taken = np.zeros(bound.size, dtype=bool)
+            taken[rows] = True
+            i, j = ii[rows], jj[rows]
+            ii, jj, bound = ii[~taken], jj[~taken], bound[~taken]
+            q = 3 * obj.com - pts[i] - pts[j]
+            reach = 3 * limit * (1 + _SLACK) + 1e-15
+            near = tree.query(q, k=1, distance_upper_bound=reach)[0] <= reach
+            i, j, q = i[near], j[near], q[near]
+            found = tree.query_ball_point(q, reach)
+            counts = np.fromiter((len(f) for f in found), int, len(found))
+            k = np.fromiter(chain.from_iterable(found), int, int(counts.sum()))
+            i, j = np.repeat(i, counts), np.repeat(j, counts)
+            keep = (k > j) & (lb[k] <= limit * (1 + _SLACK))
+            tri = np.column_stack([i[keep], j[keep], k[keep]])
+            evaluated += len(tri)
+            if len(tri) == 0:
+                continue
+            q1, q2, cones = triangle_metrics(obj, tri, mu)
+            ok = (q1 <= band) & cones & (q2 <= radius)
+            if ok.any():
+                best_tri = np.vstack([best_tri, tri[ok]])
+                best_q1, best_q2 = (
+                    np.concatenate([best_q1, q1[ok]]),
+                    np.concatenate([best_q2, q2[ok]]),
+                )
+                top = _best(best_tri, best_q1, best_q2)
+                best_key = (best_q2[top], best_q1[top], *best_tri[top])
+                best_tri, best_q1, best_q2 = best_tri[[top]], best_q1[[top]], best_q2[[top]]
+        if best_key is not None:
+            return _result(obj, best_tri, best_q1, best_q2, evaluated)
+        if radius >= r_max:
+            raise NoGrasp(
+                f"no triangle inside the Q1 band [0, {band}] rad with every contact normal "
+                f"inside its friction cone (μ = {mu}) among {len(pts)} points"
+            )
+        radius = min(4 * radius, r_max)
+
+
+def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
+    """The best antipodal pair for ``jaw`` (smallest Q2, then indices), all ordered pairs.
+
+    Exhaustive but vectorised in blocks: n² pairs cost what n³ triangles would not. Contact i
+    is on the fixed jaw, j on the moving one, so j's cone is narrowed by the tilt.
+    """
+    _check(obj, mu, 2)
+    phi = math.atan(mu)
+    pts, inward = obj.points, -obj.normals
+    n = len(pts)
+    best: tuple[float, int, int] | None = None
+    evaluated = 0
+    for start in range(0, n, max(1, _CHUNK // n)):
+        rows = np.arange(start, min(n, start + max(1, _CHUNK // n)))
+        a, b = np.repeat(rows, n), np.tile(np.arange(n), len(rows))
+        keep = a != b
+        a, b = a[keep], b[keep]
+        evaluated += len(a)
+        d = pts[b] - pts[a]
+        width = np.linalg.norm(d, axis=1)
+        axis = d / width[:, None]
+        tilt = jaw.tilt(width)
+        cos_i = np.einsum("ij,ij->i", inward[a], axis)
+        cos_j = -np.einsum("ij,ij->i", inward[b], axis)
+        ok = (
+            (width >= jaw.min_width)
+            & (width <= jaw.max_width)
+            & (cos_i >= math.cos(phi))
+            & (cos_j >= np.cos(np.clip(phi - tilt, -np.pi, np.pi)))
+            & (tilt < phi)
+        )
+        if not ok.any():
+            continue
+        rel = obj.com - pts[a[ok]]
+        q2 = np.linalg.norm(rel - np.einsum("ij,ij->i", rel, axis[ok])[:, None] * axis[ok], axis=1)
+        q2 = np.round(q2, _Q2_DECIMALS)  # equal to a picometre is a tie: indices decide
+        k = int(np.lexsort((b[ok], a[ok], q2))[0])
+        cand = (float(q2[k]), int(a[ok][k]), int(b[ok][k]))
+        if best is None or cand < best:
+            best = cand
+    if best is None:
+        raise NoGrasp(
+            f"no antipodal pair within {jaw.name}'s opening [{jaw.min_width}, {jaw.max_width}] m "
+            f"with both normals inside the friction cone (μ = {mu})"
+        )
+    q2, i, j = best
+    d = pts[j] - pts[i]
+    width = float(np.linalg.norm(d))
+    return JawGrasp((i, j), width, q2, d / width, float(jaw.tilt(np.array([width]))[0]), evaluated)
