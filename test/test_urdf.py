@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 import yourdfpy
 
-from physai_ros.core.limits import load_limits
+from physai_ros.core.limits import load_gripper_limits, load_limits
 from physai_ros.errors import ModelError
 from physai_ros.models import load_robot_model
 from physai_ros.models.urdf import OPTICAL_SUFFIX, generate_urdf, main, urdf_from_model
-from physai_ros.models.urdf_ros import joint_velocity_limits
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FK_TOL = 1e-9  # [m] and [-] (rotation-matrix entries): URDF numbers are written at full precision
@@ -131,8 +130,9 @@ def test_urdf_joints_inertials_and_limits(robot: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("robot", ["so101", "panda"])
 def test_urdf_limits_agree_with_the_limits_file(robot: str, tmp_path: Path) -> None:
-    """<limit velocity> is the limits file's default set (what MoveIt and the trajectory checks
-    use); <limit effort>, read from the actuators' force range, is the file's torque."""
+    """<limit velocity> is the limits file's default set and gripper block (what MoveIt and the
+    trajectory checks use); <limit effort>, read from the actuators' force range, is the file's
+    torque. Every movable joint gets its speed from the file."""
     limits = load_limits(robot)
     urdf = load_urdf(generate_urdf(robot), tmp_path)
     for name, velocity, torque in zip(
@@ -140,15 +140,11 @@ def test_urdf_limits_agree_with_the_limits_file(robot: str, tmp_path: Path) -> N
     ):
         assert urdf.joint_map[name].limit.velocity == velocity, name
         assert urdf.joint_map[name].limit.effort == pytest.approx(torque), name
-
-
-def test_a_velocity_in_both_config_files_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
-    from physai_ros.models import scene
-
-    config = {"robots": {"panda": {"joint_velocity_limits": {"joint1": 1.0, "finger_joint1": 0.2}}}}
-    monkeypatch.setattr(scene, "load_scene_config", lambda: config)
-    with pytest.raises(ModelError, match=r"\['joint1'\] belongs in config/limits_panda.yaml"):
-        joint_velocity_limits("panda")
+    gripper = load_gripper_limits(robot)
+    for name, (velocity, _) in gripper.items():
+        assert urdf.joint_map[name].limit.velocity == velocity, name
+    movable = {j.name for j in urdf.robot.joints if j.type != "fixed"}
+    assert movable == set(limits.joint_names) | set(gripper)
 
 
 def test_camera_optical_frame_convention(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from xml.etree import ElementTree as ET
 import mujoco
 import numpy as np
 
+from physai_ros.core.limits import load_gripper_limits, load_limits
 from physai_ros.errors import ModelError
 
 HOME_KEY = "home"
@@ -161,21 +162,9 @@ def ros2_control_element(model: mujoco.MjModel, robot: str) -> ET.Element | None
 
 
 def joint_velocity_limits(robot: str) -> dict[str, float]:
-    """Speed limit per joint [rad/s or m/s] for ``<limit velocity>``, each from one file.
-
-    The joints of ``config/limits_<robot>.yaml`` take its default set (the limits the
-    trajectory checks and MoveIt's joint_limits.yaml use); ``config/scene.yaml`` names only the
-    joints that file does not cover (the Panda's fingers). A joint in both is an error, so the
-    two can never disagree.
-    """
-    from physai_ros.core.limits import load_limits  # config files: only this function reads them
-    from physai_ros.models.scene import load_scene_config
-
+    """Speed limit per joint [rad/s or m/s] for ``<limit velocity>``: ``config/limits_<robot>.yaml``
+    (the default set, and the gripper block for the Panda's fingers), the same numbers the
+    trajectory checks and MoveIt's joint_limits.yaml use."""
     limits = load_limits(robot)
-    extra = load_scene_config()["robots"][robot].get("joint_velocity_limits", {})
-    twice = sorted(set(extra) & set(limits.joint_names))
-    if twice:
-        raise ModelError(
-            f"{robot}: velocity of {twice} belongs in config/limits_{robot}.yaml, not scene.yaml"
-        )
-    return {**dict(zip(limits.joint_names, limits.velocity.tolist(), strict=True)), **extra}
+    gripper = {name: v for name, (v, _) in load_gripper_limits(robot).items()}
+    return {**dict(zip(limits.joint_names, limits.velocity.tolist(), strict=True)), **gripper}
