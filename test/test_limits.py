@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import REPO_ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -11,6 +12,7 @@ from hypothesis.extra.numpy import arrays
 from physai_ros.core.limits import (
     check_trajectory,
     limit_rate,
+    load_gripper_limits,
     load_limits,
     plan_move,
     sampled_peaks,
@@ -56,6 +58,21 @@ def test_limit_sets_load_by_name():
         load_limits("ur5")
     with pytest.raises(InvalidInput, match=r"valid:"):
         panda.select(["joint1", "joint9"])
+
+
+def test_gripper_limits_load_apart_from_the_arm(tmp_path):
+    """The Panda's fingers have their own block (no arm trajectory moves them); the SO-101's
+    jaw is one of its `joints`. A joint in both places would have two limits: rejected."""
+    assert load_gripper_limits("panda") == {
+        "finger_joint1": (0.2, 2.0),
+        "finger_joint2": (0.2, 2.0),
+    }
+    assert load_gripper_limits("so101") == {}
+    both = tmp_path / "limits_panda.yaml"
+    text = (REPO_ROOT / "config" / "limits_panda.yaml").read_text()
+    both.write_text(text.replace("joints: [finger_joint1, finger_joint2]", "joints: [joint1, x]"))
+    with pytest.raises(InvalidInput, match=r"gripper joint\(s\) \['joint1'\]"):
+        load_gripper_limits("panda", both)
 
 
 def test_lesson_move_quintic_inside_libfranka_at_1s_but_not_at_half_a_second():

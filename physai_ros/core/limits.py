@@ -37,6 +37,7 @@ __all__ = [
     "check_waypoints",
     "duration_bounds",
     "limit_rate",
+    "load_gripper_limits",
     "load_limits",
     "plan_move",
     "sampled_peaks",
@@ -148,10 +149,8 @@ def _vector(data: dict, key: str, n: int, source: str) -> np.ndarray:
     return arr
 
 
-def load_limits(
-    robot: str, set_name: str | None = None, path: str | Path | None = None
-) -> JointLimits:
-    """Read ``config/limits_<robot>.yaml`` (or ``path``) and pick ``set_name`` (default set)."""
+def _limits_file(robot: str, path: str | Path | None) -> Path:
+    """``path``, or ``config/limits_<robot>.yaml``; if missing, name the robots that have one."""
     from physai_ros.paths import share_dir  # colcon, pip and source installs alike
 
     config_dir = share_dir() / "config"
@@ -159,6 +158,14 @@ def load_limits(
     if not file.is_file():
         valid = sorted(p.stem.removeprefix("limits_") for p in config_dir.glob("limits_*.yaml"))
         raise InvalidInput(f"no limits file {file} for robot {robot!r}; valid robots: {valid}")
+    return file
+
+
+def load_limits(
+    robot: str, set_name: str | None = None, path: str | Path | None = None
+) -> JointLimits:
+    """Read ``config/limits_<robot>.yaml`` (or ``path``) and pick ``set_name`` (default set)."""
+    file = _limits_file(robot, path)
     data = yaml.safe_load(file.read_text())
     sets = data.get("sets", {})
     name = set_name or data.get("default_set")
@@ -186,6 +193,33 @@ def load_limits(
         torque_rate=_vector(chosen, "torque_rate", n, src),
         control_period=period,
     )
+
+
+def load_gripper_limits(
+    robot: str, path: str | Path | None = None
+) -> dict[str, tuple[float, float]]:
+    """Joint -> (velocity, acceleration) of the gripper joints that the limits file keeps apart
+    from ``joints`` (its ``gripper`` block: the Panda's fingers, [m/s], [m/s²]); empty if none.
+
+    They are outside ``JointLimits`` because no arm trajectory moves them; the URDF and MoveIt
+    still need their speeds.
+    """
+    file = _limits_file(robot, path)
+    data = yaml.safe_load(file.read_text())
+    block = data.get("gripper")
+    if block is None:
+        return {}
+    joints = tuple(block["joints"])
+    twice = sorted(set(joints) & set(data["joints"]))
+    if twice:
+        raise InvalidInput(f"{file}: gripper joint(s) {twice} are in `joints` already")
+    src = f"{file} gripper"
+    velocity = _vector(block, "velocity", len(joints), src)
+    acceleration = _vector(block, "acceleration", len(joints), src)
+    return {
+        name: (float(v), float(a))
+        for name, v, a in zip(joints, velocity, acceleration, strict=True)
+    }
 
 
 class Peaks(NamedTuple):
