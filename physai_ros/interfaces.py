@@ -36,3 +36,10 @@ CUBE_POSE = "cube_pose"  # geometry_msgs/PoseStamped in the world frame (TF fram
 SIM_RESET = "sim/reset"  # std_srvs/Trigger
 PICK_STATE = "pick/state"  # std_msgs/String
 PICK_OUTCOME = "pick/outcome"  # std_msgs/String (JSON), latched
+
+
+def under(controller: str, interface: str) -> str:
+    """``interface`` (a constant above, named under its default controller) under another
+    controller name: ``under("panda_arm_controller", FOLLOW_JOINT_TRAJECTORY)`` is franka_ros2's
+    ``panda_arm_controller/follow_joint_trajectory``."""
+    return f"{controller}/{interface.split('/', 1)[1]}"

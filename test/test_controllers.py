@@ -1055,6 +1055,61 @@ def test_gripper_inactive_rejects_and_deactivate_aborts_with_the_reason():
     assert (end.status, g.setpoint) == ("aborted", 0.4)
 
 
+def test_gripper_max_speed_moves_the_setpoint_at_that_speed_to_the_goal():
+    """Addition (the Franka Hand's move/grasp speed): with max_speed the setpoint starts at the
+    measured position and travels at that speed; the goal is judged against its target, so a
+    jaw that follows the moving setpoint has not reached it; without max_speed it jumps."""
+    g = make_gripper(goal_tolerance=0.01)
+    g.accept("g", 0.75, 0.0, 0.0, max_speed=0.5)
+    assert g.setpoint == 0.25 and g.target == 0.75 and g.travelling
+    for k in range(1, 200):  # the jaw follows 0.05 behind the setpoint: not at the goal
+        t = k * DT
+        assert g.update(t, g.setpoint - 0.05, 0.5) == []
+        assert g.setpoint == pytest.approx(min(0.25 + 0.5 * t, 0.75))
+        if g.setpoint == 0.75:
+            break
+    assert g.setpoint == 0.75 and not g.travelling and t == pytest.approx(1.0)
+    (end,) = g.update(t + DT, 0.745, 0.0)
+    assert end.reached_goal and end.status == "succeeded"
+    g.accept("g2", 0.5, 0.0, t + DT)  # no max_speed: upstream's jump
+    assert g.setpoint == 0.5 and not g.travelling
+
+
+def test_gripper_slow_goal_is_not_a_stall_and_a_blocked_one_keeps_closing():
+    """Addition: a jaw moving at half max_speed or more is moving even below
+    stall_velocity_threshold; one blocked by an object stalls after stall_timeout, and its
+    setpoint keeps travelling to the target after the end (a grasp squeezes on)."""
+    g = make_gripper(stall_velocity_threshold=0.05, allow_stalling=True)
+    g.accept("g", 0.0, 0.0, 0.0, max_speed=0.02)  # closing at 0.02 < the 0.05 threshold
+    for k in range(1, 201):  # two seconds closing at 0.02: not a stall
+        assert g.update(k * DT, g.setpoint, -0.02) == [], k
+    blocked, t = g.position, 2.0
+    ends = []
+    while not ends:
+        t += DT
+        ends = g.update(t, blocked, 0.0)
+    (end,) = ends
+    assert end.stalled and end.position == blocked and t == pytest.approx(3.01)
+    before = g.setpoint
+    g.update(t + 1.0, blocked, 0.0)
+    assert g.setpoint == pytest.approx(before - 0.02)
+
+
+def test_gripper_cancel_and_stop_end_the_travel():
+    g = make_gripper()
+    g.accept("g", 0.9, 0.0, 0.0, max_speed=0.1)
+    g.update(0.5, 0.3, 0.1)
+    g.cancel("g")
+    assert g.setpoint == g.target == 0.3 and not g.travelling
+    g.accept("g2", 0.9, 0.0, 1.0, max_speed=0.1)
+    g.update(1.5, 0.35, 0.1)
+    g.stop("fault")
+    assert g.setpoint == g.target == 0.35 and not g.travelling
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(Rejected, match="max_speed"):
+            g.check(0.5, 1.0, bad)
+
+
 def test_gac_params_defaults_and_hardware_effort():
     """Appendix A: defaults goal_tolerance 0.01, stall threshold 0.001, timeout 1 s, no
     stalling; max_effort 0 or absent means the hardware's effort."""

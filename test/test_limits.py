@@ -75,6 +75,33 @@ def test_gripper_limits_load_apart_from_the_arm(tmp_path):
         load_gripper_limits("panda", both)
 
 
+# franka_description robots/fr3/joint_limits.yaml (0.4.0) and Franka's FR3 limits table
+FR3_LOWER = [-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159]
+FR3_UPPER = [2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159]
+FR3_VELOCITY = [2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26]
+# the successor page "Control Interface Specification and Robot Limits" (wider ranges)
+FR3_LOWER_2025 = [-2.9007, -1.8361, -2.9007, -3.0770, -2.8763, 0.4398, -3.0508]
+FR3_UPPER_2025 = [2.9007, 1.8361, 2.9007, -0.1169, 2.8763, 4.6216, 3.0508]
+
+
+def test_fr3_limits_are_franka_published_numbers():
+    fr3 = load_limits("fr3")
+    assert fr3.robot == "fr3" and fr3.set_name == "fr3"
+    assert fr3.joint_names == load_limits("panda").joint_names  # the same model joints
+    np.testing.assert_array_equal(fr3.position_min, FR3_LOWER)
+    np.testing.assert_array_equal(fr3.position_max, FR3_UPPER)
+    np.testing.assert_array_equal(fr3.velocity, FR3_VELOCITY)
+    np.testing.assert_array_equal(fr3.acceleration, 10.0)
+    np.testing.assert_array_equal(fr3.jerk, 5000.0)
+    np.testing.assert_array_equal(fr3.torque, [87] * 4 + [12] * 3)
+    np.testing.assert_array_equal(fr3.torque_rate, 1000.0)
+    assert fr3.control_period == pytest.approx(1e-3)
+    # the older ranges kept here lie inside the newer, wider ones
+    assert np.all(fr3.position_min >= FR3_LOWER_2025) and np.all(fr3.position_max <= FR3_UPPER_2025)
+    # the Panda's home pose (the sim's start) is inside the FR3's ranges
+    assert np.all(fr3.position_min < HOME) and np.all(fr3.position_max > HOME)
+
+
 def test_lesson_move_quintic_inside_libfranka_at_1s_but_not_at_half_a_second():
     panda = load_limits("panda")
     move = JointMove(panda.joint_names, HOME, HOME + LESSON_DQ)

@@ -7,7 +7,9 @@ joint_trajectory`` (the topic), ``arm_controller/controller_state``
 (JointTrajectoryControllerState) and ``gripper_controller/gripper_cmd`` (GripperCommand), with
 their parameters (``arm_controller.*``, ``gripper_controller.*``, names as ros2_controllers').
 The sim bridge and the SO-101 driver both use it; their loops call the controllers' ``update``
-under ``lock`` and hand what ended to ``deliver``.
+under ``lock`` and hand what ended to ``deliver``. The controller names and the joint names on
+the wire are the adapter's (``arm_name``, ``gripper_name``, ``names``: franka_ros2's
+``panda_arm_controller`` with ``panda_joint1``...); the controllers keep the model's names.
 
 Threading: the node spins a single-threaded executor. Action execute callbacks are coroutines
 that await a future per goal, completed by ``deliver`` from whichever thread ended the goal
@@ -17,6 +19,7 @@ that await a future per goal, completed by ``deliver`` from whichever thread end
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from collections.abc import Callable, Sequence
 
@@ -40,11 +43,14 @@ from physai_ros.core.controllers.jtc import (
     Rejected,
     TrajectoryMsg,
 )
+from physai_ros.core.joint_names import JointPrefix
 from physai_ros.core.joint_trajectory import JointTolerance, TrajectoryPoint
+from physai_ros.errors import InvalidInput
 from physai_ros.nodes._common import declare_param
 from physai_ros.nodes._messages import seconds, stamp
 
 FJT = FollowJointTrajectory.Result
+CONTROLLER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
 JTC_LIVE = {
     # name: (description, range); every one takes effect on the next goal
     "allow_partial_joints_goal": ("a goal may name only some joints; the rest hold", None),
@@ -110,9 +116,15 @@ def trajectory_msg(traj: JointTrajectory) -> TrajectoryMsg:
     return TrajectoryMsg(list(traj.joint_names), points, seconds(traj.header.stamp), has_effort)
 
 
-def goal_tolerances(goal) -> GoalTolerances:
+def goal_tolerances(goal, names: JointPrefix) -> GoalTolerances:
+    """A goal's tolerances, their joints named as the model names them."""
+
     def entries(items) -> list[JointTolerance]:
-        return [JointTolerance(t.name, t.position, t.velocity, t.acceleration) for t in items]
+        model = names.to_model([t.name for t in items])
+        return [
+            JointTolerance(n, t.position, t.velocity, t.acceleration)
+            for n, t in zip(model, items, strict=True)
+        ]
 
     return GoalTolerances(
         entries(goal.path_tolerance),
@@ -180,7 +192,10 @@ class ControllerServers:
 
     now: the backend's loop clock [s] (sim time in the bridge, monotonic in the driver);
     to_loop_time: a message stamp [s, ROS time] on that clock; ros_stamp: loop time → a
-    ``builtin_interfaces/Time`` for outgoing headers.
+    ``builtin_interfaces/Time`` for outgoing headers; arm_name, gripper_name: the controllers'
+    names, under which their actions and topics are served (``<arm_name>/follow_joint_trajectory``
+    ...); names: joint names on the wire (default: the model's). Raises ``InvalidInput`` for a
+    controller name ROS cannot use.
     """
 
     def __init__(
@@ -194,15 +209,26 @@ class ControllerServers:
         ros_stamp: Callable[[float], object],
         monitor_rate: float,
         state_rate: float,
+        arm_name: str = interfaces.ARM_CONTROLLER,
+        gripper_name: str = interfaces.GRIPPER_CONTROLLER,
+        names: JointPrefix | None = None,
     ) -> None:
+        for name in (arm_name, gripper_name):
+            if not CONTROLLER_NAME.fullmatch(name):
+                raise InvalidInput(
+                    f"controller name {name!r} is not a ROS name (letters, digits, '_', and '/' "
+                    "between parts; not starting with a digit)"
+                )
         self.node, self.arm, self.gripper, self.lock = node, arm, gripper, lock
         self.now, self.to_loop_time, self.ros_stamp = now, to_loop_time, ros_stamp
+        self.names = names or JointPrefix("", (*arm.p.joints, gripper.p.joint))
+        self.topic = interfaces.under(arm_name, interfaces.JOINT_TRAJECTORY)
         self.log = node.get_logger()
         self.goals: dict[bytes, tuple[object, object]] = {}  # uuid -> (handle, future)
         ActionServer(
             node,
             FollowJointTrajectory,
-            interfaces.FOLLOW_JOINT_TRAJECTORY,
+            interfaces.under(arm_name, interfaces.FOLLOW_JOINT_TRAJECTORY),
             self._execute,
             goal_callback=self._check_arm,
             handle_accepted_callback=self._accept_arm,
@@ -211,15 +237,17 @@ class ControllerServers:
         ActionServer(
             node,
             GripperCommand,
-            interfaces.GRIPPER_COMMAND,
+            interfaces.under(gripper_name, interfaces.GRIPPER_COMMAND),
             self._execute,
             goal_callback=self._check_gripper,
             handle_accepted_callback=self._accept_gripper,
             cancel_callback=self._cancel_gripper,
         )
-        node.create_subscription(JointTrajectory, interfaces.JOINT_TRAJECTORY, self._on_topic, 10)
+        node.create_subscription(JointTrajectory, self.topic, self._on_topic, 10)
         self.pub_state = node.create_publisher(
-            JointTrajectoryControllerState, interfaces.CONTROLLER_STATE, 10
+            JointTrajectoryControllerState,
+            interfaces.under(arm_name, interfaces.CONTROLLER_STATE),
+            10,
         )
         node.create_timer(1.0 / monitor_rate, self._feedback)
         node.create_timer(1.0 / state_rate, self._publish_state)
@@ -234,7 +262,7 @@ class ControllerServers:
             entry = self.goals.get(end.goal_id)
             if entry is None or entry[1].done():
                 continue
-            text = end.error_string if isinstance(end, GoalEnd) else end.message
+            text = self.names.text(end.error_string if isinstance(end, GoalEnd) else end.message)
             if end.status == "aborted" and text != PREEMPTED:
                 self.log.warning(f"goal aborted: {text}")
             else:
@@ -245,7 +273,7 @@ class ControllerServers:
 
     def flush_warnings(self) -> None:
         while self.arm.warnings:
-            self.log.warning(self.arm.warnings.pop(0))
+            self.log.warning(self.names.text(self.arm.warnings.pop(0)))
 
     async def _execute(self, handle):
         key = bytes(handle.goal_id.uuid)
@@ -257,7 +285,7 @@ class ControllerServers:
             return self._empty_result(handle)
         finish_goal(handle, end.status)
         if isinstance(end, GoalEnd):
-            return FJT(error_code=end.error_code, error_string=end.error_string)
+            return FJT(error_code=end.error_code, error_string=self.names.text(end.error_string))
         return GripperCommand.Result(
             position=end.position,
             effort=end.effort,
@@ -281,12 +309,17 @@ class ControllerServers:
         self.log.info("Received new action goal")
         try:
             with self.lock:
-                self.arm.prepare(trajectory_msg(self._timed(goal.trajectory)), self.now())
+                self.arm.prepare(self._trajectory(self._timed(goal.trajectory)), self.now())
         except Rejected as exc:
-            self.log.error(f"goal rejected: {exc}")
+            self.log.error(f"goal rejected: {self.names.text(str(exc))}")
             return GoalResponse.REJECT
         self.log.info("Accepted new action goal")
         return GoalResponse.ACCEPT
+
+    def _trajectory(self, traj: JointTrajectory) -> TrajectoryMsg:
+        """The message as the controller's plain values, its joints named as the model's."""
+        msg = trajectory_msg(traj)
+        return msg._replace(joint_names=self.names.to_model(msg.joint_names))
 
     def _timed(self, traj: JointTrajectory) -> JointTrajectory:
         """The stamp moved onto the loop clock (0 stays 0: "now")."""
@@ -300,12 +333,13 @@ class ControllerServers:
         with self.lock:
             now = self.now()
             try:
-                prepared = self.arm.prepare(trajectory_msg(handle.request.trajectory), now)
+                prepared = self.arm.prepare(self._trajectory(handle.request.trajectory), now)
             except Rejected as exc:  # the state changed since the goal was checked
                 ends = self.arm.stop(str(exc))
                 ends.append(GoalEnd(key, "aborted", FJT.INVALID_GOAL, str(exc)))
             else:
-                ends = self.arm.accept(key, prepared, goal_tolerances(handle.request))
+                tolerances = goal_tolerances(handle.request, self.names)
+                ends = self.arm.accept(key, prepared, tolerances)
         handle.execute()
         self.deliver(ends)
 
@@ -319,16 +353,16 @@ class ControllerServers:
     def _on_topic(self, msg: JointTrajectory) -> None:
         with self.lock:
             try:
-                self.arm.follow(self.arm.prepare(trajectory_msg(self._timed(msg)), self.now()))
+                self.arm.follow(self.arm.prepare(self._trajectory(self._timed(msg)), self.now()))
             except Rejected as exc:
-                self.log.error(f"{interfaces.JOINT_TRAJECTORY} message ignored: {exc}")
+                self.log.error(f"{self.topic} message ignored: {self.names.text(str(exc))}")
 
     def _feedback(self) -> None:
         with self.lock:
             arm = self.arm
             entry = self.goals.get(arm.goal_id) if arm.goal_id is not None else None
             if entry is not None:
-                fb = FollowJointTrajectory.Feedback(joint_names=list(arm.p.joints))
+                fb = FollowJointTrajectory.Feedback(joint_names=self.names.to_wire(arm.p.joints))
                 fb.header.stamp = self.ros_stamp(arm.time)
                 err = arm.error()
                 fb.desired = JointTrajectoryPoint(
@@ -356,7 +390,7 @@ class ControllerServers:
             arm = self.arm
             if not arm.active:
                 return
-            msg = JointTrajectoryControllerState(joint_names=list(arm.p.joints))
+            msg = JointTrajectoryControllerState(joint_names=self.names.to_wire(arm.p.joints))
             msg.header.stamp = self.ros_stamp(arm.time)
             err = arm.error()
             msg.reference = JointTrajectoryPoint(
@@ -378,7 +412,7 @@ class ControllerServers:
             with self.lock:
                 self.gripper.check(goal.command.position, goal.command.max_effort)
         except Rejected as exc:
-            self.log.error(f"gripper goal rejected: {exc}")
+            self.log.error(f"gripper goal rejected: {self.names.text(str(exc))}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 

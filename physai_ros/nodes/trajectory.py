@@ -52,7 +52,7 @@ LATCHED = QoSProfile(
 )
 POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")
 PARAMS = {  # name: (description with units, (min, max) or None, read_only); defaults: config/
-    "robot": ("robot: so101 | panda", None, True),
+    "robot": ("robot (limits file and joints): so101 | panda | fr3", None, True),
     "joints": ("the controller's joints (limits-file names), its order", None, True),
     "limits_file": ("limits YAML; '' = config/limits_<robot>.yaml", None, True),
     "limits_set": ("limit set in that file; '' = its default_set", None, True),

@@ -13,6 +13,12 @@ default effort.
 Deliberate differences (docs/controllers.md): goals with a non-finite position or effort, or a
 position outside the jaw's range, are rejected (upstream accepts anything); feedback is
 published (upstream never does); ``stop(reason)`` aborts the goal on a fault. Pure.
+
+One addition for grippers that move at a commanded speed (the Franka Hand's ``move``/``grasp``):
+a goal may give ``max_speed``; the setpoint then travels from the measured position to the goal
+at that speed instead of jumping there (and keeps travelling after the goal ended, so a grasp
+that stalled on an object keeps closing onto it), and a jaw moving at half that speed or more
+is not taken for stalled. Without it (the default) nothing changes.
 """
 
 from __future__ import annotations
@@ -82,7 +88,10 @@ class GripperActionController:
     def __init__(self, params: GacParams) -> None:
         self.p = params
         self.active = False
-        self.setpoint = 0.0  # [rad | m] commanded jaw position
+        self.setpoint = 0.0  # [rad | m] commanded jaw position (travels to target)
+        self.target = 0.0  # [rad | m] the goal's position
+        self.max_speed = math.inf  # [rad/s | m/s] how fast the setpoint travels to the target
+        self.updated = 0.0  # [s] time of the last update
         self.effort = params.max_effort  # [N·m | N] commanded effort cap
         self.goal_id: object | None = None
         self.position = 0.0
@@ -94,9 +103,10 @@ class GripperActionController:
         """Hold the measured position (or ``hold``, the goal the jaw already has) with the
         default effort."""
         self.position = position
-        self.setpoint = position if hold is None else float(hold)
+        self.setpoint = self.target = position if hold is None else float(hold)
+        self.max_speed = math.inf
         self.effort = self.p.max_effort
-        self.last_movement = now
+        self.last_movement = self.updated = now
         self.active, self.inactive_reason = True, ""
 
     def deactivate(self, reason: str = "") -> list[GripperEnd]:
@@ -107,11 +117,21 @@ class GripperActionController:
     def stop(self, reason: str) -> list[GripperEnd]:
         """A fault or a stop request: abort the goal, hold the measured position."""
         ends = self._end("aborted", reason)
-        self.setpoint = self.position
+        self._hold(self.position)
         return ends
 
-    def check(self, position: float, max_effort: float) -> None:
-        """Raise ``Rejected`` unless the goal can be executed."""
+    def _hold(self, position: float) -> None:
+        self.setpoint = self.target = position
+        self.max_speed = math.inf
+
+    @property
+    def travelling(self) -> bool:
+        """Whether the setpoint is still on its way to the target (needs ``update`` calls)."""
+        return self.setpoint != self.target
+
+    def check(self, position: float, max_effort: float, max_speed: float = math.inf) -> None:
+        """Raise ``Rejected`` unless the goal can be executed (``max_speed`` [rad/s | m/s]:
+        > 0; inf = the setpoint jumps to the goal)."""
         if not self.active:
             raise Rejected(
                 NOT_RUNNING + (f" ({self.inactive_reason})" if self.inactive_reason else "")
@@ -123,31 +143,53 @@ class GripperActionController:
             )
         if not math.isfinite(max_effort) or max_effort < 0.0:
             raise Rejected(f"gripper max_effort {max_effort!r} must be finite and >= 0")
+        if not max_speed > 0.0:  # NaN fails too
+            raise Rejected(f"gripper max_speed {max_speed!r} must be > 0")
 
-    def accept(self, goal_id: object, position: float, max_effort: float, now: float):
-        """Start a goal (after ``check``); the running one ends CANCELED."""
+    def accept(
+        self,
+        goal_id: object,
+        position: float,
+        max_effort: float,
+        now: float,
+        max_speed: float = math.inf,
+    ):
+        """Start a goal (after ``check``); the running one ends CANCELED. With a finite
+        ``max_speed`` the setpoint starts at the measured position and travels to ``position``
+        at that speed."""
         ends = self._end("canceled", "preempted by a new gripper goal")
         self.goal_id = goal_id
-        self.setpoint = float(position)
+        self.target = float(position)
+        self.max_speed = float(max_speed)
+        self.setpoint = self.target if math.isinf(self.max_speed) else self.position
         self.effort = float(max_effort) if max_effort > 0.0 else self.p.max_effort
-        self.last_movement = now
+        self.last_movement = self.updated = now
         return ends
 
     def cancel(self, goal_id: object) -> list[GripperEnd]:
         if goal_id is None or goal_id != self.goal_id:
             return []
         ends = self._end("canceled", "canceled")
-        self.setpoint, self.effort = self.position, self.p.max_effort
+        self._hold(self.position)
+        self.effort = self.p.max_effort
         return ends
 
     def update(self, now: float, position: float, velocity: float) -> list[GripperEnd]:
-        """One cycle: measure and judge the goal (``setpoint``/``effort`` are the command)."""
+        """One cycle: measure, move the setpoint on, judge the goal (``setpoint``/``effort``
+        are the command)."""
         self.position, self.velocity = float(position), float(velocity)
+        if self.travelling and self.active:
+            step = self.max_speed * max(now - self.updated, 0.0)
+            gap = self.target - self.setpoint
+            self.setpoint = (
+                self.target if abs(gap) <= step else self.setpoint + math.copysign(step, gap)
+            )
+        self.updated = now
         if self.goal_id is None or not self.active:
             return []
-        if abs(self.setpoint - self.position) < self.p.goal_tolerance:
+        if abs(self.target - self.position) < self.p.goal_tolerance:
             return self._end("succeeded", "reached the goal", reached=True)
-        if abs(self.velocity) > self.p.stall_velocity_threshold:
+        if abs(self.velocity) > min(self.p.stall_velocity_threshold, 0.5 * self.max_speed):
             self.last_movement = now
         elif now - self.last_movement > self.p.stall_timeout:
             status = "succeeded" if self.p.allow_stalling else "aborted"
