@@ -76,18 +76,24 @@ def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
         return proc
 
     yield _spawn
+    stop_all(procs, grace=5.0)
+
+
+PEERS = Path(__file__).parent / "peers"
+
+
+def stop_all(procs: list[subprocess.Popen], grace: float) -> None:
+    """Stop every process group still running as Ctrl-C would (SIGINT), then SIGKILL what has
+    not ended within ``grace`` seconds, so no test leaves a node behind."""
     for proc in procs:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
     for proc in procs:
         try:
-            proc.wait(5)
+            proc.wait(grace)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-
-
-PEERS = Path(__file__).parent / "peers"
 
 
 # --- ROS 2's own tools, on a colcon-built install (as a user runs the package) ----------------
@@ -152,15 +158,7 @@ def ros2(colcon_install, ros_domain) -> Iterator[Callable[..., subprocess.Popen]
         return proc
 
     yield _ros2
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-    for proc in procs:
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    stop_all(procs, grace=15.0)
 
 
 def ros2_output(proc: subprocess.Popen, timeout: float = 60.0) -> str:

@@ -206,6 +206,8 @@ class Bench:
     def set_emulator(self, name: str, value) -> None:
         if isinstance(value, bool):
             pv = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+        elif isinstance(value, int):
+            pv = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
         elif isinstance(value, list) and all(isinstance(v, int) for v in value):
             pv = ParameterValue(
                 type=ParameterType.PARAMETER_INTEGER_ARRAY, integer_array_value=value

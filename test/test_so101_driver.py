@@ -118,6 +118,30 @@ def test_cable_pulled_mid_goal_aborts_holds_and_resumes_without_motion(bench):
     assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED
 
 
+def test_servos_back_on_a_garbling_bus_resume_without_an_internal_error(bench):
+    """Servos silent, then answering on a bus that garbles every 13th reply: a failed read
+    while resuming keeps the fault and retries; it is no internal error and no deactivation,
+    and nothing moves until a goal."""
+    start = len(bench.log())
+    bench.set_emulator("mute_ids", [1, 2, 3, 4, 5, 6])
+    try:
+        assert bench.wait(lambda: "servos silent" in bench.log()[start:], 5.0), bench.log()
+        bench.set_emulator("corrupt_every", 13)
+        bench.set_emulator("mute_ids", [0])
+        back = time.time()
+        assert bench.wait(lambda: "answer again after" in bench.log()[start:], 20.0), bench.log()
+        time.sleep(1.0)
+        assert largest_motion(bench.truth_since(back)) < STILL
+    finally:
+        bench.set_emulator("mute_ids", [0])
+        bench.set_emulator("corrupt_every", 0)
+    assert "internal error" not in bench.log()[start:], bench.log()[start:]
+    assert bench.state() == "active"
+    handle = bench.send_arm(bench.arm_position() + np.array([0.2, 0, 0, 0, 0]), 1.5)
+    assert handle.accepted
+    assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED
+
+
 def test_blocked_arm_stops_and_holds_within_0_3_s_naming_the_joint(bench):
     """A box in the shoulder_pan's way: the goal aborts as a path tolerance violation naming
     the joint, and the arm holds where it stopped instead of pushing on."""

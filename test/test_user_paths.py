@@ -61,6 +61,19 @@ def wait_for(path: Path, timeout: float = 60.0) -> None:
         time.sleep(0.1)
 
 
+def start_emulator(ros2, tmp_path: Path) -> tuple[Path, Path]:
+    """``ros2 run physai_ros so101_emulator`` as a user stands in for the arm: returns the port
+    (a symlink to its pty) and the calibration file it wrote, once written."""
+    arm, cal = tmp_path / "arm", tmp_path / "cal.json"
+    ros2(
+        "run", "physai_ros", "so101_emulator", "--ros-args",
+        "-p", f"link:={arm}", "-p", f"calibration_out:={cal}",
+        log=tmp_path / "emulator.log",
+    )  # fmt: skip
+    wait_for(cal)
+    return arm, cal
+
+
 def test_ros2_launch_sim_pick_holds(ros2, ros_context, tmp_path):
     launch = ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", log=tmp_path / "log")
     outcome = Watcher(ros_context).wait_outcome(120.0)
@@ -74,13 +87,7 @@ def test_ros2_launch_real_arm_graph_on_the_emulator(ros2, ros_context, tmp_path)
     """The issue's own reproduction: the emulator on a port, then ``pick.launch.py sim:=false``.
     The pick holds, judges so from the robot's own measurements, and the emulator's true cube
     pose agrees (lifted ≥ 4 cm and in both jaws)."""
-    arm, cal = tmp_path / "arm", tmp_path / "cal.json"
-    ros2(
-        "run", "physai_ros", "so101_emulator", "--ros-args",
-        "-p", f"link:={arm}", "-p", f"calibration_out:={cal}",
-        log=tmp_path / "emulator.log",
-    )  # fmt: skip
-    wait_for(cal)
+    arm, cal = start_emulator(ros2, tmp_path)
     ros2(
         "launch", "physai_ros", "pick.launch.py", "sim:=false", f"port:={arm}",
         f"calibration_file:={cal}", log=tmp_path / "launch.log",
@@ -98,13 +105,7 @@ def test_ros2_launch_real_arm_graph_on_the_emulator(ros2, ros_context, tmp_path)
 def test_driver_through_ros2_lifecycle_action_and_param(ros2, tmp_path, colcon_install):
     """``ros2 run ... --params-file`` the shipped config, then a user's session: lifecycle
     get/set, a goal with ``ros2 action send_goal``, parameters set live or refused."""
-    arm, cal = tmp_path / "arm", tmp_path / "cal.json"
-    ros2(
-        "run", "physai_ros", "so101_emulator", "--ros-args",
-        "-p", f"link:={arm}", "-p", f"calibration_out:={cal}",
-        log=tmp_path / "emulator.log",
-    )  # fmt: skip
-    wait_for(cal)
+    arm, cal = start_emulator(ros2, tmp_path)
     params = colcon_install / "physai_ros" / "share" / "physai_ros" / "config" / "so101_driver.yaml"
     ros2(
         "run", "physai_ros", "so101_driver", "--ros-args", "--params-file", str(params),

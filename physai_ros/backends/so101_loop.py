@@ -507,11 +507,17 @@ class ServoLoop:
         """The bus answers again: resume reading; hold what the servos already hold. Torque
         found off on an armed arm = the servos lost power: never re-energise, re-arm."""
         was = self.fault
-        self.fault = ""
         if not self.armed or self.rearm_needed:
+            self.fault = ""
             self.log("info", f"servos answer again after: {was}")
             return
-        torque = self.bus.torque_enabled()
+        try:  # one answer is not yet a bus that answers: any failed read keeps the fault
+            torque = self.bus.torque_enabled()
+            held = self.bus.read_goal()
+        except BusError as exc:
+            self.log("warn", f"servos answer again but not every read does ({exc}); retrying")
+            return
+        self.fault = ""
         if not torque.all():
             off = [JOINTS[i] for i in np.flatnonzero(~torque)]
             self.armed = False
@@ -519,7 +525,6 @@ class ServoLoop:
                 f"power loss: {off} answer with torque off (the arm may have fallen)", False
             )
             return
-        held = self.bus.read_goal()
         self.sent, self.commanded = held, held.copy()
         if self.mode == "active" and not self.stopped:
             self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=held[:5])
