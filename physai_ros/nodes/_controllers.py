@@ -88,6 +88,10 @@ GAC_LIVE = {
     ),
     "stall_timeout": ("still for this long = stalled [s]", (0.0, 60.0)),
     "max_effort": ("effort when a goal gives 0, and after a cancel [N m | N]", (0.0, 1000.0)),
+    "max_speed": (
+        "the setpoint travels to a goal at this speed [rad/s | m/s]; 0 = it jumps (upstream)",
+        (0.0, 100.0),
+    ),
 }
 
 
