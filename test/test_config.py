@@ -38,3 +38,10 @@ def test_pick_torque_cap_is_the_servo_stall_torque():
     limits = load("limits_so101.yaml")
     stall = limits["torque"][limits["joints"].index("gripper")]
     assert load("pick.yaml")["ros"]["jaw_torque_cap"] == stall
+
+
+def test_panda_gripper_speed_is_the_franka_hand_s():
+    """GripperCommand goals (per finger) and franka_gripper commands (of the width) move the
+    simulated Panda's fingers at the same top speed."""
+    panda = load("sim_robots.yaml")["robots"]["panda"]
+    assert 2.0 * panda["gripper_controller"]["max_speed"] == panda["franka_hand"]["max_speed"]
