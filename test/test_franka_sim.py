@@ -82,8 +82,12 @@ class FrankaClient:
         self.node.destroy_node()
 
 
+def _params(assignments: list[str]) -> list[str]:
+    return [arg for a in assignments for arg in ("-p", a)]
+
+
 def start_bridge(spawn, profile: str):
-    args = ["-p", "robot:=panda", "-p", f"franka_profile:={profile}", "-p", "real_time_factor:=5.0"]
+    args = _params(["robot:=panda", f"franka_profile:={profile}", "real_time_factor:=5.0"])
     return spawn("physai_ros.nodes.sim_bridge", "--ros-args", *args, module=True)
 
 
@@ -99,14 +103,22 @@ def test_code_written_for_a_real_panda_runs_on_the_simulated_one(ros_context, sp
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory, GripperCommand
     from franka_msgs.action import Homing, Move
+    from tf2_msgs.msg import TFMessage
 
     from physai_ros.backends.mujoco_sim import MujocoSim
 
     bridge = start_bridge(spawn, "panda")
+    tf_args = ["robot:=panda", "joint_prefix:=panda_", "use_sim_time:=true"]
+    spawn("physai_ros.nodes.tf_publisher", "--ros-args", *_params(tf_args), module=True)
     pre, down = panda_grasp_configurations(MujocoSim("panda"))  # IK here, on the same scene
     user = FrankaClient(ros_context, "panda", "panda_gripper")
+    moving: set[str] = set()  # frames on /tf: the TF publisher reads the prefixed joint states
+    user.node.create_subscription(
+        TFMessage, "/tf", lambda m: moving.update(t.child_frame_id for t in m.transforms), 10
+    )
     try:
         user.wait_ready(bridge)
+        assert user.spin_until(lambda: {"link7", "left_finger"} <= moving, 20.0), moving
         joints = [f"panda_joint{i}" for i in range(1, 8)]
         assert user.states["/joint_states"].name == [
             *joints,
