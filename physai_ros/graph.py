@@ -12,6 +12,7 @@ from typing import Any
 
 from physai_ros import interfaces
 from physai_ros.errors import InvalidInput
+from physai_ros.franka import FRANKA_PROFILES, franka_profile
 
 
 @dataclass(frozen=True)
@@ -156,34 +157,58 @@ def emulator_spec(
     return NodeSpec("so101_emulator", "so101_emulator", params, discovery_env(discovery))
 
 
-FRANKA_CONTROLLER_ACTION = "/panda_arm_controller/follow_joint_trajectory"
+def franka_action(profile: str) -> str:
+    """The FollowJointTrajectory action of franka_ros2's arm controller for ``profile``."""
+    controller = franka_profile(profile).arm_controller
+    return "/" + interfaces.under(controller, interfaces.FOLLOW_JOINT_TRAJECTORY)
+
+
+FRANKA_CONTROLLER_ACTION = franka_action("panda")
 """franka_ros2's Panda arm controller (``panda_ros_controllers.yaml``: a
 joint_trajectory_controller named ``panda_arm_controller`` on joints ``panda_joint1..7``).
-FR3 releases name it ``fr3_arm_controller`` on ``fr3_joint1..7``: pass
-``controller_action=/fr3_arm_controller/follow_joint_trajectory, joint_prefix=fr3_``."""
+FR3 releases name it ``fr3_arm_controller`` on ``fr3_joint1..7`` (``franka="fr3"``)."""
 
-FRANKA_JOINT_PREFIX = "panda_"
+FRANKA_JOINT_PREFIX = FRANKA_PROFILES["panda"].joint_prefix
 """franka_ros2 names the Panda's joints ``panda_joint1``…; our limits file says ``joint1``…"""
 
 
-def trajectory_graph(robot: str = "panda", sim: bool = True, **trajectory: Any) -> list[NodeSpec]:
+def trajectory_graph(
+    robot: str = "panda", sim: bool = True, franka: str = "none", **trajectory: Any
+) -> list[NodeSpec]:
     """The trajectory node, with the sim bridge and TF publisher when ``sim``, or alone, pointed
     at franka_ros2's controller, on a real Panda. ``trajectory`` overrides the trajectory node's
-    parameters (shape, duration, controller_action, joint_prefix, limits_set, …)."""
+    parameters (shape, duration, controller_action, joint_prefix, limits_set, …).
+
+    franka: franka_ros2's names (``physai_ros.franka``): in sim, ``panda`` or ``fr3`` makes the
+    bridge Franka-shaped and points the trajectory node at it; on a real robot it says which
+    franka_ros2 robot runs (``none`` = ``panda``), fr3 also choosing the FR3's limits."""
     _check_robot(robot)
-    params: dict[str, Any] = {"robot": robot, "use_sim_time": sim}
+    profile = franka_profile(franka)
+    if franka != "none" and robot != "panda":
+        raise InvalidInput(f"franka={franka!r} needs robot 'panda', not {robot!r}")
+    if not sim and robot == "panda" and franka == "none":
+        franka, profile = "panda", franka_profile("panda")
+    params: dict[str, Any] = {"robot": profile.limits or robot, "use_sim_time": sim}
     if sim:
-        params["controller_action"] = interfaces.FOLLOW_JOINT_TRAJECTORY
-    elif robot == "panda":
-        params["controller_action"] = FRANKA_CONTROLLER_ACTION
-        params["joint_prefix"] = FRANKA_JOINT_PREFIX
+        params["controller_action"] = interfaces.under(
+            profile.arm_controller, interfaces.FOLLOW_JOINT_TRAJECTORY
+        )
+    elif franka != "none":
+        params["controller_action"] = franka_action(franka)
+    if profile.joint_prefix:
+        params["joint_prefix"] = profile.joint_prefix
     params.update({k: v for k, v in trajectory.items() if v is not None})
     node = NodeSpec("trajectory", "trajectory", params)
     if not sim:
         return [node]
+    bridge: dict[str, Any] = {"robot": robot}
+    tf: dict[str, Any] = {"robot": robot, "use_sim_time": True}
+    if franka != "none":
+        bridge["franka_profile"] = franka
+        tf["joint_prefix"] = profile.joint_prefix
     return [
-        NodeSpec("sim_bridge", "sim_bridge", {"robot": robot}),
-        NodeSpec("tf_publisher", "tf_publisher", {"robot": robot, "use_sim_time": True}),
+        NodeSpec("sim_bridge", "sim_bridge", bridge),
+        NodeSpec("tf_publisher", "tf_publisher", tf),
         node,
     ]
 

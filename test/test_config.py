@@ -46,3 +46,10 @@ def test_emulator_powers_up_in_the_rest_pose_the_physics_rests_in():
 
     emulator = load("so101_emulator.yaml")["/**"]["ros__parameters"]
     assert emulator["initial_pose"] == list(REST_POSE)
+
+
+def test_panda_gripper_speed_is_the_franka_hand_s():
+    """GripperCommand goals (per finger) and franka_gripper commands (of the width) move the
+    simulated Panda's fingers at the same top speed."""
+    panda = load("sim_robots.yaml")["robots"]["panda"]
+    assert 2.0 * panda["gripper_controller"]["max_speed"] == panda["franka_hand"]["max_speed"]

@@ -10,6 +10,7 @@ names the law it pins.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -1073,6 +1074,11 @@ def test_gripper_max_speed_moves_the_setpoint_at_that_speed_to_the_goal():
     assert end.reached_goal and end.status == "succeeded"
     g.accept("g2", 0.5, 0.0, t + DT)  # no max_speed: upstream's jump
     assert g.setpoint == 0.5 and not g.travelling
+    g = make_gripper(max_speed=0.5)  # a default for goals that give none
+    g.accept("g3", 0.75, 0.0, 0.0)
+    assert g.setpoint == 0.25 and g.max_speed == 0.5
+    g.accept("g4", 0.75, 0.0, 0.0, max_speed=math.inf)  # a goal may still ask for the jump
+    assert g.setpoint == 0.75
 
 
 def test_gripper_slow_goal_is_not_a_stall_and_a_blocked_one_keeps_closing():

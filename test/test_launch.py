@@ -18,6 +18,7 @@ from conftest import REPO_ROOT
 
 from physai_ros import interfaces
 from physai_ros.core.robot_tf import load_robot_tf
+from physai_ros.errors import InvalidInput
 from physai_ros.graph import FRANKA_CONTROLLER_ACTION, pick_graph, trajectory_graph
 
 LAUNCH_FILES = sorted(p.name for p in (REPO_ROOT / "launch").glob("*.launch.py"))
@@ -131,16 +132,43 @@ def test_trajectory_graphs_point_at_the_right_controller_and_clock():
     assert params["joint_prefix"] == "panda_" and params["use_sim_time"] is False
     assert params["shape"] == "septic"
     franka = load("trajectory_franka.launch.py")
-    fr3 = franka.node_specs(
-        {
-            "controller_action": "/fr3_arm_controller/follow_joint_trajectory",
-            "joint_prefix": "fr3_",
-            "limits_set": "libfranka",
-            "shape": "quintic",
-            "duration": "2.5",
-        }
-    )[0].parameters
-    assert fr3["joint_prefix"] == "fr3_" and fr3["duration"] == 2.5
+    assert franka.node_specs(defaults(franka))[0].parameters == {
+        **params,
+        "shape": "quintic",
+        "duration": 0.0,
+    }, "the launch file's defaults are the Panda's"
+    fr3 = franka.node_specs({**defaults(franka), "franka": "fr3", "duration": "2.5"})[0]
+    assert fr3.parameters == {
+        "robot": "fr3",  # config/limits_fr3.yaml
+        "use_sim_time": False,
+        "controller_action": "/fr3_arm_controller/follow_joint_trajectory",
+        "joint_prefix": "fr3_",
+        "shape": "quintic",
+        "duration": 2.5,
+    }
+
+
+@pytest.mark.parametrize(("franka", "prefix"), [("panda", "panda_"), ("fr3", "fr3_")])
+def test_franka_shaped_sim_graph_agrees_on_the_names(franka, prefix):
+    """trajectory_sim.launch.py franka:=...: the bridge takes the profile, the TF publisher
+    reads the prefixed joint states, the trajectory node sends to the renamed controller."""
+    module = load("trajectory_sim.launch.py")
+    specs = {
+        s.name: s.parameters for s in module.node_specs({**defaults(module), "franka": franka})
+    }
+    assert specs["sim_bridge"] == {"robot": "panda", "franka_profile": franka}
+    assert specs["tf_publisher"]["joint_prefix"] == prefix
+    trajectory = specs["trajectory"]
+    assert trajectory["controller_action"] == f"{franka}_arm_controller/follow_joint_trajectory"
+    assert trajectory["joint_prefix"] == prefix
+    assert trajectory["robot"] == franka  # its limits file
+    plain = {s.name: s.parameters for s in module.node_specs(defaults(module))}
+    plain_graph = trajectory_graph("panda", sim=True, shape="quintic", duration=0.0)
+    assert plain == {s.name: s.parameters for s in plain_graph}  # franka:=none: as before
+    with pytest.raises(InvalidInput, match="needs robot 'panda'"):
+        trajectory_graph("so101", franka="panda")
+    with pytest.raises(InvalidInput, match=r"choose one of \['none', 'panda', 'fr3'\]"):
+        trajectory_graph("panda", franka="ur5")
 
 
 def test_rviz_layout_names_exist():

@@ -41,6 +41,27 @@ def grasp_configurations(sim: MujocoSim) -> tuple[np.ndarray, np.ndarray]:
     return pre.q, down.q
 
 
+def panda_grasp_configurations(sim: MujocoSim) -> tuple[np.ndarray, np.ndarray]:
+    """Panda arm q with the open fingers 12 cm above the cube, and around it, the pads at its
+    centre height (top-down, the hand as at home: fingers closing along world y)."""
+    data = mujoco.MjData(sim.model)
+    data.qpos[:] = sim.data.qpos
+    mujoco.mj_forward(sim.model, data)
+    site = sim.model.site("attachment_site").id  # on the finger axis, at the pads' height
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, data.site_xmat[site])
+    cube, _ = sim.cube_pose()
+    home, arm = sim.arm_state().q, sim.arm_joints
+    pre = solve_ik(
+        sim.model, data, "attachment_site", cube + np.array([0, 0, 0.12]), arm, home, quat
+    )
+    down = solve_ik(
+        sim.model, data, "attachment_site", cube + np.array([0, 0, 0.005]), arm, pre.q, quat
+    )
+    assert pre.converged and down.converged
+    return pre.q, down.q
+
+
 def follow(sim: MujocoSim, points: list[TrajectoryPoint], names=None):
     """Send a trajectory to the sim's arm controller (as the topic would); returns it."""
     msg = TrajectoryMsg(list(names or sim.arm_joints), points)
@@ -143,6 +164,33 @@ def test_gripper_closing_on_the_cube_stalls_with_both_jaws_in_contact():
     assert {p.jaw for p in points} == {"fixed_jaw", "moving_jaw"}
     for p in points:
         assert p.mu == pytest.approx(1.0) and p.normal @ p.force > 0.0
+
+
+@pytest.mark.parametrize("cap", [60.0, 280.0])
+def test_panda_fingers_squeeze_the_cube_with_half_the_force_cap_each(cap):
+    """The stiff finger servo (config/sim_robots.yaml gripper_servo): fingers blocked by the
+    cube push with the effort cap, which the tendon splits, so each finger presses with
+    cap x gripper_force_per_effort (0.5) -- what a Franka grasp force means. The setpoint
+    travels at max_speed, so the fingers close at that speed until they touch."""
+    sim = MujocoSim("panda")
+    pre, down = panda_grasp_configurations(sim)
+    follow(sim, [TrajectoryPoint(1.0, pre), TrajectoryPoint(2.0, down)])
+    sim.advance(2.5)
+    assert sim.gripper_status().position == pytest.approx(0.04, abs=1e-4)  # open at home
+    sim.gripper.check(0.0, cap, 0.02)
+    sim.ends += sim.gripper.accept("grasp", 0.0, cap, sim.time, max_speed=0.02)
+    sim.advance(0.25)  # 5 mm closed at 0.02 m/s, well before the cube
+    assert sim.gripper_status().position == pytest.approx(0.035, abs=1e-3)
+    sim.advance(1.5)  # 20 mm more to the cube, then 0.1 s still: stalled
+    (end,) = [e for e in sim.ends if e.goal_id == "grasp"]
+    assert end.stalled and end.status == "succeeded"
+    assert 0.010 < end.position < 0.015  # on the 3 cm cube (soft contacts: pressed in a little)
+    assert abs(sim.gripper_status().effort) == pytest.approx(cap, rel=1e-3)
+    force = sim.gripper_force_per_effort * cap
+    for jaw, wrench in sim.jaw_wrenches().items():
+        assert float(np.linalg.norm(wrench.force)) == pytest.approx(force, rel=0.02), jaw
+    cube, _ = sim.cube_pose()
+    assert np.linalg.norm(cube[:2] - [0.5, 0.0]) < 0.005  # squeezed where it stood
 
 
 def test_invalid_commands_change_nothing():

@@ -195,6 +195,8 @@ class MujocoSim:
                 f"gripper actuator {cfg['gripper_actuator']!r} is not a position servo"
             )
         self._grip_ctrl_per_unit = float(kp / gain)
+        if "gripper_servo" in cfg:
+            self._stiffen_gripper(cfg["gripper_servo"])
         self._grip_default_cap = float(m.actuator_forcerange[self._grip_act, 1])
         self.gripper_ramp_time = float(cfg["gripper_ramp_time"])  # [s] servo target ramp
         self._grip_ramp: tuple[float, float, float] | None = None  # (from, to, t0) servo ctrl
@@ -283,6 +285,18 @@ class MujocoSim:
         m.actuator_forcelimited[act] = 1
         m.actuator_forcerange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
 
+    def _stiffen_gripper(self, servo: dict[str, float]) -> None:
+        """Set the jaw servo's stiffness kp [N/m | N·m/rad] and damping kv [N·s/m | N·m·s/rad],
+        keeping its command scale: a jaw blocked by an object then pushes with its force cap
+        (as a real force-limited gripper does) instead of kp x the little way it is short of
+        its goal."""
+        kp, kv = float(servo["kp"]), float(servo["kv"])
+        if not (kp > 0.0 and kv >= 0.0 and math.isfinite(kp + kv)):
+            raise InvalidInput(f"{self.robot}: gripper_servo needs kp > 0 and kv >= 0: {servo}")
+        m, a = self.model, self._grip_act
+        m.actuator_gainprm[a, 0] = kp / self._grip_ctrl_per_unit
+        m.actuator_biasprm[a, 1:3] = (-kp, -kv)
+
     def _home(self, cfg: dict[str, Any]) -> np.ndarray:
         """Full qpos at reset: the keyframe (Panda) or the configured arm and jaw (SO-101)."""
         m = self.model
@@ -345,6 +359,18 @@ class MujocoSim:
             active=self.gripper.goal_id is not None,
         )
 
+    @property
+    def gripper_force_per_effort(self) -> float:
+        """Force [N] (or torque) one jaw or finger exerts per unit of the gripper actuator's
+        effort: the actuator's moment on the first gripper joint (the Panda's finger tendon
+        pulls each finger with half its force: 0.5)."""
+        d, a, dof = self.data, self._grip_act, int(self._grip_v[0])
+        start = int(d.moment_rowadr[a])
+        for k in range(start, start + int(d.moment_rownnz[a])):
+            if int(d.moment_colind[k]) == dof:
+                return abs(float(d.actuator_moment[k]))
+        raise ModelError("the gripper actuator does not move the first gripper joint")
+
     def _control(self) -> None:
         """One controller cycle: measure, update both controllers, command the actuators."""
         d = self.data
@@ -386,7 +412,13 @@ class MujocoSim:
     @property
     def _busy(self) -> bool:
         """Whether the controllers need their cycle now (else MuJoCo may take a batch)."""
-        return self.arm.following or self.gripper.goal_id is not None or self._grip_ramp is not None
+        grip = self.gripper
+        return (
+            self.arm.following
+            or grip.goal_id is not None
+            or grip.travelling
+            or self._grip_ramp is not None
+        )
 
     # ------------------------------------------------------------------ stepping
     def step(self, n: int = 1) -> None:

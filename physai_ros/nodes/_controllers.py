@@ -88,6 +88,10 @@ GAC_LIVE = {
     ),
     "stall_timeout": ("still for this long = stalled [s]", (0.0, 60.0)),
     "max_effort": ("effort when a goal gives 0, and after a cancel [N m | N]", (0.0, 1000.0)),
+    "max_speed": (
+        "the setpoint travels to a goal at this speed [rad/s | m/s]; 0 = it jumps (upstream)",
+        (0.0, 100.0),
+    ),
 }
 
 
@@ -225,6 +229,9 @@ class ControllerServers:
         self.topic = interfaces.under(arm_name, interfaces.JOINT_TRAJECTORY)
         self.log = node.get_logger()
         self.goals: dict[bytes, tuple[object, object]] = {}  # uuid -> (handle, future)
+        # more action servers on these controllers (the franka_gripper actions): they get every
+        # end too, since a goal of one can end a goal of another (a new gripper goal preempts)
+        self.also_deliver: list[Callable[[Sequence[GoalEnd | GripperEnd]], None]] = []
         ActionServer(
             node,
             FollowJointTrajectory,
@@ -268,6 +275,8 @@ class ControllerServers:
             else:
                 self.log.info(f"goal {end.status}: {text}")
             entry[1].set_result(end)
+        for deliver in self.also_deliver:
+            deliver(ends)
         self.node.executor.wake()
         self.flush_warnings()
 

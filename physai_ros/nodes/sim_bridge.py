@@ -7,6 +7,11 @@ arm_controller/tracking_error at configured SIM-time rates; the shared controlle
 controller_state, gripper_controller/gripper_cmd) run inside the physics steps; sim/reset
 puts robot and cube back. Physics runs in its own thread paced by ``real_time_factor``; the
 maths lives in physai_ros.backends.mujoco_sim and physai_ros.core.
+
+Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_controller_name``,
+``franka_gripper`` one by one): joint and controller names as franka_ros2's, the FR3's limits,
+and franka_gripper's actions (``physai_ros.nodes._franka_gripper``), so that code written for a
+real Franka runs unchanged on the simulated Panda.
 """
 
 from __future__ import annotations
@@ -31,11 +36,18 @@ from visualization_msgs.msg import MarkerArray
 from physai_ros import interfaces as names
 from physai_ros.backends.mujoco_sim import MujocoSim, load_sim_config
 from physai_ros.core.controllers.jtc import Rejected
+from physai_ros.core.joint_names import JointPrefix
 from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
+from physai_ros.franka import FRANKA_PARAMETERS, PROFILE_PARAMETERS, franka_profile
 from physai_ros.models import load_scene_config
-from physai_ros.nodes._common import declare_table, node_defaults, run_node
-from physai_ros.nodes._controllers import ControllerServers, declare_gac, declare_jtc
+from physai_ros.nodes._common import declare_param, declare_table, node_defaults, run_node
+from physai_ros.nodes._controllers import (
+    CONTROLLER_NAME,
+    ControllerServers,
+    declare_gac,
+    declare_jtc,
+)
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
 
 MAX_STAMP_AHEAD = 10.0  # [s] a goal stamped further ahead of sim time has a clock mismatch
@@ -63,6 +75,7 @@ PARAMETERS = {  # name: (description with units, (min, max) or None, read_only)
     "markers.force_scale": ("force arrow length per newton [m/N]", (0.0, 1.0), True),
     "markers.cone_height": ("drawn friction cone height [m]", (0.0, 1.0), True),
     "markers.cone_segments": ("triangles per friction cone", (3, 64), True),
+    **FRANKA_PARAMETERS,
 } | {f"{s}_rate": (f"{s} rate [Hz sim time]; 0 = off", (0.0, 1000.0), True) for s in STREAMS}
 
 
@@ -74,6 +87,18 @@ class SimBridge(Node):
         robot = p["robot"]
         if robot not in load_sim_config()["robots"]:
             raise SystemExit(f"sim_bridge: unknown robot {robot!r}; choose so101 or panda")
+        try:
+            profile = franka_profile(p["franka_profile"])
+        except PhysaiError as exc:
+            raise SystemExit(f"sim_bridge: {exc}") from exc
+        p |= {
+            name: declare_param(self, name, getattr(profile, field), text, read_only=True)
+            for name, (text, field) in PROFILE_PARAMETERS.items()
+        }
+        if robot != "panda" and (p["franka_profile"] != "none" or p["franka_gripper"]):
+            raise SystemExit(
+                f"sim_bridge: franka_profile and franka_gripper need robot panda, not {robot!r}"
+            )
         cube = scene["cube"]
         cube_xy = scene["robots"][robot]["cube_pos"]
         cube_table = {
@@ -119,29 +144,47 @@ class SimBridge(Node):
         # params file or `ros2 param set` changes them
         jtc = declare_jtc(self, self.sim.arm.p)
         if p["arm_controller.check_limits"]:  # position, velocity, acceleration (not jerk)
-            limits = load_limits(robot).select(self.sim.arm_joints)
+            limits = load_limits(profile.limits or robot).select(self.sim.arm_joints)
             limits = dataclasses.replace(limits, jerk=np.full(len(jtc.joints), math.inf))
-            jtc = dataclasses.replace(jtc, limits=limits, limit_period=1.0 / p["controller_rate"])
+            jtc = dataclasses.replace(
+                jtc,
+                limits=limits,
+                limit_period=1.0 / p["controller_rate"],
+                # the model's ranges and the limits file's, both (they differ for the FR3)
+                lower=np.maximum(jtc.lower, limits.position_min),
+                upper=np.minimum(jtc.upper, limits.position_max),
+            )
         self.sim.arm.p = jtc
         self.sim.gripper.p = declare_gac(self, self.sim.gripper.p)
         self.lock = threading.RLock()
         self.instabilities = 0
-        self.servers = ControllerServers(
-            self,
-            self.sim.arm,
-            self.sim.gripper,
-            self.lock,
-            now=lambda: self.sim.time,
-            to_loop_time=self._stamp_to_sim,
-            ros_stamp=stamp,
-            monitor_rate=p["arm_controller.action_monitor_rate"],
-            state_rate=p["arm_controller.state_publish_rate"],
-        )
+        try:
+            self.names = JointPrefix(p["joint_prefix"], self.sim.state_names)
+            self.servers = ControllerServers(
+                self,
+                self.sim.arm,
+                self.sim.gripper,
+                self.lock,
+                now=lambda: self.sim.time,
+                to_loop_time=self._stamp_to_sim,
+                ros_stamp=stamp,
+                monitor_rate=p["arm_controller.action_monitor_rate"],
+                state_rate=p["arm_controller.state_publish_rate"],
+                arm_name=p["arm_controller_name"],
+                gripper_name=p["gripper_controller_name"],
+                names=self.names,
+            )
+        except PhysaiError as exc:
+            raise SystemExit(f"sim_bridge: {exc}") from exc
+        if p["franka_gripper"]:
+            self._serve_franka_gripper(p)
         depth = int(p["history_depth"])
         self.pub = {
             "clock": self.create_publisher(Clock, names.CLOCK, depth),
             "joint_states": self.create_publisher(JointState, names.JOINT_STATES, depth),
-            "tracking_error": self.create_publisher(JointState, names.TRACKING_ERROR, depth),
+            "tracking_error": self.create_publisher(
+                JointState, names.under(p["arm_controller_name"], names.TRACKING_ERROR), depth
+            ),
             "cube_pose": self.create_publisher(PoseStamped, names.CUBE_POSE, depth),
             "markers": self.create_publisher(MarkerArray, names.CONTACT_MARKERS, 10),
         }
@@ -161,7 +204,32 @@ class SimBridge(Node):
         self.thread.start()
         self.get_logger().info(
             f"simulating {robot} ({self.sim.model.nq} qpos, dt {self.sim.dt * 1e3:g} ms) at "
-            f"real_time_factor {self.rtf:g}; arm joints {list(self.sim.arm_joints)}"
+            f"real_time_factor {self.rtf:g}; arm joints {self.names.to_wire(self.sim.arm_joints)}"
+            f" under {p['arm_controller_name']}; franka_profile {p['franka_profile']}"
+        )
+
+    def _serve_franka_gripper(self, p: dict) -> None:
+        """franka_gripper's actions on the simulated hand (franka_msgs is imported only here:
+        a ROS install without franka_ros2 runs the bridge without them)."""
+        try:
+            from physai_ros.nodes import _franka_gripper as franka
+        except ImportError as exc:
+            raise SystemExit(
+                f"sim_bridge: franka_gripper needs franka_msgs ({exc}); build "
+                "ros_interfaces/franka_msgs (make setup does) or franka_ros2's"
+            ) from exc
+        namespace = p["franka_gripper"]
+        if not CONTROLLER_NAME.fullmatch(namespace):
+            raise SystemExit(f"sim_bridge: franka_gripper {namespace!r} is not a ROS name")
+        self.franka = franka.serve_simulated_hand(
+            self,
+            self.sim,
+            self.lock,
+            self.servers,
+            franka.franka_settings(p),
+            namespace,
+            self.names.to_wire(self.sim.gripper_joints),
+            stamp,
         )
 
     def _stamp_to_sim(self, stamp_s: float) -> float:
@@ -271,12 +339,12 @@ class SimBridge(Node):
         self.out_clock = PatchedMessage(self.pub["clock"], Clock(), {})
         self.out_joints = PatchedMessage(
             self.pub["joint_states"],
-            JointState(name=list(sim.state_names)),
+            JointState(name=self.names.to_wire(sim.state_names)),
             {"position": n, "velocity": n, "effort": n},
         )
         self.out_error = PatchedMessage(
             self.pub["tracking_error"],
-            JointState(name=list(sim.arm_joints)),
+            JointState(name=self.names.to_wire(sim.arm_joints)),
             {"position": m, "velocity": m},
         )
         self.out_cube = PatchedMessage(self.pub["cube_pose"], PoseStamped(), {"pose": 7}, "world")

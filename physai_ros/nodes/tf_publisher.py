@@ -5,7 +5,8 @@ simulation steps (``physai_ros.core.robot_tf``), so RViz shows exactly what MuJo
 Moving links go on ``/tf`` stamped with the joint state's header stamp (sim time under
 ``use_sim_time``); the world→base placement, fixed mounts, sites, cameras and optical frames go
 once on ``/tf_static`` (transient local). Objects (the cube) become frames when their pose is
-published. Bad joint states are logged and dropped; the last good TF stays.
+published. Bad joint states are logged and dropped; the last good TF stays. Joint names may
+carry a prefix (``joint_prefix``: franka_ros2's ``panda_joint1``); frame names are the model's.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from physai_ros import interfaces
+from physai_ros.core.joint_names import JointPrefix
 from physai_ros.core.robot_tf import Edge, load_robot_tf
 from physai_ros.core.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
@@ -56,6 +58,11 @@ PARAMETERS = {  # config/tf_publisher.yaml: (description, range, read-only)
     "frame_prefix": ("put before every robot frame (left/ for two arms); '' = none", None, True),
     "object_topics": ("PoseStamped topics of objects to put in the tree", None, True),
     "object_frames": ("their frame names (after frame_prefix), same order", None, True),
+    "joint_prefix": (
+        "before the model's joint names in joint_states (franka_ros2: panda_ | fr3_); '' = none",
+        None,
+        True,
+    ),
 }
 
 
@@ -66,10 +73,15 @@ class TfPublisher(Node):
         p = declare_table(self, node_defaults("tf_publisher.yaml"), PARAMETERS)
         self.world, self.prefix = p["world_frame"], p["frame_prefix"]
         topics, frames = p["object_topics"], p["object_frames"]
+        prefix = p["joint_prefix"]
         try:
             self.tf = load_robot_tf(robot, model_path, base_pos, base_yaw, self.world)
         except PhysaiError as exc:
             raise SystemExit(f"tf_publisher: cannot load the {robot} model: {exc}") from exc
+        try:
+            self.names = JointPrefix(prefix, self.tf.joint_names)
+        except PhysaiError as exc:
+            raise SystemExit(f"tf_publisher: {exc}") from exc
         self.pub_tf = self.create_publisher(TFMessage, interfaces.TF, 100)
         self.pub_static = self.create_publisher(TFMessage, interfaces.TF_STATIC, LATCHED)
         self.pub_description = self.create_publisher(String, interfaces.ROBOT_DESCRIPTION, LATCHED)
@@ -96,9 +108,9 @@ class TfPublisher(Node):
 
     def on_joint_state(self, msg: JointState) -> None:
         try:
-            self.tf.update(msg.name, msg.position)
+            self.tf.update(self.names.to_model(msg.name), msg.position)
         except PhysaiError as exc:
-            text = f"joint state dropped, last good TF kept: {exc}"
+            text = f"joint state dropped, last good TF kept: {self.names.text(str(exc))}"
             if text != self._last_error:  # once per distinct problem, not at 100 Hz
                 self.get_logger().error(text)
                 self._last_error = text

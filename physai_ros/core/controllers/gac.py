@@ -15,10 +15,11 @@ position outside the jaw's range, are rejected (upstream accepts anything); feed
 published (upstream never does); ``stop(reason)`` aborts the goal on a fault. Pure.
 
 One addition for grippers that move at a commanded speed (the Franka Hand's ``move``/``grasp``):
-a goal may give ``max_speed``; the setpoint then travels from the measured position to the goal
-at that speed instead of jumping there (and keeps travelling after the goal ended, so a grasp
-that stalled on an object keeps closing onto it), and a jaw moving at half that speed or more
-is not taken for stalled. Without it (the default) nothing changes.
+a goal may give ``max_speed`` (default ``GacParams.max_speed``); the setpoint then travels from
+the measured position to the goal at that speed instead of jumping there (and keeps travelling
+after the goal ended, so a grasp that stalled on an object keeps closing onto it), and a jaw
+moving at half that speed or more is not taken for stalled. Without it (max_speed 0, the
+default) nothing changes.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ class GripperEnd(NamedTuple):
 class GacParams:
     """joint, lower, upper [rad | m]: the jaw and its range; goal_tolerance [rad | m];
     allow_stalling; stall_velocity_threshold [rad/s | m/s]; stall_timeout [s]; max_effort:
-    effort used when a goal gives 0 and when holding after a cancel [N·m | N]."""
+    effort used when a goal gives 0 and when holding after a cancel [N·m | N]; max_speed
+    [rad/s | m/s]: how fast the setpoint travels to a goal that gives no speed (0 = it jumps,
+    as upstream's)."""
 
     joint: str
     lower: float
@@ -57,11 +60,18 @@ class GacParams:
     stall_velocity_threshold: float = 0.001
     stall_timeout: float = 1.0
     max_effort: float = 1.0
+    max_speed: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.lower < self.upper:
             raise InvalidInput(f"gripper range [{self.lower}, {self.upper}] is empty")
-        for name in ("goal_tolerance", "stall_velocity_threshold", "stall_timeout", "max_effort"):
+        for name in (
+            "goal_tolerance",
+            "stall_velocity_threshold",
+            "stall_timeout",
+            "max_effort",
+            "max_speed",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
@@ -79,6 +89,7 @@ def gac_params(cfg: dict, joint: str, lower: float, upper: float, effort: float)
         stall_velocity_threshold=float(cfg.get("stall_velocity_threshold", 0.001)),
         stall_timeout=float(cfg.get("stall_timeout", 1.0)),
         max_effort=float(cfg.get("max_effort", 0.0)) or float(effort),
+        max_speed=float(cfg.get("max_speed", 0.0)),
     )
 
 
@@ -129,9 +140,9 @@ class GripperActionController:
         """Whether the setpoint is still on its way to the target (needs ``update`` calls)."""
         return self.setpoint != self.target
 
-    def check(self, position: float, max_effort: float, max_speed: float = math.inf) -> None:
+    def check(self, position: float, max_effort: float, max_speed: float | None = None) -> None:
         """Raise ``Rejected`` unless the goal can be executed (``max_speed`` [rad/s | m/s]:
-        > 0; inf = the setpoint jumps to the goal)."""
+        > 0, inf = the setpoint jumps to the goal, None = ``p.max_speed``)."""
         if not self.active:
             raise Rejected(
                 NOT_RUNNING + (f" ({self.inactive_reason})" if self.inactive_reason else "")
@@ -143,7 +154,7 @@ class GripperActionController:
             )
         if not math.isfinite(max_effort) or max_effort < 0.0:
             raise Rejected(f"gripper max_effort {max_effort!r} must be finite and >= 0")
-        if not max_speed > 0.0:  # NaN fails too
+        if max_speed is not None and not max_speed > 0.0:  # NaN fails too
             raise Rejected(f"gripper max_speed {max_speed!r} must be > 0")
 
     def accept(
@@ -152,12 +163,14 @@ class GripperActionController:
         position: float,
         max_effort: float,
         now: float,
-        max_speed: float = math.inf,
+        max_speed: float | None = None,
     ):
         """Start a goal (after ``check``); the running one ends CANCELED. With a finite
-        ``max_speed`` the setpoint starts at the measured position and travels to ``position``
-        at that speed."""
+        ``max_speed`` (None: ``p.max_speed``) the setpoint starts at the measured position and
+        travels to ``position`` at that speed."""
         ends = self._end("canceled", "preempted by a new gripper goal")
+        if max_speed is None:
+            max_speed = self.p.max_speed or math.inf
         self.goal_id = goal_id
         self.target = float(position)
         self.max_speed = float(max_speed)
