@@ -103,6 +103,7 @@ def test_code_written_for_a_real_panda_runs_on_the_simulated_one(ros_context, sp
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory, GripperCommand
     from franka_msgs.action import Homing, Move
+    from std_srvs.srv import Trigger
     from tf2_msgs.msg import TFMessage
 
     from physai_ros.backends.mujoco_sim import MujocoSim
@@ -162,8 +163,43 @@ def test_code_written_for_a_real_panda_runs_on_the_simulated_one(ros_context, sp
         _, status, result = user.call(user.gripper_action, goal)
         assert status == SUCCEEDED and result.reached_goal
         assert result.position == pytest.approx(0.07, abs=0.005)
+
+        # a slow move, cancelled: CANCELED, not a success; another, stopped by the service
+        slow = Move.Goal(width=0.04, speed=0.005)
+        sent = user.move.send_goal_async(slow)
+        assert user.spin_until(sent.done, 10.0) and sent.result().accepted
+        user.spin_until(lambda: False, 0.3)
+        cancelled = sent.result().cancel_goal_async()
+        done = sent.result().get_result_async()
+        assert user.spin_until(lambda: cancelled.done() and done.done(), 10.0)
+        assert done.result().status == GoalStatus.STATUS_CANCELED
+        assert not done.result().result.success
+        sent = user.move.send_goal_async(slow)
+        assert user.spin_until(sent.done, 10.0) and sent.result().accepted
+        stop = user.node.create_client(Trigger, "/panda_gripper/stop")
+        assert stop.wait_for_service(timeout_sec=10.0)
+        reply = stop.call_async(Trigger.Request())
+        done = sent.result().get_result_async()
+        assert user.spin_until(lambda: reply.done() and done.done(), 10.0)
+        assert reply.result().success and done.result().status == ABORTED
+        assert "stop service" in done.result().result.error
     finally:
         user.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["robot:=so101", "franka_profile:=panda"], "need robot panda"),
+        (["robot:=panda", "franka_profile:=ur5"], "unknown franka profile 'ur5'"),
+        (["robot:=panda", "arm_controller_name:=9lives"], "is not a ROS name"),
+        (["robot:=panda", "joint_prefix:=panda joint"], "may hold only"),
+    ],
+)
+def test_bridge_refuses_franka_settings_it_cannot_serve(spawn, ros_domain, args, says):
+    bridge = spawn("physai_ros.nodes.sim_bridge", "--ros-args", *_params(args), module=True)
+    out, _ = bridge.communicate(timeout=60)
+    assert bridge.returncode != 0 and says in out, out
 
 
 def test_fr3_profile_serves_fr3_names_and_limits(ros_context, spawn):

@@ -159,7 +159,7 @@ class SimBridge(Node):
         self.lock = threading.RLock()
         self.instabilities = 0
         try:
-            self.names = JointPrefix(p["joint_prefix"], self.sim.state_names)
+            self.prefix = JointPrefix(p["joint_prefix"], self.sim.state_names)
             self.servers = ControllerServers(
                 self,
                 self.sim.arm,
@@ -172,7 +172,7 @@ class SimBridge(Node):
                 state_rate=p["arm_controller.state_publish_rate"],
                 arm_name=p["arm_controller_name"],
                 gripper_name=p["gripper_controller_name"],
-                names=self.names,
+                names=self.prefix,
             )
         except PhysaiError as exc:
             raise SystemExit(f"sim_bridge: {exc}") from exc
@@ -204,7 +204,7 @@ class SimBridge(Node):
         self.thread.start()
         self.get_logger().info(
             f"simulating {robot} ({self.sim.model.nq} qpos, dt {self.sim.dt * 1e3:g} ms) at "
-            f"real_time_factor {self.rtf:g}; arm joints {self.names.to_wire(self.sim.arm_joints)}"
+            f"real_time_factor {self.rtf:g}; arm joints {self.prefix.to_wire(self.sim.arm_joints)}"
             f" under {p['arm_controller_name']}; franka_profile {p['franka_profile']}"
         )
 
@@ -228,7 +228,7 @@ class SimBridge(Node):
             self.servers,
             franka.franka_settings(p),
             namespace,
-            self.names.to_wire(self.sim.gripper_joints),
+            self.prefix.to_wire(self.sim.gripper_joints),
             stamp,
         )
 
@@ -339,12 +339,12 @@ class SimBridge(Node):
         self.out_clock = PatchedMessage(self.pub["clock"], Clock(), {})
         self.out_joints = PatchedMessage(
             self.pub["joint_states"],
-            JointState(name=self.names.to_wire(sim.state_names)),
+            JointState(name=self.prefix.to_wire(sim.state_names)),
             {"position": n, "velocity": n, "effort": n},
         )
         self.out_error = PatchedMessage(
             self.pub["tracking_error"],
-            JointState(name=self.names.to_wire(sim.arm_joints)),
+            JointState(name=self.prefix.to_wire(sim.arm_joints)),
             {"position": m, "velocity": m},
         )
         self.out_cube = PatchedMessage(self.pub["cube_pose"], PoseStamped(), {"pose": 7}, "world")
