@@ -81,8 +81,8 @@ def parse_overrides(items: list[str]) -> dict[str, object]:
 
 
 def _params_file(spec: NodeSpec, directory: Path) -> Path:
-    path = directory / f"{spec.name}.params.yaml"
-    path.write_text(yaml.safe_dump({spec.name: {"ros__parameters": spec.parameters}}))
+    path = directory / f"{spec.full_name[1:].replace('/', '.')}.params.yaml"
+    path.write_text(yaml.safe_dump({spec.full_name: {"ros__parameters": spec.parameters}}))
     return path
 
 
@@ -99,10 +99,12 @@ def start(specs: list[NodeSpec], log_dir: Path) -> list[subprocess.Popen]:
             "--ros-args",
             "-r",
             f"__node:={spec.name}",
+            *(["-r", f"__ns:=/{spec.namespace}"] if spec.namespace else []),
+            *(arg for src, dst in spec.remaps.items() for arg in ("-r", f"{src}:={dst}")),
             "--params-file",
             str(params),
         ]
-        log = open(log_dir / f"{spec.name}.log", "wb")  # noqa: SIM115 - closed with the process
+        log = open(log_dir / f"{params.name.removesuffix('.params.yaml')}.log", "wb")  # noqa: SIM115 - closed with the process
         procs.append(
             subprocess.Popen(
                 cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env

@@ -19,16 +19,25 @@ from physai_ros.franka import FRANKA_PROFILES, franka_profile
 class NodeSpec:
     """One node of a graph: ``executable`` is both the console entry point
     (``ros2 run physai_ros <executable>``) and the module ``physai_ros.nodes.<executable>``;
-    ``env``: environment variables the node's process gets (discovery range)."""
+    ``env``: environment variables the node's process gets (discovery range); ``namespace``:
+    the node's namespace ('' = the root; the launch files push it with ``PushRosNamespace``);
+    ``remaps``: name remappings (from → to) of the node, as ``--ros-args -r from:=to``."""
 
     executable: str
     name: str
     parameters: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    namespace: str = ""
+    remaps: dict[str, str] = field(default_factory=dict)
 
     @property
     def module(self) -> str:
         return f"physai_ros.nodes.{self.executable}"
+
+    @property
+    def full_name(self) -> str:
+        """``/<namespace>/<name>``: the node as ``ros2 node list`` shows it."""
+        return f"/{self.namespace}/{self.name}" if self.namespace else f"/{self.name}"
 
 
 ROBOTS = ("so101", "panda")
@@ -132,6 +141,57 @@ def pick_graph(
         NodeSpec("tf_publisher", "tf_publisher", {**shared, "use_sim_time": sim}, env),
         NodeSpec("pick", "pick", pick, env),
     ]
+
+
+ARMS = {"left": 0.2, "right": -0.2}
+"""The two-arm pick's namespaces and each arm's base y in the world [m]: 0.4 m apart, the
+SO-101's reach (≈ 0.3 m at table height) keeping them clear of each other."""
+
+
+def two_arm_graph(
+    cubes: dict[str, tuple[float, float]] | None = None,
+    *,
+    real_time_factor: float = 1.0,
+    cube_mu: float = 1.0,
+    cube_mass: float = 0.03,
+) -> list[NodeSpec]:
+    """Two simulated SO-101 side by side, each the whole ``pick_graph(sim=True)`` in its own
+    namespace (``left``, ``right``: ``/left/joint_states``, ``/left/pick/outcome`` …), its frames
+    under ``<arm>/`` in the one shared TF tree, its base at ``ARMS[arm]`` on the world's y axis,
+    picking its own cube (``cubes[arm]``: x, y in its base frame [m]).
+
+    Each arm has its own MuJoCo world (a sim bridge per arm), hence its own sim clock: the
+    bridge's ``/clock`` is remapped to ``/<arm>/clock`` for the arm's nodes, so neither arm's
+    nodes see time jump back and forth between two clocks."""
+    cubes = {arm: (0.22, 0.0) for arm in ARMS} if cubes is None else cubes
+    if set(cubes) != set(ARMS):
+        raise InvalidInput(f"cubes must name exactly the arms {sorted(ARMS)}, got {sorted(cubes)}")
+    specs = []
+    for arm, base_y in ARMS.items():
+        x, y = cubes[arm]
+        graph = pick_graph(
+            cube_x=x, cube_y=y, cube_mu=cube_mu, cube_mass=cube_mass,
+            real_time_factor=real_time_factor,
+        )  # fmt: skip
+        placement = {"base_pos": [0.0, base_y, 0.0]}
+        frames = {"frame_prefix": f"{arm}/"}
+        extra = {
+            "sim_bridge": placement,
+            "tf_publisher": placement | frames,
+            "pick": placement | frames,
+        }
+        for spec in graph:
+            specs.append(
+                NodeSpec(
+                    spec.executable,
+                    spec.name,
+                    spec.parameters | extra[spec.name],
+                    spec.env,
+                    namespace=arm,
+                    remaps={interfaces.CLOCK: f"/{arm}{interfaces.CLOCK}"},
+                )
+            )
+    return specs
 
 
 def emulator_spec(

@@ -38,15 +38,18 @@ def as_bool(text: str) -> bool:
 
 def node_actions(specs: list[NodeSpec], params_file: str = "") -> list:
     """One ``launch_ros.actions.Node`` per spec, same executable, name and parameters, then
-    ``params_file`` (when given) over them."""
-    from launch_ros.actions import Node
+    ``params_file`` (when given) over them. Specs with a namespace go into one ``GroupAction``
+    per namespace that pushes it (``PushRosNamespace``) with the specs' remappings
+    (``SetRemap``), as a hand-written multi-robot launch file would."""
+    from launch.actions import GroupAction
+    from launch_ros.actions import Node, PushRosNamespace, SetRemap
 
     if params_file and not Path(params_file).is_file():
         raise InvalidInput(f"params_file:={params_file}: no such file")
     files = [params_file] if params_file else []
 
-    return [
-        Node(
+    def node(spec: NodeSpec):
+        return Node(
             package="physai_ros",
             executable=spec.executable,
             name=spec.name,
@@ -55,8 +58,28 @@ def node_actions(specs: list[NodeSpec], params_file: str = "") -> list:
             output="screen",
             emulate_tty=True,
         )
-        for spec in specs
-    ]
+
+    out: list = []
+    groups: dict[str, list[NodeSpec]] = {}
+    for spec in specs:
+        if spec.namespace:
+            groups.setdefault(spec.namespace, []).append(spec)
+        else:
+            out.append(node(spec))
+    for namespace, members in groups.items():
+        remaps = {src: dst for spec in members for src, dst in spec.remaps.items()}
+        if any(spec.remaps != remaps for spec in members):
+            raise InvalidInput(f"the nodes in namespace {namespace!r} need the same remappings")
+        out.append(
+            GroupAction(
+                [
+                    PushRosNamespace(namespace),
+                    *(SetRemap(src=src, dst=dst) for src, dst in remaps.items()),
+                    *(node(spec) for spec in members),
+                ]
+            )
+        )
+    return out
 
 
 def rviz_action(config: str = "physai.rviz", use_sim_time: bool = True):

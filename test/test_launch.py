@@ -19,7 +19,13 @@ from conftest import REPO_ROOT
 from physai_ros import interfaces
 from physai_ros.core.robot_tf import load_robot_tf
 from physai_ros.errors import InvalidInput
-from physai_ros.graph import FRANKA_CONTROLLER_ACTION, pick_graph, trajectory_graph
+from physai_ros.graph import (
+    ARMS,
+    FRANKA_CONTROLLER_ACTION,
+    pick_graph,
+    trajectory_graph,
+    two_arm_graph,
+)
 
 LAUNCH_FILES = sorted(p.name for p in (REPO_ROOT / "launch").glob("*.launch.py"))
 BUILTIN_PARAMS = {"use_sim_time"}
@@ -57,6 +63,8 @@ def declared_parameters(spec, tmp_path: Path) -> set[str]:
     assert len(classes) == 1, classes
     params = _params_file(spec, tmp_path)
     args = ["--ros-args", "-r", f"__node:={spec.name}", "--params-file", str(params)]
+    if spec.namespace:
+        args[3:3] = ["-r", f"__ns:=/{spec.namespace}"]
     rclpy.init(args=args)
     try:
         node = classes[0]()
@@ -194,3 +202,47 @@ def test_a_missing_params_file_is_refused_before_any_node_starts(tmp_path):
         node_actions(specs, str(tmp_path / "nope.yaml"))
     actions = node_actions(specs, "")
     assert len(actions) == len(specs)
+
+
+def test_two_arms_are_two_pick_graphs_apart_in_namespaces_frames_place_and_clock():
+    """Each arm runs exactly the single-arm sim pick graph, plus only what keeps the two apart:
+    namespace, frame prefix, base placement, its own clock."""
+    module = load("two_arms.launch.py")
+    values = {**defaults(module), "right_cube_x": "0.2", "right_cube_y": "0.03"}
+    specs = module.node_specs(values)
+    single = {s.name: s for s in pick_graph()}
+    assert sorted(s.full_name for s in specs) == sorted(
+        f"/{arm}/{name}" for arm in ARMS for name in single
+    )
+    for spec in specs:
+        arm = spec.namespace
+        assert spec.remaps == {"/clock": f"/{arm}/clock"}
+        base = spec.parameters.pop("base_pos")
+        assert base == [0.0, ARMS[arm], 0.0]
+        prefix = spec.parameters.pop("frame_prefix", None)
+        assert prefix == (None if spec.name == "sim_bridge" else f"{arm}/")
+        expected = dict(single[spec.name].parameters)
+        if spec.name == "sim_bridge" and arm == "right":
+            expected |= {"cube_x": 0.2, "cube_y": 0.03}
+        assert spec.parameters == expected, spec.name
+    assert ARMS["left"] - ARMS["right"] >= 0.4  # two reaches (~0.3 m each at the cube) apart
+    with pytest.raises(InvalidInput, match="arms"):
+        two_arm_graph({"left": (0.22, 0.0)})
+
+
+def test_namespaced_specs_become_one_group_per_namespace_with_its_remaps():
+    from launch.actions import GroupAction
+    from launch_ros.actions import Node, PushRosNamespace, SetRemap
+
+    from physai_ros.launch_support import node_actions
+
+    actions = node_actions(two_arm_graph())
+    assert len(actions) == 2 and all(isinstance(a, GroupAction) for a in actions)
+    for action, arm in zip(actions, ARMS, strict=True):
+        inner = action.get_sub_entities()
+        pushes = [a for a in inner if isinstance(a, PushRosNamespace)]
+        remaps = [a for a in inner if isinstance(a, SetRemap)]
+        nodes = [a for a in inner if isinstance(a, Node)]
+        assert len(pushes) == 1 and len(remaps) == 1 and len(nodes) == 3
+        assert inner.index(pushes[0]) < min(inner.index(n) for n in nodes)
+        assert [t.text for t in pushes[0].namespace] == [arm]

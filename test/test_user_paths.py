@@ -29,12 +29,12 @@ ARM_GOAL = (
 class Watcher:
     """Latest pick outcome and emulator witness, seen from another process."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context, outcome_topic: str = "/pick/outcome") -> None:
         self.node = rclpy.create_node("user_path_watcher", context=context)
         self.outcome: dict | None = None
         self.witness: dict | None = None
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.node.create_subscription(String, "/pick/outcome", self._outcome, latched)
+        self.node.create_subscription(String, outcome_topic, self._outcome, latched)
         self.node.create_subscription(String, "/so101_emulator/witness", self._witness, 10)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
@@ -81,6 +81,25 @@ def test_ros2_launch_sim_pick_holds(ros2, ros_context, tmp_path):
     assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
     assert outcome["robot"]["outcome"] == "held"  # the robot's own verdict agrees
     assert launch.poll() is None  # still running, as a launch does
+
+
+def test_ros2_launch_two_arms_each_pick_their_own_cube(ros2, ros_context, tmp_path):
+    """Two SO-101 side by side (namespaces left/right, one TF tree, a clock each): both hold,
+    each judged by its own cube's pose, and each cube where that arm's launch put it."""
+    log = tmp_path / "log"
+    ros2(
+        "launch", "physai_ros", "two_arms.launch.py", "right_cube_x:=0.2", "right_cube_y:=0.03",
+        log=log,
+    )  # fmt: skip
+    outcomes = {}
+    for arm in ("left", "right"):
+        outcome = Watcher(ros_context, f"/{arm}/pick/outcome").wait_outcome(180.0)
+        assert outcome is not None, f"{arm}: no outcome\n" + log.read_text()[-3000:]
+        outcomes[arm] = outcome
+    for arm, outcome in outcomes.items():
+        assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", (arm, outcome)
+        assert outcome["robot"]["outcome"] == "held", (arm, outcome)
+        assert outcome["cube_pose"]["reason"].startswith(f"TF frame '{arm}/cube'"), outcome
 
 
 def test_ros2_launch_real_arm_graph_on_the_emulator(ros2, ros_context, tmp_path):

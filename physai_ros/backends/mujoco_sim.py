@@ -117,6 +117,8 @@ class MujocoSim:
     Args:
         robot: "so101" or "panda".
         model_path: ``None`` = embedded model, else a Menagerie-style folder or MJCF file.
+        base_pos [m], base_yaw_deg [deg]: the robot base in the world (``None`` =
+            config/scene.yaml); two bridges side by side each put their arm where TF says.
         cube_pos: cube centre in the base frame [m], (x, y) on the table or (x, y, z).
         cube_size [m], cube_mass [kg], cube_mu, jaw_torque_cap [N·m | N]: as ``build_scene``
             (``None`` = config/scene.yaml).
@@ -133,6 +135,8 @@ class MujocoSim:
         robot: str = "so101",
         *,
         model_path: str | Path | None = None,
+        base_pos: Sequence[float] | None = None,
+        base_yaw_deg: float | None = None,
         cube_pos: Sequence[float] | None = None,
         cube_size: float | None = None,
         cube_mass: float | None = None,
@@ -152,6 +156,8 @@ class MujocoSim:
         self.model = build_scene(
             robot,
             model_path=model_path,
+            base_pos=base_pos,
+            base_yaw_deg=base_yaw_deg,
             cube_pos=cube_pos,
             cube_size=cube_size,
             cube_mass=cube_mass,
@@ -163,8 +169,8 @@ class MujocoSim:
         m = self.model
         self.dt = float(m.opt.timestep)
         scene = load_scene_config()["robots"][robot]
-        self._base_pos = np.asarray(scene["base_pos"], dtype=float)
-        self._base_yaw = float(scene["base_yaw_deg"])
+        self._base_pos = np.asarray(scene["base_pos"] if base_pos is None else base_pos, float)
+        self._base_yaw = float(scene["base_yaw_deg"] if base_yaw_deg is None else base_yaw_deg)
         self.cube_size = float(m.geom_size[m.geom("cube").id][0] * 2.0)
 
         # --- names to indices, once ---

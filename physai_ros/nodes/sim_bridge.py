@@ -102,6 +102,8 @@ class SimBridge(Node):
         cube = scene["cube"]
         cube_xy = scene["robots"][robot]["cube_pos"]
         cube_table = {
+            "base_pos": ("robot base position in the world [m] (x, y, z)", None, True),
+            "base_yaw_deg": ("robot base yaw about the world z axis [deg]", (-360.0, 360.0), True),
             "cube_x": ("cube centre x, base frame [m]", (-2.0, 2.0), True),
             "cube_y": ("cube centre y, base frame [m]", (-2.0, 2.0), True),
             "cube_size": ("cube edge [m]", (1e-3, 0.2), True),
@@ -114,6 +116,8 @@ class SimBridge(Node):
             ),
         }
         cube_defaults = {
+            "base_pos": [float(v) for v in scene["robots"][robot]["base_pos"]],
+            "base_yaw_deg": float(scene["robots"][robot]["base_yaw_deg"]),
             "cube_x": cube_xy[0],
             "cube_y": cube_xy[1],
             "cube_size": cube["size"],
@@ -131,6 +135,8 @@ class SimBridge(Node):
             self.sim = MujocoSim(
                 robot,
                 model_path=p["model_path"] or None,
+                base_pos=c["base_pos"],
+                base_yaw_deg=c["base_yaw_deg"],
                 cube_pos=(c["cube_x"], c["cube_y"]),
                 cube_size=c["cube_size"],
                 cube_mass=c["cube_mass"],
