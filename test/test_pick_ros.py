@@ -25,7 +25,8 @@ LIFT_TOL = 0.005  # [m] ROS vs in-process lift: trajectory sampling at 20 ms vs 
 
 
 def ros_pick(x: float, y: float, out: Path, rtf: float = 1.0) -> dict:
-    """One pick through `physai bringup pick` (a new graph of processes each time)."""
+    """One pick through `physai bringup pick` (a new graph of processes each time); the
+    nodes' logs go beside ``out`` (``<out>.logs/``) for the failure message."""
     result = subprocess.run(
         [
             sys.executable,
@@ -43,6 +44,8 @@ def ros_pick(x: float, y: float, out: Path, rtf: float = 1.0) -> dict:
             "90",
             "--outcome-json",
             str(out),
+            "--log-dir",
+            str(out.with_suffix(".logs")),
         ],
         capture_output=True,
         text=True,
@@ -57,11 +60,13 @@ def test_ten_ros_picks_hold_and_match_the_in_process_runner(ros_domain, tmp_path
     cfg = load_pick_config()
     model = build_model(None, Row(mu=1.0, mass=0.03, cap=2.94))
     held = 0
-    for pos in POSITIONS:
+    for i, pos in enumerate(POSITIONS):
         reference = run_pick(model, pos, cfg)
-        outcome = ros_pick(float(pos[0]), float(pos[1]), tmp_path / "outcome.json")
-        assert outcome["outcome"] == reference.outcome, (pos, outcome, reference)
-        assert outcome["lift_cm"] / 100 == pytest.approx(reference.lift, abs=LIFT_TOL)
+        out = tmp_path / f"outcome{i}.json"
+        outcome = ros_pick(float(pos[0]), float(pos[1]), out)
+        log = (out.with_suffix(".logs") / "pick.log").read_text()[-4000:]
+        assert outcome["outcome"] == reference.outcome, (pos, outcome, reference, log)
+        assert outcome["lift_cm"] / 100 == pytest.approx(reference.lift, abs=LIFT_TOL), log
         held += outcome["outcome"] == "held"
     assert held >= 9, f"{held}/10 held"
     assert np.allclose(np.mean(POSITIONS, axis=0)[:2], CENTRE, atol=0.01)

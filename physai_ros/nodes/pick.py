@@ -29,15 +29,16 @@ from control_msgs.action import FollowJointTrajectory, GripperCommand
 from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
 from rclpy.action import ActionClient
-from rclpy.duration import Duration as RclDuration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.time import Time as RclTime
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
+from physai_ros.core.goal_chain import GoalChain
 from physai_ros.core.pick import (
     PickMachine,
     PickSensing,
@@ -71,6 +72,14 @@ def duration_msg(seconds: float) -> Duration:
 
 def stamp_seconds(stamp) -> float:
     return stamp.sec + stamp.nanosec * 1e-9
+
+
+def measured_at(stamp, received: float) -> float:
+    """When a message's measurement was taken [s]: its header stamp, not when a busy node got
+    round to it (a backlog of old poses would otherwise look fresh), never later than its
+    receipt; an unstamped message (stamp 0) counts from its receipt."""
+    taken = stamp_seconds(stamp)
+    return min(taken, received) if taken > 0.0 else received
 
 
 S, M, RAD = "[s]", "[m]", "[rad]"
@@ -165,10 +174,10 @@ class PickNode(Node):
         self.fk_qadr = [model.jnt_qposadr[model.joint(j).id] for j in self.arm_joints]
 
         self.joints: dict[str, tuple[float, float]] = {}
-        self.joints_stamp = -math.inf  # [s] receipt time of the last joint state
+        self.joints_stamp = -math.inf  # [s] when the last joint state was measured
         self.jaw_force = dict.fromkeys(self.jaws, 0.0)
         self.jaw_stamp = dict.fromkeys(self.jaws, -math.inf)
-        self.cube: tuple[np.ndarray, float] | None = None  # (position [m], receipt time [s])
+        self.cube: tuple[np.ndarray, float] | None = None  # (position [m], when measured [s])
         self.machine: PickMachine | None = None
         self.squeeze = math.nan
         self.site_at_grip = math.nan  # [m] gripper-site height when the close ended
@@ -191,7 +200,11 @@ class PickNode(Node):
         self.pub_outcome = self.create_publisher(String, interfaces.PICK_OUTCOME, LATCHED)
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
         self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
+        self.chain = GoalChain(self.lead)  # arm goals start where the last one really ends
+        self.jaw_delay = self.lead  # [s] after the close state began, the jaw was commanded
+        self.report_at: float | None = None  # [s] the machine is done; report once the arm is
         self.phase = 0  # counts the goals sent, so a stale goal's reply is recognised
+        self.arm_phase = 0  # the phase of the last arm goal: it is in charge until replaced
         self.trouble: str | None = None  # a controller's rejection or abort, acted on at tick
         self.get_logger().info("waiting for joint states, the cube and the controllers")
 
@@ -200,7 +213,7 @@ class PickNode(Node):
         velocity = list(msg.velocity) or [0.0] * len(msg.name)
         for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
             self.joints[name] = (q, v)
-        self.joints_stamp = self.now()
+        self.joints_stamp = measured_at(msg.header.stamp, self.now())
 
     def on_controller(self, msg: JointTrajectoryControllerState) -> None:
         if list(msg.joint_names) == self.arm_joints and len(msg.reference.positions) == len(
@@ -211,13 +224,13 @@ class PickNode(Node):
     def on_wrench(self, jaw: str, msg: WrenchStamped) -> None:
         f = msg.wrench.force
         self.jaw_force[jaw] = math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)
-        self.jaw_stamp[jaw] = self.now()
+        self.jaw_stamp[jaw] = measured_at(msg.header.stamp, self.now())
 
     def on_tf(self, msg: TFMessage) -> None:
         for t in msg.transforms:
             if t.child_frame_id == self.cube_frame and t.header.frame_id == self.world:
                 p = t.transform.translation
-                self.cube = (np.array([p.x, p.y, p.z]), self.now())
+                self.cube = (np.array([p.x, p.y, p.z]), measured_at(t.header.stamp, self.now()))
 
     def cube_target(self, now: float) -> tuple[np.ndarray, float] | None:
         """The cube position to plan for and when it was measured: a fresh TF pose, else the
@@ -257,34 +270,37 @@ class PickNode(Node):
 
     def ready(self, now: float) -> bool:
         have_joints = all(n in self.joints for n in [*self.arm_joints, self.jaw_joint])
+        cube = self.cube_target(now)  # fresh: a graph still starting up may lag behind
         return (
             have_joints
             and self.reference is not None
-            and self.cube_target(now) is not None
+            and cube is not None
+            and now - cube[1] <= self.max_age
             and self.arm.server_is_ready()
             and self.gripper.server_is_ready()
         )
 
-    def send_phase(self, now: float) -> None:
-        now = self.now()  # the stamp below is this instant
+    def send_phase(self, now: float, start: float) -> None:
+        """The current state's arm motion sampled from ``now``, stamped to start at ``start``
+        (``GoalChain``: command_lead ahead, or where the previous goal really ends), so phases
+        join where the previous one ended even when a goal reached the controller late."""
         times, q = phase_trajectory(self.machine, now, self.cfg.ros["trajectory_dt"])
         if times.size == 0:
             return
         goal = FollowJointTrajectory.Goal()
-        # stamped command_lead ahead: the controller runs each phase on the pick's clock, so
-        # phases join exactly where the previous one ended, however late a goal arrives
-        start = self.get_clock().now() + RclDuration(seconds=self.lead)
-        goal.trajectory.header.stamp = start.to_msg()
+        goal.trajectory.header.stamp = RclTime(nanoseconds=round(start * 1e9)).to_msg()
         goal.trajectory.joint_names = self.arm_joints
         goal.trajectory.points = [
             JointTrajectoryPoint(positions=row.tolist(), time_from_start=duration_msg(t))
             for t, row in zip(times, q, strict=True)
         ]
         what = f"{self.machine.state} arm goal"
-        self._watch(self.arm.send_goal_async(goal), what, self._arm_done)
+        self.chain.sent(self.phase, start, float(times[-1]))
+        self.arm_phase = self.phase
+        self._watch(self.arm.send_goal_async(goal), what, self._arm_done, chained=True)
 
-    def send_jaw(self, position: float, effort: float) -> None:
-        """Command the jaw ``command_lead`` from now, when the arm's phase starts too."""
+    def send_jaw(self, position: float, effort: float, delay: float) -> None:
+        """Command the jaw ``delay`` [s] from now, when the arm's phase starts too."""
         goal = GripperCommand.Goal()
         goal.command.position, goal.command.max_effort = float(position), float(effort)
 
@@ -292,17 +308,22 @@ class PickNode(Node):
             self.destroy_timer(timer)
             self._watch(self.gripper.send_goal_async(goal), "gripper goal", None)
 
-        timer = self.create_timer(self.lead, send)
+        timer = self.create_timer(delay, send)
 
-    def _watch(self, future, what: str, on_result) -> None:
+    def _watch(self, future, what: str, on_result, chained: bool = False) -> None:
         """Note a rejected goal (and, for the arm, an aborted one) as trouble for the next
-        tick: the pick then aborts with the controller's reason instead of waiting blind."""
+        tick: the pick then aborts with the controller's reason instead of waiting blind.
+        ``chained``: an arm goal of the chain (``GoalChain``), told when its acceptance is seen;
+        its reply counts until a newer arm goal replaces it, also in states that send none
+        (the down goal still moves the arm while the jaw closes)."""
         phase = self.phase
 
         def responded(f) -> None:
             handle = f.result()
+            if handle.accepted and chained:  # it started by now at the latest
+                self.chain.accepted(phase, self.now())
             if not handle.accepted:
-                if phase == self.phase:
+                if phase == (self.arm_phase if chained else self.phase):
                     self.trouble = f"the controller rejected the {what}"
                 return
             if on_result is not None:
@@ -315,18 +336,28 @@ class PickNode(Node):
         result = response.result
         if response.status == GoalStatus.STATUS_SUCCEEDED or response.status == PREEMPTED:
             return
-        if phase == self.phase and self.machine is not None and not self.machine.finished:
+        if phase == self.arm_phase and self.machine is not None and not self.machine.finished:
             self.trouble = f"{what} ended with error {result.error_code}: {result.error_string}"
 
     def enter(self, state: str, now: float) -> None:
         self.phase += 1
         self.pub_state.publish(String(data=state))
         self.get_logger().info(f"state {state} at t = {now:.3f} s")
+        now = self.now()  # the stamps below are from this instant
+        if state == "abort":  # the controller holds the arm: start from there, now
+            self.chain.forget()
+        start = self.chain.start(now)
+        if start > now + self.lead + 1e-3:
+            self.get_logger().warning(
+                f"{state}: the previous arm goal reached the controller late; this phase "
+                f"starts {start - now - self.lead:.3f} s later to join where it ends"
+            )
         if state == "close":
-            self.send_jaw(self.cfg.jaw_closed, self.cap)
+            self.jaw_delay = start - now
+            self.send_jaw(self.cfg.jaw_closed, self.cap, self.jaw_delay)
         elif state in ("home", "settle", "abort"):
-            self.send_jaw(self.cfg.jaw_open, self.cap)
-        self.send_phase(now)
+            self.send_jaw(self.cfg.jaw_open, self.cap, start - now)
+        self.send_phase(now, start)
 
     def tick(self) -> None:
         now = self.now()
@@ -339,7 +370,10 @@ class PickNode(Node):
             self.enter(self.machine.state, now)
             return
         machine = self.machine
-        if machine.finished:
+        if machine.finished:  # report once the arm has done what it was sent (the chain's end)
+            if self.report_at is not None and now >= self.report_at:
+                self.report_at = None
+                self.finish(now)
             return
         if self.trouble is not None:
             trouble, self.trouble = self.trouble, None
@@ -359,7 +393,7 @@ class PickNode(Node):
             self.site_at_grip = self.site_height()
         if state != before:
             if machine.finished:
-                self.finish(now)
+                self.report_at = max(now, self.chain.end(now))
             else:
                 self.enter(state, now)
 
@@ -408,8 +442,8 @@ class PickNode(Node):
             "lift_cm": None if math.isnan(final.lift) else round(final.lift * 100.0, 3),
             "robot": robot.as_dict(),
             "cube_pose": None if pose is None else pose.as_dict(),
-            # the jaw started command_lead after the close state did
-            "close_s": None if math.isnan(m.close_s) else round(m.close_s - self.lead, 4),
+            # the jaw started jaw_delay after the close state did
+            "close_s": None if math.isnan(m.close_s) else round(m.close_s - self.jaw_delay, 4),
             "squeeze_N": None if math.isnan(self.squeeze) else round(self.squeeze, 3),
             "jaw_forces_N": [round(self.jaw_force[j], 3) for j in self.jaws],
             "ik_error_mm": None if math.isnan(m.ik_error) else round(m.ik_error * 1e3, 4),

@@ -1,0 +1,76 @@
+"""When the next goal of a chain of arm phases may start on the controller.
+
+Why: the pick sends each arm phase as a ``FollowJointTrajectory`` goal stamped ``lead`` ahead
+of the moment it is sent, so a goal that reaches the controller within ``lead`` starts exactly
+where the previous phase ends. A goal that arrives after its stamp is started by our
+controller when it arrives, from where the arm is, its points keeping their times
+(docs/controllers.md: no jumps) -- it ends late by as much. A new goal replaces the running
+one when it arrives, and the controller moves the arm from where it is to the new goal's first
+point by the new stamp. Stamped on the pick's own timeline, the next phase would leave only
+``lead`` (or, itself arriving late, no time at all) for what is left of the late phase too: a
+jump, rejected by the limit check -- on a starved computer one late goal ended the whole pick.
+The chain stamps each goal no earlier than the estimated end of the one before it, so that
+stretch keeps the time the plan gave it.
+
+The estimate never runs early: a goal starts on the controller at ``max(stamp, arrival)``,
+and its arrival is no later than the moment its acceptance is seen here; a goal whose
+acceptance has not been seen yet starts no earlier than now. An estimate that runs late only
+makes the arm wait, still, a little longer between two phases.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from physai_ros.errors import InvalidInput
+
+
+@dataclass
+class _Goal:
+    stamp: float  # [s] header stamp sent
+    duration: float  # [s] time_from_start of its last point
+    seen_accepted: float | None = None  # [s] when the acceptance reached the sender
+
+
+class GoalChain:
+    """Stamps for a chain of trajectory goals sent one after another to one controller.
+
+    lead: [s] how far ahead of the moment it is sent a goal is stamped (at least); all times
+    are on the sender's clock [s].
+    """
+
+    def __init__(self, lead: float) -> None:
+        if not (math.isfinite(lead) and lead >= 0.0):
+            raise InvalidInput(f"lead must be a finite time >= 0 [s], got {lead!r}")
+        self.lead = float(lead)
+        self._key: int | None = None  # the last goal sent (earlier ones were replaced)
+        self._goal: _Goal | None = None
+
+    def start(self, now: float) -> float:
+        """The stamp for a goal sent at ``now``: ``lead`` ahead, or the estimated end of the
+        previous goal when that is later."""
+        return max(now + self.lead, self.end(now))
+
+    def end(self, now: float) -> float:
+        """Estimated end of the last goal on the controller (``-inf`` if none is running)."""
+        goal = self._goal
+        if goal is None:
+            return -math.inf
+        arrival = now if goal.seen_accepted is None else goal.seen_accepted
+        return max(goal.stamp, arrival) + goal.duration
+
+    def sent(self, key: int, stamp: float, duration: float) -> None:
+        """Record goal ``key`` sent with ``stamp`` and lasting ``duration`` after it."""
+        if not (math.isfinite(stamp) and math.isfinite(duration) and duration >= 0.0):
+            raise InvalidInput(f"goal {key}: stamp {stamp!r} and duration {duration!r} [s]")
+        self._key, self._goal = key, _Goal(float(stamp), float(duration))
+
+    def accepted(self, key: int, at: float) -> None:
+        """Goal ``key``'s acceptance was seen at ``at``; a goal since replaced is ignored."""
+        if key == self._key and self._goal is not None and self._goal.seen_accepted is None:
+            self._goal.seen_accepted = float(at)
+
+    def forget(self) -> None:
+        """Drop the running goal (it was aborted or rejected: the controller holds the arm)."""
+        self._key, self._goal = None, None
