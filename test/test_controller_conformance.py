@@ -265,6 +265,12 @@ class Backend:
         assert handle.accepted, self.log()[-2000:]
         status, result = self.outcome(handle, seconds + 30.0)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        self.settle()
+
+    def settle(self, timeout: float = 5.0) -> None:
+        """Wait until the arm is still (< 3 mrad over 0.3 s): a goal succeeds inside its
+        tolerance, and the servo may still creep towards the point for a moment."""
+        assert self.wait(lambda: self.motion_during(0.3) < 0.003, timeout), "the arm keeps moving"
 
     def other_pose(self) -> np.ndarray:
         """Whichever of the two test poses is farther from the arm (so every move moves)."""
@@ -327,6 +333,7 @@ REJECTIONS = {
 @pytest.mark.parametrize("case", REJECTIONS)
 def test_invalid_goal_is_rejected_with_upstreams_reason_and_nothing_moves(backend, case):
     make, reason = REJECTIONS[case]
+    backend.settle()
     mark = len(backend.log())
     handle = backend.send(make(backend.position()))
     assert not handle.accepted
@@ -336,6 +343,7 @@ def test_invalid_goal_is_rejected_with_upstreams_reason_and_nothing_moves(backen
 
 def test_trajectory_that_ends_in_the_past_is_rejected(backend):
     assert backend.wait(lambda: backend.now() > 5.0, 10.0)  # a past stamp > 0 exists (sim time)
+    backend.settle()
     mark = len(backend.log())
     q = backend.position()
     handle = backend.send(trajectory([(1.0, q + 0.1)], stamp=backend.now() - 3.0))
@@ -349,6 +357,7 @@ def test_future_stamp_holds_until_the_stamp_then_reaches_the_goal(backend):
     (no motion) until the stamp, then follows the trajectory."""
     from action_msgs.msg import GoalStatus
 
+    backend.settle()
     q, target = backend.position(), backend.other_pose()
     begin = backend.now() + 1.5
     handle = backend.send(trajectory([(0.0, q), (1.5, target)], stamp=begin))
@@ -498,6 +507,7 @@ def test_partial_goal_follows_allow_partial_joints_goal(backend):
 def test_topic_trajectory_moves_the_arm_and_an_empty_one_is_ignored(backend):
     from trajectory_msgs.msg import JointTrajectory
 
+    backend.settle()
     mark = len(backend.log())
     backend.topic.publish(JointTrajectory())  # idle: nothing moves
     assert backend.motion_during(0.5) < STILL
