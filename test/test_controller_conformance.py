@@ -10,8 +10,8 @@ and its log (upstream logs why a goal was rejected; the result carries nothing).
 
 Each case sets the parameters it depends on and restores them, so the backends' different
 defaults (config/sim_robots.yaml, config/so101_driver.yaml) do not decide the outcome. Where
-the physics differ (the jaw's stop), the backend says where, and the case asserts the shared
-contract.
+the physics differ (where the cube stops the jaw, how late a servo answers) a case asserts the
+shared contract, with bounds both meet (docs/controllers.md, "Conformance").
 """
 
 from __future__ import annotations
