@@ -32,6 +32,19 @@ def shared_models() -> Path:
     return SHARED_MODELS
 
 
+def require(module: str):
+    """Import ``module`` for a test, as ``pytest.importorskip`` does, except in CI
+    (``CI=true``), where its absence is an error: a skipped check in CI proves nothing."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{module} is not installed: {exc}")
+        pytest.skip(f"{module} is not installed", allow_module_level=True)
+
+
 # --- DDS isolation ------------------------------------------------------------------------------
 # Every test that talks over DDS gets its own ROS_DOMAIN_ID, and discovery stays on this host,
 # so parallel runs (another CI job, a developer's demo) never see each other's topics.

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import require
 
 from physai_ros import interfaces
 from physai_ros.bringup import start, start_emulated, stop
@@ -287,7 +288,7 @@ def backend(request, tmp_path_factory) -> Iterator[Backend]:
     """One graph per backend for the whole module (pytest runs every case on one, then the
     other); the arm starts each case at one of the two test poses, the jaw open."""
     if request.param == "emulated":
-        pytest.importorskip("lerobot.motors")
+        require("lerobot.motors")
     domain = 1 + (os.getpid() * 41 + 7 + len(request.param)) % 200
     b = Backend(request.param, tmp_path_factory.mktemp(f"conformance_{request.param}"), domain)
     try:

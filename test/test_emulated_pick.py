@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require
 from so101_bench import Bench
 
-pytest.importorskip("lerobot.motors")
+require("lerobot.motors")
 pytestmark = [pytest.mark.slow, pytest.mark.dds]
 RECORDED = (
     "/joint_states",

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +27,7 @@ from physai_ros.backends.feetech_emulator import (
 from physai_ros.backends.so101_lerobot import BusSettings, PortUnavailable, So101Bus
 from physai_ros.core import feetech_protocol as fp
 
-lerobot_motors = pytest.importorskip("lerobot.motors")
+lerobot_motors = require("lerobot.motors")
 from lerobot.motors import Motor, MotorCalibration, MotorNormMode  # noqa: E402
 from lerobot.motors.feetech import FeetechMotorsBus  # noqa: E402
 

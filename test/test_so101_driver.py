@@ -17,11 +17,12 @@ import time
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
+from conftest import require
 from diagnostic_msgs.msg import DiagnosticStatus
 from so101_bench import Bench, largest_fall, largest_motion
 
 pytestmark = pytest.mark.dds
-pytest.importorskip("lerobot.motors")
+require("lerobot.motors")
 
 FJT_PATH = -4  # FollowJointTrajectory.Result.PATH_TOLERANCE_VIOLATED
 STILL = 0.05  # [rad] "moves nothing": no joint of the witness moves more than this

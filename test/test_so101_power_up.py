@@ -12,10 +12,11 @@ import time
 
 import numpy as np
 import pytest
+from conftest import require
 from so101_bench import Bench, largest_motion
 
 pytestmark = pytest.mark.dds
-pytest.importorskip("lerobot.motors")
+require("lerobot.motors")
 
 STILL = 0.05  # [rad] "moves nothing": no joint of the witness moves more than this
 
