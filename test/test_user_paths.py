@@ -194,6 +194,34 @@ def test_ros2_launch_panda_trajectory_with_a_params_file(ros2, tmp_path):
     assert "SUCCEEDED" in out, out + (tmp_path / "launch.log").read_text()[-3000:]
 
 
+def test_ros2_launch_trajectory_franka_against_a_franka_shaped_sim(ros2, tmp_path):
+    """``trajectory_franka.launch.py`` exactly as on a real Panda, the Franka-shaped sim bridge
+    standing in for franka_ros2 (its controller ``panda_arm_controller``, joints
+    ``panda_joint1..7``); the one change a user makes to try it on the simulation is the
+    sim's clock, given in a ``params_file``. A goal in franka_ros2's joint names is timed within
+    the limits and executed."""
+    ros2(
+        "run", "physai_ros", "sim_bridge", "--ros-args", "-p", "robot:=panda",
+        "-p", "franka_profile:=panda", "-p", "real_time_factor:=2.0",
+        log=tmp_path / "bridge.log",
+    )  # fmt: skip
+    params = tmp_path / "sim_clock.yaml"
+    params.write_text("trajectory:\n  ros__parameters:\n    use_sim_time: true\n")
+    log = tmp_path / "launch.log"
+    ros2("launch", "physai_ros", "trajectory_franka.launch.py", f"params_file:={params}", log=log)
+    assert "panda_" in wait_param(ros2, "/trajectory", "joint_prefix"), log.read_text()[-3000:]
+    goal = (
+        "{trajectory: {joint_names: [panda_joint1, panda_joint2, panda_joint4], "
+        "points: [{positions: [0.3, 0.2, -2.2]}]}}"
+    )
+    action = "/trajectory/follow_joint_trajectory"
+    kind = "control_msgs/action/FollowJointTrajectory"
+    out = ros2_output(ros2("action", "send_goal", action, kind, goal), timeout=120)
+    assert "SUCCEEDED" in out, (
+        out + log.read_text()[-3000:] + (tmp_path / "bridge.log").read_text()[-2000:]
+    )
+
+
 def test_ros2_launch_display_without_rviz_serves_the_frame_tree(ros2, tmp_path):
     """``display.launch.py rviz:=false`` on a machine without RViz: the sim bridge and the TF
     publisher run, and the robot's frames are on /tf (``ros2 topic echo``, a user's check)."""
