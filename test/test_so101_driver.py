@@ -143,6 +143,32 @@ def test_servos_back_on_a_garbling_bus_resume_without_an_internal_error(bench):
     assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED
 
 
+def test_well_formed_wrong_readings_are_dropped_and_move_nothing(bench):
+    """A desynchronised bus hands one register's reply to the read of another: well formed,
+    right checksum, wrong data (here zeros in every 3rd sync read: positions of about -pi),
+    also right after a silence, when the speed check alone would believe it. Such readings
+    are dropped by name, and the arm neither holds nor resumes toward them: nothing moves."""
+    start = len(bench.log())
+    before = time.time()
+    bench.set_emulator("mute_ids", [1, 2, 3, 4, 5, 6])
+    try:
+        assert bench.wait(lambda: "servos silent" in bench.log()[start:], 5.0), bench.log()
+        bench.set_emulator("wrong_data_every", 3)
+        bench.set_emulator("mute_ids", [0])
+        assert bench.wait(lambda: "answer again after" in bench.log()[start:], 20.0), bench.log()
+        time.sleep(2.0)
+    finally:
+        bench.set_emulator("mute_ids", [0])
+        bench.set_emulator("wrong_data_every", 0)
+    log = bench.log()[start:]
+    assert "reading dropped" in log and "beyond its range" in log, log
+    assert largest_motion(bench.truth_since(before)) < STILL
+    if bench.state() != "active":  # a zero read as torque off is a power loss to the driver
+        assert "power loss" in log, log
+        assert bench.transition("activate"), bench.log()[-2000:]
+    assert bench.wait(lambda: bench.state() == "active", 5.0)
+
+
 def test_blocked_arm_stops_and_holds_within_0_3_s_naming_the_joint(bench):
     """A box in the shoulder_pan's way: the goal aborts as a path tolerance violation naming
     the joint, and the arm holds where it stopped instead of pushing on."""

@@ -115,6 +115,9 @@ class Faults:
 
     mute_ids: set[int] = field(default_factory=set)  # these servos never answer
     corrupt_every: int = 0  # every n-th reply gets a wrong checksum (0 = never)
+    # every n-th sync-read reply carries zeros for data, well formed (a desynchronised bus
+    # hands one register's reply to the read of another: the checksum cannot tell)
+    wrong_data_every: int = 0
 
 
 @dataclass
@@ -123,6 +126,7 @@ class BusStats:
     replies: int = 0
     corrupt_requests: int = 0
     corrupted_replies: int = 0
+    wrong_data_replies: int = 0
     baud_mismatches: int = 0
     late_steps: int = 0  # times the physics fell > 100 ms behind real time (debt dropped)
     late_replies_dropped: int = 0  # the client had moved on to its next request (see _serve)
@@ -229,6 +233,7 @@ class FeetechBusEmulator:
         self._slave: int | None = None
         self.port: str | None = None
         self._reply_count = 0
+        self._sync_reads = 0  # counts sync reads, for faults.wrong_data_every
         self.time = 0.0  # [s] simulated time
 
     # --- life cycle ------------------------------------------------------------------------
@@ -507,10 +512,15 @@ class FeetechBusEmulator:
                 sync = fp.decode_sync_read(params)
             except InvalidInput:
                 return
+            self._sync_reads += 1
+            every = self.faults.wrong_data_every
+            wrong = bool(every) and self._sync_reads % every == 0
             for target in sync.ids:
                 servo = self._servo(target)
                 if servo is not None:
-                    yield self._status(servo, servo.read(sync.address, sync.length))
+                    data = bytes(sync.length) if wrong else servo.read(sync.address, sync.length)
+                    yield self._status(servo, data)
+            self.stats.wrong_data_replies += wrong
         self._apply_bus_changes()
 
     def _apply_bus_changes(self) -> None:

@@ -56,6 +56,7 @@ from physai_ros.errors import InvalidInput
 Log = Callable[[str, str], None]  # (level: info | warn | error, message)
 FAULT_FLAGS = fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT | fp.ErrorBit.OVERCURRENT
 MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
+BEYOND_RANGE = 0.5  # [rad] no joint rests further beyond its range: further = a garbled read
 GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
 # (closing onto the jaw's own stop is how a pick closes)
 
@@ -378,9 +379,16 @@ class ServoLoop:
             self.log("warn", f"command write failed, retrying: {exc}")
 
     def _implausible(self, reading: JointReading, now: float) -> bool:
-        """A reading no joint could have reached since the last good one (faster than
-        ``MAX_SPEED``): a garbled reply (a desynchronised bus), dropped like a lost one. A
-        jump that persists past ``stale_timeout`` is believed (the arm was moved)."""
+        """A reading no joint could be at: beyond its range by more than ``BEYOND_RANGE`` (a
+        well-formed reply with another register's data, as a desynchronised bus delivers),
+        or reached since the last good one faster than ``MAX_SPEED``. Dropped like a lost
+        reply, also right after a silence: holding or resuming toward such a reading would
+        throw the arm. A jump within the ranges that persists past ``stale_timeout`` is
+        believed (the arm was moved)."""
+        beyond = self._beyond_range(reading.position)
+        if beyond:
+            self.log("warn", f"reading dropped: {beyond}")
+            return True
         last = self.reading
         if last is None or now - self.last_good > self.s.stale_timeout:
             return False
@@ -391,6 +399,19 @@ class ServoLoop:
         j = int(np.argmax(jump))
         self.log("warn", f"reading dropped: {JOINTS[j]} jumped {jump[j]:.3f} rad in one cycle")
         return True
+
+    def _beyond_range(self, position: np.ndarray) -> str:
+        """Why ``position`` [rad] cannot be the arm's ('' if it can): a joint further than
+        ``BEYOND_RANGE`` beyond its range."""
+        lower, upper = self.bus.lower - BEYOND_RANGE, self.bus.upper + BEYOND_RANGE
+        outside = np.flatnonzero((position < lower) | (position > upper))
+        if outside.size == 0:
+            return ""
+        j = int(outside[0])
+        return (
+            f"{JOINTS[j]} at {position[j]:.3f} rad is beyond its range "
+            f"[{self.bus.lower[j]:.3f}, {self.bus.upper[j]:.3f}] by more than {BEYOND_RANGE} rad"
+        )
 
     def _command(self) -> None:
         """Write the controllers' reference, and the gripper's effort, when they change."""
@@ -473,7 +494,11 @@ class ServoLoop:
                 self.log("error", f"hold after the fault failed: {exc}")
 
     def _hold_present(self) -> None:
+        """Hold where the arm is: a fresh reading, or the last good one if the fresh one
+        cannot be the arm's (holding a garbled reading would throw the arm)."""
         present = self.bus.read_state().position
+        if self._beyond_range(present) and self.reading is not None:
+            present = self.reading.position
         self.sent = self.bus.send_positions(present)
         self.commanded = self.sent.copy()
 
@@ -516,6 +541,9 @@ class ServoLoop:
             held = self.bus.read_goal()
         except BusError as exc:
             self.log("warn", f"servos answer again but not every read does ({exc}); retrying")
+            return
+        if beyond := self._beyond_range(held):  # a garbled goal read: resuming would throw it
+            self.log("warn", f"servos answer again but their goal reads wrong ({beyond}); retrying")
             return
         self.fault = ""
         if not torque.all():

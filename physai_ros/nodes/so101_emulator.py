@@ -13,7 +13,8 @@ system beside a real arm would publish it.
 Faults, set at run time with ``ros2 param set /so101_emulator <name> <value>``:
 ``port_connected`` (false = cable pulled), ``power`` (false = supply lost: servos silent and
 limp, the arm falls; true = back, reset with torque off), ``mute_ids`` (servos that stop
-answering), ``corrupt_every`` (bad checksum every n-th reply), ``overload_ids`` (latch
+answering), ``corrupt_every`` (bad checksum every n-th reply), ``wrong_data_every`` (zeros with
+a right checksum in every n-th sync read: a desynchronised bus), ``overload_ids`` (latch
 OVERLOAD), ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way;
 [0.0] removes it).
 """
@@ -69,6 +70,11 @@ PARAMETERS = {  # config/so101_emulator.yaml: (description, range, read-only)
     "power": ("false = servo supply lost (silent, limp)", None, False),
     "mute_ids": ("servo ids that do not answer (0 = none)", None, False),
     "corrupt_every": ("bad checksum on every n-th reply (0 = never)", (0, 1000), False),
+    "wrong_data_every": (
+        "zeros, well formed, in every n-th sync read (0 = never)",
+        (0, 1000),
+        False,
+    ),
     "overload_ids": ("servo ids whose OVERLOAD latches (0 = none)", None, False),
     "obstacle": ("[x, y, z, half edge] world [m] puts a box in the way; [0.0] = none", None, False),
 }
@@ -126,6 +132,8 @@ class So101Emulator(Node):
                 if value < 0:
                     return SetParametersResult(successful=False, reason="corrupt_every >= 0")
                 emulator.faults.corrupt_every = int(value)
+            elif name == "wrong_data_every":
+                emulator.faults.wrong_data_every = int(value)
             elif name == "port_connected":
                 (emulator.open_port if value else emulator.close_port)()
             elif name == "power":
