@@ -119,10 +119,11 @@ def _pair_brute(obj: SurfaceObject, mu: float, jaw: Jaw) -> tuple[int, int]:
             continue
         rel = obj.com - obj.points[i]
         q2 = round(float(np.linalg.norm(rel - (rel @ u) * u)), 12)  # picometre ties
-        if best is None or (q2, i, j) < best:
-            best = (q2, i, j)
+        align = round(min(-obj.normals[i] @ u, obj.normals[j] @ u), 12)
+        if best is None or (q2, -align, i, j) < best:
+            best = (q2, -align, i, j)
     assert best is not None
-    return best[1], best[2]
+    return best[2], best[3]
 
 
 @pytest.mark.parametrize("shape", ["box", "sphere", "cylinder", "ellipsoid"])

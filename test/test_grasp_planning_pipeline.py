@@ -185,7 +185,7 @@ def test_so101_jaw_tilts_with_its_opening():
 
 
 def test_plan_for_the_panda_end_to_end():
-    obj = primitive("box", 0.04, 0.004)
+    obj = primitive("box", 0.04, 0.0044)  # 9 × 9 points a face: one at each face centre
     req = PlanRequest("panda", 5e4, 0.3, 0.6, 0.05, cells=4)
     result = plan(obj, req)
     data = json.loads(json.dumps(to_json(result)))
@@ -216,6 +216,7 @@ def test_plan_reports_no_grasp_in_band():
         plan(primitive("box", 0.04, 0.01), req)
 
 
+@pytest.mark.slow
 def test_cli_plan_json_and_help(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["plan", "--help"])

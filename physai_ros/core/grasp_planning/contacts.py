@@ -289,7 +289,8 @@ def select_triangle(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> Tri
 
 
 def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
-    """The best antipodal pair for ``jaw`` (smallest Q2, then indices), all ordered pairs.
+    """The best antipodal pair for ``jaw``: smallest Q2; among equal Q2 the pair whose normals
+    are best aligned with the axis (the least friction spent on the tilt); then indices.
 
     Exhaustive but vectorised in blocks: n² pairs cost what n³ triangles would not. Contact i
     is on the fixed jaw, j on the moving one, so j's cone is narrowed by the tilt.
@@ -298,7 +299,7 @@ def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
     phi = math.atan(mu)
     pts, inward = obj.points, -obj.normals
     n = len(pts)
-    best: tuple[float, int, int] | None = None
+    best: tuple[float, float, int, int] | None = None
     evaluated = 0
     for start in range(0, n, max(1, _CHUNK // n)):
         rows = np.arange(start, min(n, start + max(1, _CHUNK // n)))
@@ -323,9 +324,11 @@ def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
             continue
         rel = obj.com - pts[a[ok]]
         q2 = np.linalg.norm(rel - np.einsum("ij,ij->i", rel, axis[ok])[:, None] * axis[ok], axis=1)
-        q2 = np.round(q2, _Q2_DECIMALS)  # equal to a picometre is a tie: indices decide
-        k = int(np.lexsort((b[ok], a[ok], q2))[0])
-        cand = (float(q2[k]), int(a[ok][k]), int(b[ok][k]))
+        q2 = np.round(q2, _Q2_DECIMALS)  # equal to a picometre is a tie
+        # ties: the pair whose worse normal is best aligned with the axis, then indices
+        align = np.round(np.minimum(cos_i[ok], cos_j[ok]), _Q2_DECIMALS)
+        k = int(np.lexsort((b[ok], a[ok], -align, q2))[0])
+        cand = (float(q2[k]), -float(align[k]), int(a[ok][k]), int(b[ok][k]))
         if best is None or cand < best:
             best = cand
     if best is None:
@@ -333,7 +336,7 @@ def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
             f"no antipodal pair within {jaw.name}'s opening [{jaw.min_width}, {jaw.max_width}] m "
             f"with both normals inside the friction cone (μ = {mu})"
         )
-    q2, i, j = best
+    q2, _, i, j = best
     d = pts[j] - pts[i]
     width = float(np.linalg.norm(d))
     return JawGrasp((i, j), width, q2, d / width, float(jaw.tilt(np.array([width]))[0]), evaluated)

@@ -32,10 +32,11 @@ from physai_ros.core.grasp_planning.quality import grasp_quality
 from physai_ros.errors import InvalidInput
 
 HANDS = ("barrett", "panda", "so101")
-TIP_RADIUS = {"barrett": 0.012, "panda": 0.02, "so101": 0.02}
+TIP_RADIUS = {"barrett": 0.012, "panda": 0.01, "so101": 0.01}
 """Fingertip radius [m]. Barrett: 12 mm, about half the BH8-282 finger width (24 mm), since
-no public model gives a tip radius. Panda/SO-101 pads are flat: a 20 mm sphere stands in for a
-flat pad as a shallow cap (the seed's contact model needs a hemisphere)."""
+no public model gives a tip radius. Panda/SO-101 pads are flat: a 10 mm sphere stands in for
+the pad (the seed's contact model needs a hemisphere; a larger cap touches a small object's
+edges and makes every closing step several times slower)."""
 TORSION = 0.005  # [m] soft-finger torsional friction length of the flat jaw pads (MuJoCo's)
 RETRIES = 5  # next-best grasps tried after an unreachable pre-grasp
 
