@@ -18,6 +18,7 @@ demo: setup  ## the simulated SO-101 pick through the ROS 2 node graph (separate
 	@$(RUN) physai bringup pick
 
 test: setup  ## run lint and all tests (what CI runs)
+	@bash scripts/test_tools.sh
 	@$(RUN) ruff check . && ruff format --check .
 	@$(RUN) python -m pytest $(PYTEST_ARGS)
 

@@ -1,7 +1,9 @@
 """ament_python package definition: installs the Python package, the ROS share files
-(launch/, config/, urdf/, package.xml) and one console entry point per node plus ``physai``.
+(launch/, config/ with config/moveit/<robot>/, urdf/, package.xml) and one console entry point
+per node plus ``physai``.
 """
 
+import os
 from glob import glob
 
 from setuptools import find_packages, setup
@@ -18,6 +20,12 @@ NODES = {
     "so101_emulator": "physai_ros.nodes.so101_emulator:main",
 }
 
+
+def files(pattern: str) -> list[str]:
+    """Regular files matching ``pattern``: data_files copies files, a folder would be an error."""
+    return sorted(path for path in glob(pattern) if os.path.isfile(path))
+
+
 setup(
     name=PACKAGE,
     version="0.1.0",
@@ -27,7 +35,12 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.py")),
-        (f"share/{PACKAGE}/config", glob("config/*")),
+        (f"share/{PACKAGE}/config", files("config/*")),
+        # MoveIt configuration, one folder per robot (physai_ros.models.moveit_config).
+        *(
+            (f"share/{PACKAGE}/{folder}", files(f"{folder}/*"))
+            for folder in sorted(glob("config/moveit/*"))
+        ),
         (f"share/{PACKAGE}/urdf", glob("urdf/*")),
     ],
     install_requires=["setuptools"],

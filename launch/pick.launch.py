@@ -1,7 +1,9 @@
 """The SO-101 pick: ``ros2 launch physai_ros pick.launch.py sim:=true``.
 
 sim:=true runs the MuJoCo sim bridge (real contact physics, no weld); sim:=false the LeRobot
-SO-101 driver on a real arm (port:=…, calibration_file:=…, the cube placed at cube_x, cube_y).
+SO-101 driver on a real arm (port:=…, calibration_file:=…, the cube placed at cube_x, cube_y),
+a lifecycle node the launch configures and activates (autostart:=false leaves it to
+``ros2 lifecycle set``), reachable from this computer only unless discovery:=subnet.
 The nodes come from ``physai_ros.graph.pick_graph``, as for ``physai bringup pick``.
 """
 
@@ -21,6 +23,11 @@ ARGUMENTS = {
     "model_path": ("", "Menagerie-style model folder; empty = the embedded model"),
     "port": ("/dev/ttyACM0", "real arm: serial port of the servo bus (lerobot-find-port)"),
     "calibration_file": ("", "real arm: LeRobot calibration JSON; empty = LeRobot's own path"),
+    "autostart": ("true", "real arm: configure and activate the driver at start"),
+    "discovery": (
+        "localhost",
+        "real arm: who may reach the graph: localhost (this computer) | subnet (ROS default)",
+    ),
 }
 
 
@@ -38,6 +45,8 @@ def node_specs(values: dict[str, str]) -> list:
         model_path=values["model_path"],
         port=values["port"],
         calibration_file=values["calibration_file"],
+        autostart=as_bool(values["autostart"]),
+        discovery=values["discovery"],
     )
 
 

@@ -2,24 +2,25 @@
 
     ros2 launch franka_bringup ...            # franka_ros2 starts the robot and its controller
     ros2 launch physai_ros trajectory_franka.launch.py
-    ros2 launch physai_ros trajectory_franka.launch.py \
-        controller_action:=/fr3_arm_controller/follow_joint_trajectory joint_prefix:=fr3_
+    ros2 launch physai_ros trajectory_franka.launch.py franka:=fr3
 
 Only the trajectory node runs here: franka_ros2's joint_trajectory_controller executes what it
-sends, after it was checked against libfranka's limits (config/limits_panda.yaml). The node list
-comes from ``physai_ros.graph.trajectory_graph``.
+sends, after it was checked against libfranka's limits (config/limits_panda.yaml; franka:=fr3:
+config/limits_fr3.yaml, the controller fr3_arm_controller and the joints fr3_joint1..). The node
+list comes from ``physai_ros.graph.trajectory_graph``.
 """
 
 import physai_ros.graph as graph
 from physai_ros.launch_support import describe
 
 ARGUMENTS = {
+    "franka": ("panda", "franka_ros2 robot: panda | fr3 (its controller, joint names, limits)"),
     "controller_action": (
-        graph.FRANKA_CONTROLLER_ACTION,
-        "franka_ros2 arm controller's FollowJointTrajectory action",
+        "",
+        "franka_ros2 arm controller's FollowJointTrajectory action; '' = the franka robot's",
     ),
-    "joint_prefix": (graph.FRANKA_JOINT_PREFIX, "franka_ros2 joint name prefix (panda_ | fr3_)"),
-    "limits_set": ("libfranka", "limit set of config/limits_panda.yaml"),
+    "joint_prefix": ("", "franka_ros2 joint name prefix; '' = the franka robot's"),
+    "limits_set": ("", "limit set of config/limits_<robot>.yaml; '' = its default"),
     "shape": ("quintic", "time scaling: step|linear|trapezoid|cubic|quintic|septic|ruckig"),
     "duration": ("0.0", "untimed goal duration [s]; 0 = the fastest within the limits"),
 }
@@ -31,9 +32,10 @@ def node_specs(values: dict[str, str]) -> list:
     return graph.trajectory_graph(
         "panda",
         sim=SIM,
-        controller_action=values["controller_action"],
-        joint_prefix=values["joint_prefix"],
-        limits_set=values["limits_set"],
+        franka=values["franka"],
+        controller_action=values["controller_action"] or None,
+        joint_prefix=values["joint_prefix"] or None,
+        limits_set=values["limits_set"] or None,
         shape=values["shape"],
         duration=float(values["duration"]),
     )

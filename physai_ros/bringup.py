@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from physai_ros.errors import InvalidInput
-from physai_ros.graph import GRAPHS, ROBOTS, NodeSpec, emulated_pick_graph
+from physai_ros.graph import GRAPHS, ROBOTS, NodeSpec, emulator_spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--emulated",
         action="store_true",
-        help="pick: the real-arm graph (sim:=false) on the Feetech bus emulator: emulator + "
-        "SO-101 driver (LeRobot) + TF publisher + pick",
+        help="pick: the real-arm graph (sim:=false, exactly as pick.launch.py starts it) with "
+        "the Feetech bus emulator in place of the arm's serial port",
     )
     parser.add_argument(
         "-p",
@@ -90,6 +90,7 @@ def start(specs: list[NodeSpec], log_dir: Path) -> list[subprocess.Popen]:
     """Start one process per node; their output goes to ``log_dir/<name>.log``."""
     procs = []
     for spec in specs:
+        env = {**os.environ, **spec.env}
         params = _params_file(spec, log_dir)
         cmd = [
             sys.executable,
@@ -103,9 +104,29 @@ def start(specs: list[NodeSpec], log_dir: Path) -> list[subprocess.Popen]:
         ]
         log = open(log_dir / f"{spec.name}.log", "wb")  # noqa: SIM115 - closed with the process
         procs.append(
-            subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env
+            )
         )
     return procs
+
+
+def start_emulated(
+    specs: list[NodeSpec], emulator: NodeSpec, log_dir: Path, timeout: float = 60.0
+) -> list[subprocess.Popen]:
+    """Start the bus emulator, wait until its port and calibration file exist, then the
+    real-arm graph ``specs`` (so the driver finds the arm as it would find a plugged-in one)."""
+    procs = start([emulator], log_dir)
+    link = Path(emulator.parameters["link"])
+    calibration = Path(emulator.parameters["calibration_out"])
+    deadline = time.monotonic() + timeout
+    while not (link.exists() and calibration.exists()):
+        if procs[0].poll() is not None or time.monotonic() > deadline:
+            stop(procs)
+            log = (log_dir / f"{emulator.name}.log").read_text(errors="replace")[-2000:]
+            raise InvalidInput(f"the bus emulator did not come up:\n{log}")
+        time.sleep(0.05)
+    return procs + start(specs, log_dir)
 
 
 def stop(procs: list[subprocess.Popen], timeout: float = 5.0) -> None:
@@ -131,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if args.emulated:
         if args.graph != "pick":
             raise InvalidInput("--emulated applies to the pick graph only")
-        graph = emulated_pick_graph
+        kwargs["sim"] = False
     valid = [name for name in inspect.signature(graph).parameters if name != "robot"]
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
@@ -142,11 +163,17 @@ def run(args: argparse.Namespace) -> int:
         log_dir = args.log_dir or Path(tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
         if args.emulated:  # the emulator's port symlink and calibration live with the logs
-            kwargs.setdefault("port_link", str(log_dir / "so101_port"))
+            kwargs.setdefault("port", str(log_dir / "so101_port"))
             kwargs.setdefault("calibration_file", str(log_dir / "so101_calibration.json"))
         specs = graph(robot=args.robot, **kwargs)
         print(f"starting {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {log_dir})")
-        procs = start(specs, log_dir)
+        if args.emulated:
+            os.environ.update(specs[0].env)  # this observer discovers as the graph does
+            cube = {k: kwargs[k] for k in ("cube_x", "cube_y") if k in kwargs}
+            emulator = emulator_spec(kwargs["port"], kwargs["calibration_file"], **cube)
+            procs = start_emulated(specs, emulator, log_dir)
+        else:
+            procs = start(specs, log_dir)
         try:
             report = watch_graph(duration, procs, wait_for_pick=wait_for_pick)
         finally:

@@ -12,16 +12,19 @@ from typing import Any
 
 from physai_ros import interfaces
 from physai_ros.errors import InvalidInput
+from physai_ros.franka import FRANKA_PROFILES, franka_profile
 
 
 @dataclass(frozen=True)
 class NodeSpec:
     """One node of a graph: ``executable`` is both the console entry point
-    (``ros2 run physai_ros <executable>``) and the module ``physai_ros.nodes.<executable>``."""
+    (``ros2 run physai_ros <executable>``) and the module ``physai_ros.nodes.<executable>``;
+    ``env``: environment variables the node's process gets (discovery range)."""
 
     executable: str
     name: str
     parameters: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def module(self) -> str:
@@ -47,6 +50,18 @@ def demo_graph(robot: str = "so101", use_sim_time: bool = True) -> list[NodeSpec
     ]
 
 
+DISCOVERY = ("localhost", "subnet")
+"""Who may talk to a real arm's graph: ``localhost`` (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST,
+only processes on this computer) or ``subnet`` (ROS's default: every host on the network with
+the same ROS_DOMAIN_ID -- opt in to run RViz or the planner on a second computer)."""
+
+
+def discovery_env(discovery: str) -> dict[str, str]:
+    if discovery not in DISCOVERY:
+        raise InvalidInput(f"discovery must be one of {DISCOVERY}, got {discovery!r}")
+    return {"ROS_AUTOMATIC_DISCOVERY_RANGE": discovery.upper()}
+
+
 def pick_graph(
     robot: str = "so101",
     sim: bool = True,
@@ -60,6 +75,8 @@ def pick_graph(
     model_path: str = "",
     port: str = "/dev/ttyACM0",
     calibration_file: str = "",
+    autostart: bool = True,
+    discovery: str = "localhost",
 ) -> list[NodeSpec]:
     """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick.
 
@@ -67,14 +84,18 @@ def pick_graph(
     jaw_torque_cap: gripper torque cap [N m], both the sim actuator's and the pick's
     GripperCommand max_effort; real_time_factor: sim pacing (0 = as fast as possible);
     port, calibration_file: the real arm's serial port and LeRobot calibration ("" = LeRobot's
-    default path). On the real arm nothing measures the cube, so its pose is given to the
-    pick (``cube_position``) from cube_x, cube_y, as in the lesson's fixed-position trials.
+    default path); autostart: the driver configures and activates itself (false: use
+    ``ros2 lifecycle set``); discovery: who may reach the real arm's graph (``DISCOVERY``).
+    On the real arm the cube's pose is not measured unless a detector or motion capture
+    publishes it: the pick is given where it was placed (``cube_position``, from cube_x,
+    cube_y) and judges the outcome from the robot's own measurements.
     """
     _check_robot(robot)
     if robot != "so101":
         raise InvalidInput(f"the scripted pick is written for the SO-101; got robot {robot!r}")
     shared = {"robot": robot, "model_path": model_path}
     pick = {**shared, "use_sim_time": sim, "jaw_torque_cap": float(jaw_torque_cap)}
+    env: dict[str, str] = {}
     if sim:
         driver = NodeSpec(
             "sim_bridge",
@@ -99,84 +120,95 @@ def pick_graph(
             (cube_x, cube_y), size, placement["base_pos"], placement["base_yaw_deg"]
         )
         pick["cube_position"] = [float(v) for v in world]  # world frame [m]
+        env = discovery_env(discovery)
         driver = NodeSpec(
-            "so101_driver", "so101_driver", {"port": port, "calibration_file": calibration_file}
+            "so101_driver",
+            "so101_driver",
+            {"port": port, "calibration_file": calibration_file, "autostart": bool(autostart)},
+            env,
         )
     return [
         driver,
-        NodeSpec("tf_publisher", "tf_publisher", {**shared, "use_sim_time": sim}),
-        NodeSpec("pick", "pick", pick),
+        NodeSpec("tf_publisher", "tf_publisher", {**shared, "use_sim_time": sim}, env),
+        NodeSpec("pick", "pick", pick, env),
     ]
 
 
-def emulated_pick_graph(
-    robot: str = "so101",
-    *,
+def emulator_spec(
     port_link: str,
     calibration_file: str,
+    *,
     cube_x: float = 0.22,
     cube_y: float = 0.0,
-    relax: bool = True,
-) -> list[NodeSpec]:
-    """The real-arm graph (``sim:=false``) against the Feetech bus emulator.
-
-    The emulator runs MuJoCo physics behind six emulated STS3215 on a pseudo-terminal, kept
-    behind the symlink ``port_link``, writes a LeRobot calibration to ``calibration_file`` and
-    publishes the cube's true pose as a motion-capture system would; the real driver code runs
-    on that port. Wall-clock time throughout, as on the real arm. relax: lower the gripper
-    torque to the least squeeze that carries the cube once the grasp forms.
-    """
-    if robot != "so101":
-        raise InvalidInput(f"the emulated hardware path exists for the SO-101 only, not {robot!r}")
-    wall = {"use_sim_time": False}
-    return [
-        NodeSpec(
-            "so101_emulator",
-            "so101_emulator",
-            {
-                "link": port_link,
-                "calibration_out": calibration_file,
-                "cube_pos": [float(cube_x), float(cube_y)],
-            },
-        ),
-        NodeSpec(
-            "so101_driver",
-            "so101_driver",
-            {"port": port_link, "calibration_file": calibration_file, "grasp.relax": relax},
-        ),
-        NodeSpec("tf_publisher", "tf_publisher", {"robot": robot, **wall}),
-        NodeSpec("pick", "pick", {"robot": robot, **wall}),
-    ]
+    discovery: str = "localhost",
+    **emulator: Any,
+) -> NodeSpec:
+    """The Feetech bus emulator standing in for a real SO-101: it serves the servos on a pty
+    kept behind ``port_link`` and writes the arm's LeRobot calibration to
+    ``calibration_file`` -- the real-arm graph (``pick_graph(sim=False, port=port_link,
+    calibration_file=...)``) then runs unchanged; only the serial port is emulated.
+    ``emulator`` sets more of its parameters (faults at start, ``mocap``)."""
+    params = {
+        "link": port_link,
+        "calibration_out": calibration_file,
+        "cube_pos": [float(cube_x), float(cube_y)],
+        **emulator,
+    }
+    return NodeSpec("so101_emulator", "so101_emulator", params, discovery_env(discovery))
 
 
-FRANKA_CONTROLLER_ACTION = "/panda_arm_controller/follow_joint_trajectory"
+def franka_action(profile: str) -> str:
+    """The FollowJointTrajectory action of franka_ros2's arm controller for ``profile``."""
+    controller = franka_profile(profile).arm_controller
+    return "/" + interfaces.under(controller, interfaces.FOLLOW_JOINT_TRAJECTORY)
+
+
+FRANKA_CONTROLLER_ACTION = franka_action("panda")
 """franka_ros2's Panda arm controller (``panda_ros_controllers.yaml``: a
 joint_trajectory_controller named ``panda_arm_controller`` on joints ``panda_joint1..7``).
-FR3 releases name it ``fr3_arm_controller`` on ``fr3_joint1..7``: pass
-``controller_action=/fr3_arm_controller/follow_joint_trajectory, joint_prefix=fr3_``."""
+FR3 releases name it ``fr3_arm_controller`` on ``fr3_joint1..7`` (``franka="fr3"``)."""
 
-FRANKA_JOINT_PREFIX = "panda_"
+FRANKA_JOINT_PREFIX = FRANKA_PROFILES["panda"].joint_prefix
 """franka_ros2 names the Panda's joints ``panda_joint1``…; our limits file says ``joint1``…"""
 
 
-def trajectory_graph(robot: str = "panda", sim: bool = True, **trajectory: Any) -> list[NodeSpec]:
+def trajectory_graph(
+    robot: str = "panda", sim: bool = True, franka: str = "none", **trajectory: Any
+) -> list[NodeSpec]:
     """The trajectory node, with the sim bridge and TF publisher when ``sim``, or alone, pointed
     at franka_ros2's controller, on a real Panda. ``trajectory`` overrides the trajectory node's
-    parameters (shape, duration, controller_action, joint_prefix, limits_set, …)."""
+    parameters (shape, duration, controller_action, joint_prefix, limits_set, …).
+
+    franka: franka_ros2's names (``physai_ros.franka``): in sim, ``panda`` or ``fr3`` makes the
+    bridge Franka-shaped and points the trajectory node at it; on a real robot it says which
+    franka_ros2 robot runs (``none`` = ``panda``), fr3 also choosing the FR3's limits."""
     _check_robot(robot)
-    params: dict[str, Any] = {"robot": robot, "use_sim_time": sim}
+    profile = franka_profile(franka)
+    if franka != "none" and robot != "panda":
+        raise InvalidInput(f"franka={franka!r} needs robot 'panda', not {robot!r}")
+    if not sim and robot == "panda" and franka == "none":
+        franka, profile = "panda", franka_profile("panda")
+    params: dict[str, Any] = {"robot": profile.limits or robot, "use_sim_time": sim}
     if sim:
-        params["controller_action"] = interfaces.FOLLOW_JOINT_TRAJECTORY
-    elif robot == "panda":
-        params["controller_action"] = FRANKA_CONTROLLER_ACTION
-        params["joint_prefix"] = FRANKA_JOINT_PREFIX
+        params["controller_action"] = interfaces.under(
+            profile.arm_controller, interfaces.FOLLOW_JOINT_TRAJECTORY
+        )
+    elif franka != "none":
+        params["controller_action"] = franka_action(franka)
+    if profile.joint_prefix:
+        params["joint_prefix"] = profile.joint_prefix
     params.update({k: v for k, v in trajectory.items() if v is not None})
     node = NodeSpec("trajectory", "trajectory", params)
     if not sim:
         return [node]
+    bridge: dict[str, Any] = {"robot": robot}
+    tf: dict[str, Any] = {"robot": robot, "use_sim_time": True}
+    if franka != "none":
+        bridge["franka_profile"] = franka
+        tf["joint_prefix"] = profile.joint_prefix
     return [
-        NodeSpec("sim_bridge", "sim_bridge", {"robot": robot}),
-        NodeSpec("tf_publisher", "tf_publisher", {"robot": robot, "use_sim_time": True}),
+        NodeSpec("sim_bridge", "sim_bridge", bridge),
+        NodeSpec("tf_publisher", "tf_publisher", tf),
         node,
     ]
 

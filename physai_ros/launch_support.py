@@ -2,7 +2,10 @@
 
 Every launch file declares its ``ARGUMENTS`` (name → (default, description)) and a
 ``node_specs(values)`` that maps the arguments' text to ``physai_ros.graph`` node specs — the
-same graphs ``physai bringup`` starts where launch_ros is absent. launch and launch_ros are
+same graphs ``physai bringup`` starts where launch_ros is absent. Every launch file also takes
+``params_file:=`` (``PARAMS_FILE``): a ``ros__parameters`` file given to each of its nodes after
+the values the launch arguments set, so the file's entries win (as ``--params-file`` does for
+``ros2 run``). launch and launch_ros are
 imported only inside the functions that build launch actions, so the launch files load (and
 are tested) on installs without them.
 """
@@ -10,12 +13,22 @@ are tested) on installs without them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+from physai_ros.errors import InvalidInput
 from physai_ros.graph import NodeSpec
 from physai_ros.paths import share_dir
 
 TRUE = ("true", "1", "yes", "on")
 Arguments = dict[str, tuple[str, str]]
+PARAMS_FILE = (
+    "params_file",
+    (
+        "",
+        "a ros__parameters file (e.g. config/<node>.yaml edited) for the graph's nodes, "
+        "applied after the launch arguments; '' = none",
+    ),
+)
 
 
 def as_bool(text: str) -> bool:
@@ -23,16 +36,22 @@ def as_bool(text: str) -> bool:
     return text.strip().lower() in TRUE
 
 
-def node_actions(specs: list[NodeSpec]) -> list:
-    """One ``launch_ros.actions.Node`` per spec, same executable, name and parameters."""
+def node_actions(specs: list[NodeSpec], params_file: str = "") -> list:
+    """One ``launch_ros.actions.Node`` per spec, same executable, name and parameters, then
+    ``params_file`` (when given) over them."""
     from launch_ros.actions import Node
+
+    if params_file and not Path(params_file).is_file():
+        raise InvalidInput(f"params_file:={params_file}: no such file")
+    files = [params_file] if params_file else []
 
     return [
         Node(
             package="physai_ros",
             executable=spec.executable,
             name=spec.name,
-            parameters=[spec.parameters],
+            parameters=[spec.parameters, *files],
+            additional_env=spec.env or None,
             output="screen",
             emulate_tty=True,
         )
@@ -65,9 +84,11 @@ def describe(
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch.substitutions import LaunchConfiguration
 
+    arguments = dict([*arguments.items(), PARAMS_FILE])
+
     def actions(context) -> list:
         values = {name: LaunchConfiguration(name).perform(context) for name in arguments}
-        out = node_actions(node_specs(values))
+        out = node_actions(node_specs(values), values["params_file"])
         if rviz is not None and rviz(values):
             out.append(rviz_action(use_sim_time=as_bool(values.get("sim", "true"))))
         return out

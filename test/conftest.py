@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -75,15 +76,93 @@ def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
         return proc
 
     yield _spawn
+    stop_all(procs, grace=5.0)
+
+
+PEERS = Path(__file__).parent / "peers"
+
+
+def stop_all(procs: list[subprocess.Popen], grace: float) -> None:
+    """Stop every process group still running as Ctrl-C would (SIGINT), then SIGKILL what has
+    not ended within ``grace`` seconds, so no test leaves a node behind."""
     for proc in procs:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
     for proc in procs:
         try:
-            proc.wait(5)
+            proc.wait(grace)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 
-PEERS = Path(__file__).parent / "peers"
+# --- ROS 2's own tools, on a colcon-built install (as a user runs the package) ----------------
+@pytest.fixture(scope="session")
+def colcon_install(tmp_path_factory) -> Path:
+    """``colcon build`` of the package into a fresh install space (once per session)."""
+    base = tmp_path_factory.mktemp("colcon")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "colcon",
+            "--log-base",
+            str(base / "log"),
+            "build",
+            "--base-paths",
+            str(REPO_ROOT),
+            "--packages-select",
+            "physai_ros",
+            "--build-base",
+            str(base / "build"),
+            "--install-base",
+            str(base / "install"),
+            "--event-handlers",
+            "console_direct-",
+        ],
+        cwd=base,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return base / "install"
+
+
+@pytest.fixture
+def ros2(colcon_install, ros_domain) -> Iterator[Callable[..., subprocess.Popen]]:
+    """Run ``ros2 <args>`` as a user would: in a shell that sourced the install's setup.bash.
+    Needs ROS 2's command line (a ROS install, or ``scripts/test_tools.sh``); in CI its absence
+    is an error. Every process started is stopped (SIGINT, as Ctrl-C) at teardown."""
+    import shutil
+
+    if shutil.which("ros2") is None:
+        message = "the ros2 command line is not installed (scripts/test_tools.sh)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    procs: list[subprocess.Popen] = []
+    setup = colcon_install / "setup.bash"
+
+    def _ros2(*args: str, log: Path | None = None) -> subprocess.Popen:
+        command = " ".join(shlex.quote(a) for a in ("ros2", *args))
+        out = open(log, "w") if log else subprocess.PIPE  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            ["bash", "-c", f"source {shlex.quote(str(setup))} && exec {command}"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        procs.append(proc)
+        return proc
+
+    yield _ros2
+    stop_all(procs, grace=15.0)
+
+
+def ros2_output(proc: subprocess.Popen, timeout: float = 60.0) -> str:
+    """Wait for a short ``ros2`` command and return what it printed (fails on a non-zero exit)."""
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out
+    return out

@@ -15,18 +15,41 @@ def load(name: str) -> dict:
 def test_sim_jaw_ramp_is_the_pick_close_ramp():
     """The ROS pick closes through GripperCommand, the in-process pick ramps the jaw itself;
     both must ramp alike for their outcomes to agree."""
-    ramp = load("sim_bridge.yaml")["robots"]["so101"]["gripper"]["ramp_time"]
-    assert ramp == load("pick.yaml")["durations"]["close_ramp"]
+    ramp = load("sim_robots.yaml")["robots"]["so101"]["gripper_ramp_time"]
+    assert ramp == load("pick.yaml")["/**"]["ros__parameters"]["durations"]["close_ramp"]
 
 
 def test_sim_stall_detection_is_the_pick_stillness_test():
-    grip = load("sim_bridge.yaml")["robots"]["so101"]["gripper"]
-    pick = load("pick.yaml")
-    assert grip["stall_velocity"] == pick["still_speed"]
+    grip = load("sim_robots.yaml")["robots"]["so101"]["gripper_controller"]
+    pick = load("pick.yaml")["/**"]["ros__parameters"]
+    assert grip["stall_velocity_threshold"] == pick["still_speed"]
     assert grip["stall_timeout"] == pick["still_time"]
+
+
+def test_real_and_simulated_so101_judge_a_stall_alike():
+    """The driver's gripper controller and the simulated one stop a close the same way."""
+    sim = load("sim_robots.yaml")["robots"]["so101"]["gripper_controller"]
+    real = load("so101_driver.yaml")["/**"]["ros__parameters"]["gripper_controller"]
+    for key in ("allow_stalling", "stall_velocity_threshold", "stall_timeout"):
+        assert sim[key] == real[key], key
 
 
 def test_pick_torque_cap_is_the_servo_stall_torque():
     limits = load("limits_so101.yaml")
     stall = limits["torque"][limits["joints"].index("gripper")]
-    assert load("pick.yaml")["ros"]["jaw_torque_cap"] == stall
+    assert load("pick.yaml")["/**"]["ros__parameters"]["jaw_torque_cap"] == stall
+
+
+def test_emulator_powers_up_in_the_rest_pose_the_physics_rests_in():
+    """The node's default initial pose (its params file) is the pose the bare emulator uses."""
+    from physai_ros.backends.so101_physics import REST_POSE
+
+    emulator = load("so101_emulator.yaml")["/**"]["ros__parameters"]
+    assert emulator["initial_pose"] == list(REST_POSE)
+
+
+def test_panda_gripper_speed_is_the_franka_hand_s():
+    """GripperCommand goals (per finger) and franka_gripper commands (of the width) move the
+    simulated Panda's fingers at the same top speed."""
+    panda = load("sim_robots.yaml")["robots"]["panda"]
+    assert 2.0 * panda["gripper_controller"]["max_speed"] == panda["franka_hand"]["max_speed"]

@@ -45,6 +45,9 @@ def test_lerobot_bus_round_trip_against_the_emulator_process(spawn, tmp_path):
         str(link),
         "--calibration-out",
         str(cal_file),
+        "--initial",
+        *["0"] * 6,
+        "--power-on-torque",
         module=True,
     )
     line = proc.stdout.readline()
@@ -84,7 +87,7 @@ def joint_offsets_of(calibration: dict) -> list[float]:
 
 @pytest.fixture(scope="module")
 def emulator():
-    emu = FeetechBusEmulator(record_writes=True)
+    emu = FeetechBusEmulator(record_writes=True, initial=(0.0,) * 6, power_on_torque=True)
     emu.start()
     yield emu
     emu.stop()
@@ -202,9 +205,10 @@ def so101_bus(emulator, tmp_path_factory):
     lo = np.array([m.jnt_range[m.joint(j).id][0] for j in JOINTS])
     hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
     bus = So101Bus(BusSettings(emulator.port, cal, lo, hi, joint_offsets=tuple(joint_offsets(m))))
-    bus.connect()
+    bus.open()
+    bus.arm(bus.read_state().position)
     yield bus, lo, hi
-    bus.disconnect()
+    bus.close()
 
 
 angles = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e3, max_value=1e3)
@@ -251,9 +255,9 @@ def test_missing_and_busy_ports_are_named(so101_bus, emulator, tmp_path):
     write_calibration(cal, emulator.calibration)
     missing = tmp_path / "ttyACM9"
     with pytest.raises(PortUnavailable, match=f"{missing}.*does not exist"):
-        So101Bus(BusSettings(str(missing), cal, lo, hi)).connect()
+        So101Bus(BusSettings(str(missing), cal, lo, hi)).open()
     with pytest.raises(PortUnavailable, match="busy"):
-        So101Bus(BusSettings(emulator.port, cal, lo, hi)).connect()
+        So101Bus(BusSettings(emulator.port, cal, lo, hi)).open()
 
 
 def test_a_pulled_cable_is_a_lost_port_on_every_call_and_plugging_back_reconnects(tmp_path):
@@ -261,8 +265,8 @@ def test_a_pulled_cable_is_a_lost_port_on_every_call_and_plugging_back_reconnect
     pyserial's termios.error on the flush), which leave the SDK's port marked busy: every call
     must still name the lost port (never "Port is in use!" or a silent servo, which would keep
     the driver on a dead port instead of reconnecting), and the same settings reconnect once
-    the cable is back."""
-    emu = FeetechBusEmulator(link=tmp_path / "ttyACM0")
+    the cable is back -- with nothing written, so the arm holds exactly where it was."""
+    emu = FeetechBusEmulator(link=tmp_path / "ttyACM0", initial=(0.0,) * 6, power_on_torque=True)
     emu.start()
     try:
         cal = tmp_path / "cal.json"
@@ -272,20 +276,125 @@ def test_a_pulled_cable_is_a_lost_port_on_every_call_and_plugging_back_reconnect
         hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
         settings = BusSettings(str(emu.link), cal, lo, hi, joint_offsets=tuple(joint_offsets(m)))
         bus = So101Bus(settings)
-        bus.connect()
+        bus.open()
+        time.sleep(0.5)  # the held arm settles in its gravity sag
         before = bus.read_state().position
         emu.close_port()
         for call in (bus.silent_ids, bus.read_state, bus.silent_ids, bus.read_state):
             with pytest.raises(PortUnavailable, match="failed"):
                 call()
             assert not bus.bus.port_handler.is_using
-        bus.disconnect()
+        bus.close()
         emu.open_port()
-        bus.connect()
-        np.testing.assert_allclose(bus.read_state().position, before, atol=0.05)
-        bus.disconnect()
+        bus.open()
+        np.testing.assert_allclose(bus.read_state().position, before, atol=0.01)
+        bus.close()
     finally:
         emu.stop()
+
+
+# --- the adversary's features -----------------------------------------------------------------
+def test_power_up_is_limp_at_rest_and_eprom_is_as_lerobot_left_it():
+    """As a real arm: torque off, goal = present position, the arm resting folded on its
+    shoulder stop; EPROM calibrated and configured, nothing written yet."""
+    emu = FeetechBusEmulator()
+    w = emu.witness()
+    assert not any(w.torque_enabled) and w.eprom_writes == 0
+    assert w.positions[1] == pytest.approx(-1.7453, abs=0.005)  # on the shoulder_lift stop
+    for servo in emu.servos:
+        assert servo.get("Goal_Position") == servo.get("Present_Position")
+        assert servo.get("P_Coefficient") == 16 and servo.get("Return_Delay_Time") == 0
+    for _ in range(250):  # 0.5 s more: it stays put (at rest, not falling)
+        emu.step()
+    np.testing.assert_allclose(emu.witness().positions, w.positions, atol=0.01)
+    assert emu.servos[5].get("Max_Torque_Limit") == 500
+
+
+def test_eprom_writes_persist_only_unlocked_and_are_counted():
+    """Lock = 1 write-protects the EPROM: the value takes effect but a power cycle brings back
+    the persisted one; with Lock = 0 it persists and counts as an EPROM write."""
+    emu = FeetechBusEmulator()
+    servo = emu.servos[0]
+    address = fp.REGISTERS_BY_NAME["P_Coefficient"].address
+    servo.write(fp.REGISTERS_BY_NAME["Lock"].address, bytes([1]))
+    servo.write(address, bytes([40]))
+    assert servo.get("P_Coefficient") == 40 and servo.eprom_writes == 0
+    servo.power_cycle(servo.get("Present_Position"))
+    assert servo.get("P_Coefficient") == 16  # not persisted
+    servo.write(fp.REGISTERS_BY_NAME["Lock"].address, bytes([0]))
+    servo.write(address, bytes([40]))
+    servo.power_cycle(servo.get("Present_Position"))
+    assert servo.get("P_Coefficient") == 40 and servo.eprom_writes == 1
+    ram = fp.REGISTERS_BY_NAME["Goal_Position"].address
+    servo.write(ram, fp.to_bytes(100, 2))
+    assert servo.eprom_writes == 1  # RAM writes never count
+
+
+def test_power_loss_drops_the_arm_and_the_servos_come_back_reset():
+    emu = FeetechBusEmulator(initial=(0.0,) * 6, power_on_torque=True)  # arm stretched out
+    for _ in range(250):
+        emu.step()
+    held = emu.witness()
+    assert all(held.torque_enabled)
+    emu.power_off()
+    assert emu._targets(fp.BROADCAST_ID) == [] and emu._servo(1) is None  # all silent
+    for _ in range(500):
+        emu.step()
+    fallen = emu.witness()
+    assert fallen.gripper_site[2] < held.gripper_site[2] - 0.1  # the arm fell (> 10 cm)
+    emu.power_on()
+    back = emu.witness()
+    assert not any(back.torque_enabled)  # reset: limp, goal = where it lies now
+    for servo in emu.servos:
+        assert servo.get("Goal_Position") == servo.get("Present_Position")
+        assert servo.get("Acceleration") == 0 and servo.get("Lock") == 0
+
+
+def test_acceleration_register_shapes_the_motion():
+    """With Acceleration = a [100 step/s²] the joint's speed rises no faster than a allows;
+    with 0 the set-point jumps to the goal (the servo's maximum)."""
+    peaks = {}
+    for register in (0, 30):
+        emu = FeetechBusEmulator(initial=(0.0,) * 6, power_on_torque=True)
+        pan = emu.servos[0]
+        pan.set("Acceleration", register)
+        pan.set("Goal_Position", pan.present_steps(1.0))
+        speeds = []
+        for _ in range(100):  # 0.2 s
+            emu.step()
+            speeds.append(abs(emu.witness().velocities[0]))
+        peaks[register] = max(speeds)
+        if register:
+            accel = register * 100 * 2 * np.pi / 4096  # [rad/s²]
+            assert max(speeds) <= accel * 0.2 * 1.2  # at most a·t (+20 % servo overshoot)
+    assert peaks[0] > 2 * peaks[30]
+
+
+def test_obstacle_blocks_the_arm():
+    from physai_ros.backends.so101_physics import So101Physics
+
+    emu = FeetechBusEmulator(initial=(0.0,) * 6, power_on_torque=True)
+    on_the_way = So101Physics(initial=(0.4, 0, 0, 0, 0, 0)).gripper_site()  # pan 0.4 rad
+    emu.place_obstacle(on_the_way, 0.02)
+    pan = emu.servos[0]
+    pan.set("Goal_Position", pan.present_steps(0.8))  # swing the arm into it
+    for _ in range(500):
+        emu.step()
+    assert emu.witness().positions[0] < 0.4  # stopped well short of 0.8 rad
+    emu.place_obstacle(None)
+    for _ in range(500):
+        emu.step()
+    assert emu.witness().positions[0] == pytest.approx(0.8, abs=0.05)
+
+
+def test_homing_error_is_a_calibration_mismatch_and_margin_widens_the_stops():
+    emu = FeetechBusEmulator(homing_error={"elbow_flex": 40}, mechanical_margin=0.2)
+    cal = emu.calibration["elbow_flex"]["homing_offset"]
+    assert emu.servos[2].get("Homing_Offset") == cal + 40
+    _, high = emu.physics.model.jnt_range[emu.physics.model.joint("elbow_flex").id]
+    assert high == pytest.approx(1.69 + 0.2)
+    with pytest.raises(ValueError, match="unknown joints"):
+        FeetechBusEmulator(homing_error={"elbow": 1})
 
 
 if __name__ == "__main__":

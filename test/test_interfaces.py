@@ -1,9 +1,11 @@
-"""The generated tf2_msgs/control_msgs are wire-compatible with the official Kilted packages.
+"""The generated tf2_msgs/control_msgs/franka_msgs are wire-compatible with the official ones.
 
 ROS 2 (Iron and later) matches publishers and subscribers by type hash (RIHS01), computed from
 the fields only. The pinned hashes below are those of the official packages as released for
-Kilted (control_msgs 6.10.0, tf2_msgs of geometry2), computed by building the upstream
-definitions with the same rosidl generators; if a field of ours drifted, these differ.
+Kilted (control_msgs 6.10.0, tf2_msgs of geometry2) and of franka_ros2's franka_msgs (v3.4.0,
+the same definitions since v0.1.0), computed by building the upstream definitions (for
+franka_msgs: the whole upstream package, unchanged) with the same rosidl generators; if a field
+of ours drifted, these differ.
 """
 
 from __future__ import annotations
@@ -32,6 +34,18 @@ KILTED_HASHES = {
     ),
     "tf2_msgs/msg/TFMessage": (
         "RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087"
+    ),
+    "franka_msgs/action/Grasp": (
+        "RIHS01_8e8a4bb9d96564ae56fb2d47e932c65656316f5c10365958a26df3517a06bb92"
+    ),
+    "franka_msgs/action/Homing": (
+        "RIHS01_2156a4bd902561e59e6081ba94428daf9a453f960596f8b7ca12e8281e0caeeb"
+    ),
+    "franka_msgs/action/Move": (
+        "RIHS01_ff1f93537cae0ce92792433e368199606771ad62bb819d78078bfe37144d3ef1"
+    ),
+    "franka_msgs/msg/GraspEpsilon": (
+        "RIHS01_387fda91ae7324c144958fa617e7d5dc21f99d6b054b141b073ead3d082f46d3"
     ),
 }
 
@@ -62,3 +76,11 @@ def test_follow_joint_trajectory_has_ros2_fields() -> None:
         assert hasattr(goal, field)
     assert hasattr(FollowJointTrajectory.Result(), "error_string")
     assert FollowJointTrajectory.Result.GOAL_TOLERANCE_VIOLATED == -5
+
+
+def test_grasp_epsilon_defaults_are_franka_s():
+    """The defaults come with the definition: 5 mm each, as franka_gripper assumes."""
+    from franka_msgs.action import Grasp
+
+    epsilon = Grasp.Goal().epsilon
+    assert (epsilon.inner, epsilon.outer) == (0.005, 0.005)

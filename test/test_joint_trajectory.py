@@ -152,23 +152,30 @@ def test_bad_goals_are_rejected_with_the_reason(names, points, error, match):
 
 
 def test_tolerances_follow_the_controller_convention():
+    """ros2_controllers' rule: > 0 sets, 0 keeps the default, -1 disables; anything illegal
+    (another negative, NaN, an unknown joint) drops all the goal's values, with a warning."""
     defaults = Tolerances(np.full(3, 0.1), np.full(3, 0.02), np.full(3, 0.05), 1.0)
-    merged = merge_tolerances(
+    merged, warning = merge_tolerances(
         defaults,
         RANGES,
         [JointTolerance("a", 0.3, 0.0), JointTolerance("b", -1.0, 0.0)],
         [JointTolerance("c", 0.0, 0.5)],
         0.0,
     )
+    assert warning == ""
     np.testing.assert_allclose(merged.path_position, [0.3, math.inf, 0.1])
     np.testing.assert_allclose(merged.goal_position, [0.02, 0.02, 0.02])
     np.testing.assert_allclose(merged.goal_velocity, [0.05, 0.05, 0.5])
     assert merged.goal_time == 1.0
-    assert merge_tolerances(defaults, RANGES, [], [], 2.5).goal_time == 2.5
-    with pytest.raises(InvalidInput, match="unknown joint 'z'"):
-        merge_tolerances(defaults, RANGES, [JointTolerance("z", 0.1, 0.0)], [], 0.0)
-    with pytest.raises(InvalidInput, match="finite"):
-        merge_tolerances(defaults, RANGES, [JointTolerance("a", math.nan, 0.0)], [], 0.0)
+    assert merge_tolerances(defaults, RANGES, [], [], 2.5)[0].goal_time == 2.5
+    assert merge_tolerances(defaults, RANGES, [], [], -1.0)[0].goal_time == math.inf
+    for path, text in (
+        ([JointTolerance("z", 0.1, 0.0)], "joint 'z' specified in goal.path_tolerance does not"),
+        ([JointTolerance("a", math.nan, 0.0)], "has a invalid position tolerance"),
+        ([JointTolerance("a", 0.3, 0.0), JointTolerance("b", -2.0, 0.0)], "invalid position"),
+    ):
+        merged, warning = merge_tolerances(defaults, RANGES, path, [], 0.7)
+        assert text in warning and merged is defaults  # all dropped, goal_time too
 
 
 def test_goal_check_running_success_and_violations():
@@ -178,11 +185,12 @@ def test_goal_check_running_success_and_violations():
     still = np.zeros(3)
     assert check_goal(0.5, traj, ref, ref + 0.05, still, tol).outcome == "running"
     path = check_goal(0.5, traj, ref, ref + np.array([0, 0.2, 0]), still, tol)
-    assert path.outcome == "path_tolerance_violated" and "b is 0.2000" in path.message
+    assert path.outcome == "path_tolerance_violated" and "b is 0.2000 rad" in path.message
     end = traj.positions_end
     assert check_goal(1.0, traj, end, end + 0.01, still, tol).outcome == "succeeded"
     assert check_goal(1.2, traj, end, end + 0.05, still, tol).outcome == "running"  # still in time
     late = check_goal(1.6, traj, end, end + np.array([0.05, 0, 0]), still, tol)
-    assert late.outcome == "goal_tolerance_violated" and "a is 0.0500" in late.message
+    assert late.outcome == "goal_tolerance_violated" and "a is 0.0500 rad" in late.message
+    assert late.late == pytest.approx(0.6)
     moving = check_goal(1.6, traj, end, end, np.array([0, 0, 0.2]), tol)
     assert moving.outcome == "goal_tolerance_violated" and "c still moves" in moving.message

@@ -18,6 +18,7 @@ from conftest import REPO_ROOT
 
 from physai_ros import interfaces
 from physai_ros.core.robot_tf import load_robot_tf
+from physai_ros.errors import InvalidInput
 from physai_ros.graph import FRANKA_CONTROLLER_ACTION, pick_graph, trajectory_graph
 
 LAUNCH_FILES = sorted(p.name for p in (REPO_ROOT / "launch").glob("*.launch.py"))
@@ -36,49 +37,36 @@ def defaults(module) -> dict[str, str]:
     return {arg: default for arg, (default, _text) in module.ARGUMENTS.items()}
 
 
-def flatten(table: dict, prefix: str = "") -> set[str]:
-    names: set[str] = set()
-    for key, value in table.items():
-        names |= flatten(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key}
-    return names
+def declared_parameters(spec, tmp_path: Path) -> set[str]:
+    """The parameters the node of ``spec`` declares when started with the spec's parameters
+    file (as ``ros2 launch`` and ``physai bringup`` start it), by constructing it in this
+    process; rclpy keeps an undeclared override silently, so this is the check that counts."""
+    import inspect
 
+    import rclpy
+    from rclpy.node import Node
 
-def declared_parameters(executable: str) -> set[str]:
-    """Parameter names a node declares: string literals given to ``declare_parameter`` (or the
-    shared ``declare_param``) in its module and the shared ``_common``, and — for nodes that declare
-    their whole config file in a loop — the keys of ``config/<executable>.yaml``."""
-    names: set[str] = set()
-    for file in (f"{executable}.py", "_common.py"):
-        tree = ast.parse((REPO_ROOT / "physai_ros" / "nodes" / file).read_text())
-        for table in tree.body:  # a module-level PARAMS = {name: spec} declared in a loop
-            if (
-                isinstance(table, ast.Assign)
-                and getattr(table.targets[0], "id", "") == "PARAMS"
-                and isinstance(table.value, ast.Dict)
-            ):
-                names |= {k.value for k in table.value.keys if isinstance(k, ast.Constant)}
-        for call in ast.walk(tree):
-            if not isinstance(call, ast.Call):
-                continue
-            if (  # node.declare_parameter("name", ...)
-                isinstance(call.func, ast.Attribute)
-                and call.func.attr == "declare_parameter"
-                and call.args
-                and isinstance(call.args[0], ast.Constant)
-            ):
-                names.add(call.args[0].value)
-            if (  # declare_param(node, "name", ...) from nodes/_common.py
-                isinstance(call.func, ast.Name)
-                and call.func.id == "declare_param"
-                and len(call.args) > 1
-                and isinstance(call.args[1], ast.Constant)
-            ):
-                names.add(call.args[1].value)
-    config = REPO_ROOT / "config" / f"{executable}.yaml"
-    source = (REPO_ROOT / "physai_ros/nodes" / f"{executable}.py").read_text()
-    if config.is_file() and ("_flatten(" in source or "flatten_config(" in source):
-        names |= flatten(yaml.safe_load(config.read_text()))
-    return names
+    from physai_ros.bringup import _params_file
+
+    module = importlib.import_module(spec.module)
+    classes = [
+        c
+        for c in vars(module).values()
+        if inspect.isclass(c) and issubclass(c, Node) and c.__module__ == module.__name__
+    ]
+    assert len(classes) == 1, classes
+    params = _params_file(spec, tmp_path)
+    args = ["--ros-args", "-r", f"__node:={spec.name}", "--params-file", str(params)]
+    rclpy.init(args=args)
+    try:
+        node = classes[0]()
+        try:
+            return {name for name in spec.parameters if node.has_parameter(name)}
+        finally:
+            getattr(node, "stop", lambda: None)()
+            node.destroy_node()
+    finally:
+        rclpy.try_shutdown()
 
 
 @pytest.mark.parametrize("name", LAUNCH_FILES)
@@ -94,7 +82,7 @@ def test_launch_file_structure(name):
 
 
 @pytest.mark.parametrize("name", LAUNCH_FILES)
-def test_launched_nodes_exist_and_declare_their_parameters(name):
+def test_launched_nodes_exist_and_declare_their_parameters(name, tmp_path, ros_domain):
     module = load(name)
     variants = [defaults(module)]
     if "sim" in module.ARGUMENTS:
@@ -107,7 +95,8 @@ def test_launched_nodes_exist_and_declare_their_parameters(name):
             assert found is not None, f"{name}: no module {spec.module}"
             tree = ast.parse(Path(found.origin).read_text())
             assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body)
-            unknown = set(spec.parameters) - declared_parameters(spec.executable) - BUILTIN_PARAMS
+            declared = declared_parameters(spec, tmp_path)
+            unknown = set(spec.parameters) - declared - BUILTIN_PARAMS
             assert not unknown, f"{name}: {spec.name} does not declare {sorted(unknown)}"
 
 
@@ -143,16 +132,43 @@ def test_trajectory_graphs_point_at_the_right_controller_and_clock():
     assert params["joint_prefix"] == "panda_" and params["use_sim_time"] is False
     assert params["shape"] == "septic"
     franka = load("trajectory_franka.launch.py")
-    fr3 = franka.node_specs(
-        {
-            "controller_action": "/fr3_arm_controller/follow_joint_trajectory",
-            "joint_prefix": "fr3_",
-            "limits_set": "libfranka",
-            "shape": "quintic",
-            "duration": "2.5",
-        }
-    )[0].parameters
-    assert fr3["joint_prefix"] == "fr3_" and fr3["duration"] == 2.5
+    assert franka.node_specs(defaults(franka))[0].parameters == {
+        **params,
+        "shape": "quintic",
+        "duration": 0.0,
+    }, "the launch file's defaults are the Panda's"
+    fr3 = franka.node_specs({**defaults(franka), "franka": "fr3", "duration": "2.5"})[0]
+    assert fr3.parameters == {
+        "robot": "fr3",  # config/limits_fr3.yaml
+        "use_sim_time": False,
+        "controller_action": "/fr3_arm_controller/follow_joint_trajectory",
+        "joint_prefix": "fr3_",
+        "shape": "quintic",
+        "duration": 2.5,
+    }
+
+
+@pytest.mark.parametrize(("franka", "prefix"), [("panda", "panda_"), ("fr3", "fr3_")])
+def test_franka_shaped_sim_graph_agrees_on_the_names(franka, prefix):
+    """trajectory_sim.launch.py franka:=...: the bridge takes the profile, the TF publisher
+    reads the prefixed joint states, the trajectory node sends to the renamed controller."""
+    module = load("trajectory_sim.launch.py")
+    specs = {
+        s.name: s.parameters for s in module.node_specs({**defaults(module), "franka": franka})
+    }
+    assert specs["sim_bridge"] == {"robot": "panda", "franka_profile": franka}
+    assert specs["tf_publisher"]["joint_prefix"] == prefix
+    trajectory = specs["trajectory"]
+    assert trajectory["controller_action"] == f"{franka}_arm_controller/follow_joint_trajectory"
+    assert trajectory["joint_prefix"] == prefix
+    assert trajectory["robot"] == franka  # its limits file
+    plain = {s.name: s.parameters for s in module.node_specs(defaults(module))}
+    plain_graph = trajectory_graph("panda", sim=True, shape="quintic", duration=0.0)
+    assert plain == {s.name: s.parameters for s in plain_graph}  # franka:=none: as before
+    with pytest.raises(InvalidInput, match="needs robot 'panda'"):
+        trajectory_graph("so101", franka="panda")
+    with pytest.raises(InvalidInput, match=r"choose one of \['none', 'panda', 'fr3'\]"):
+        trajectory_graph("panda", franka="ur5")
 
 
 def test_rviz_layout_names_exist():
@@ -160,9 +176,21 @@ def test_rviz_layout_names_exist():
     displays = {d["Class"]: d for d in config["Visualization Manager"]["Displays"]}
     assert config["Visualization Manager"]["Global Options"]["Fixed Frame"] == "world"
     model = displays["rviz_default_plugins/RobotModel"]
-    assert model["Description Topic"]["Value"] == interfaces.ROBOT_DESCRIPTION
+    # RViz runs in the root namespace: the robot's relative names resolve under "/"
+    assert model["Description Topic"]["Value"] == "/" + interfaces.ROBOT_DESCRIPTION
     assert model["Description Topic"]["Durability Policy"] == "Transient Local"
     markers = displays["rviz_default_plugins/MarkerArray"]
-    assert markers["Topic"]["Value"] == interfaces.CONTACT_MARKERS
+    assert markers["Topic"]["Value"] == "/" + interfaces.CONTACT_MARKERS
     camera = displays["rviz_default_plugins/Axes"]["Reference Frame"]
     assert camera in load_robot_tf("so101").frame_names
+
+
+def test_a_missing_params_file_is_refused_before_any_node_starts(tmp_path):
+    from physai_ros.errors import InvalidInput
+    from physai_ros.launch_support import node_actions
+
+    specs = load("pick.launch.py").node_specs(defaults(load("pick.launch.py")))
+    with pytest.raises(InvalidInput, match="no such file"):
+        node_actions(specs, str(tmp_path / "nope.yaml"))
+    actions = node_actions(specs, "")
+    assert len(actions) == len(specs)

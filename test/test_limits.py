@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import REPO_ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -11,6 +12,7 @@ from hypothesis.extra.numpy import arrays
 from physai_ros.core.limits import (
     check_trajectory,
     limit_rate,
+    load_gripper_limits,
     load_limits,
     plan_move,
     sampled_peaks,
@@ -56,6 +58,48 @@ def test_limit_sets_load_by_name():
         load_limits("ur5")
     with pytest.raises(InvalidInput, match=r"valid:"):
         panda.select(["joint1", "joint9"])
+
+
+def test_gripper_limits_load_apart_from_the_arm(tmp_path):
+    """The Panda's fingers have their own block (no arm trajectory moves them); the SO-101's
+    jaw is one of its `joints`. A joint in both places would have two limits: rejected."""
+    assert load_gripper_limits("panda") == {
+        "finger_joint1": (0.2, 2.0),
+        "finger_joint2": (0.2, 2.0),
+    }
+    assert load_gripper_limits("so101") == {}
+    both = tmp_path / "limits_panda.yaml"
+    text = (REPO_ROOT / "config" / "limits_panda.yaml").read_text()
+    both.write_text(text.replace("joints: [finger_joint1, finger_joint2]", "joints: [joint1, x]"))
+    with pytest.raises(InvalidInput, match=r"gripper joint\(s\) \['joint1'\]"):
+        load_gripper_limits("panda", both)
+
+
+# franka_description robots/fr3/joint_limits.yaml (0.4.0) and Franka's FR3 limits table
+FR3_LOWER = [-2.7437, -1.7837, -2.9007, -3.0421, -2.8065, 0.5445, -3.0159]
+FR3_UPPER = [2.7437, 1.7837, 2.9007, -0.1518, 2.8065, 4.5169, 3.0159]
+FR3_VELOCITY = [2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26]
+# the successor page "Control Interface Specification and Robot Limits" (wider ranges)
+FR3_LOWER_2025 = [-2.9007, -1.8361, -2.9007, -3.0770, -2.8763, 0.4398, -3.0508]
+FR3_UPPER_2025 = [2.9007, 1.8361, 2.9007, -0.1169, 2.8763, 4.6216, 3.0508]
+
+
+def test_fr3_limits_are_franka_published_numbers():
+    fr3 = load_limits("fr3")
+    assert fr3.robot == "fr3" and fr3.set_name == "fr3"
+    assert fr3.joint_names == load_limits("panda").joint_names  # the same model joints
+    np.testing.assert_array_equal(fr3.position_min, FR3_LOWER)
+    np.testing.assert_array_equal(fr3.position_max, FR3_UPPER)
+    np.testing.assert_array_equal(fr3.velocity, FR3_VELOCITY)
+    np.testing.assert_array_equal(fr3.acceleration, 10.0)
+    np.testing.assert_array_equal(fr3.jerk, 5000.0)
+    np.testing.assert_array_equal(fr3.torque, [87] * 4 + [12] * 3)
+    np.testing.assert_array_equal(fr3.torque_rate, 1000.0)
+    assert fr3.control_period == pytest.approx(1e-3)
+    # the older ranges kept here lie inside the newer, wider ones
+    assert np.all(fr3.position_min >= FR3_LOWER_2025) and np.all(fr3.position_max <= FR3_UPPER_2025)
+    # the Panda's home pose (the sim's start) is inside the FR3's ranges
+    assert np.all(fr3.position_min < HOME) and np.all(fr3.position_max > HOME)
 
 
 def test_lesson_move_quintic_inside_libfranka_at_1s_but_not_at_half_a_second():

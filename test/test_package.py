@@ -128,6 +128,8 @@ def test_colcon_build_installs_share_files_and_executables(tmp_path):
             {p.name for p in (share / folder).iterdir()} if (share / folder).is_dir() else set()
         )
         assert expected <= installed, f"{folder}: missing {expected - installed}"
+    moveit = [p.relative_to(REPO_ROOT) for p in (REPO_ROOT / "config" / "moveit").rglob("*.*")]
+    assert moveit and all((share / p).is_file() for p in moveit), "config/moveit not installed"
     executables = {p.name for p in (install / "lib" / "physai_ros").iterdir()}
     nodes = {p.stem for p in (REPO_ROOT / "physai_ros" / "nodes").glob("[!_]*.py")}
     assert {"physai", *nodes} <= executables

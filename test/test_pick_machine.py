@@ -139,3 +139,35 @@ def test_abort_mid_move_blends_from_where_the_arm_was():
     np.testing.assert_allclose(machine.command(1.0).arm, where)
     assert machine.command(1.0).jaw == CFG.jaw_open
     np.testing.assert_allclose(machine.command(1.0 + CFG.durations["abort"]).arm, HOME)
+
+
+def test_a_resting_arm_goes_home_first_within_its_speed_and_acceleration():
+    """The home move starts where the arm was measured and lasts long enough for the peak
+    joint speed (home_speed) and acceleration (home_accel) of its min-jerk profile; an arm
+    already home skips it (the lessons' sweeps are unchanged)."""
+    rest = np.array([0.0, -1.7, 1.6, 0.8, 0.0])
+    machine = PickMachine(CFG, linear_ik, HOME, t0=0.0, start=rest)
+    assert machine.state == "home"
+    _, trace = drive(machine, lambda state, t: (state == "close" and t > 0.35, 0.0))
+    home = [(t, cmd.arm) for t, state, cmd in trace if state == "home"]
+    times = np.array([t for t, _ in home])
+    q = np.array([a for _, a in home])
+    np.testing.assert_allclose(q[0], rest)
+    speed = np.abs(np.diff(q, axis=0)) / DT
+    accel = np.abs(np.diff(q, n=2, axis=0)) / DT**2
+    assert speed.max() <= CFG.home_speed * 1.01 and accel.max() <= CFG.home_accel * 1.02
+    assert speed.max() > 0.95 * CFG.home_speed  # as fast as allowed, not slower
+    assert times[-1] == pytest.approx(1.875 * 1.7 / CFG.home_speed, abs=2 * DT)
+    assert next(s for _, s, _ in trace if s != "home") == "settle"
+    assert PickMachine(CFG, linear_ik, HOME, start=HOME + 1e-4).state == "settle"
+    with pytest.raises(InvalidInput, match="start pose"):
+        PickMachine(CFG, linear_ik, HOME, start=np.full(5, math.nan))
+
+
+def test_abort_starts_where_the_controller_holds_the_arm():
+    machine = PickMachine(CFG, linear_ik, HOME)
+    machine.update(0.31, PickSensing(False, 0.0, CUBE, 0.3))  # settle -> pre
+    held = np.array([0.1, 0.2, 0.3, 0.0, 0.0])
+    machine.abort(0.5, "the controller stopped the arm", start=held)
+    np.testing.assert_allclose(machine.command(0.5).arm, held)
+    np.testing.assert_allclose(machine.command(0.5 + CFG.durations["abort"]).arm, HOME)

@@ -1,5 +1,6 @@
 """URDF export: forward kinematics through the URDF (yourdfpy, an independent implementation)
-equals MuJoCo's frames, and the checked-in ``urdf/*.urdf`` equal freshly generated output."""
+equals MuJoCo's frames, limits come from the limits files and the actuators, and the checked-in
+``urdf/*.urdf`` equal freshly generated output."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 import yourdfpy
 
+from physai_ros.core.limits import load_gripper_limits, load_limits
 from physai_ros.errors import ModelError
 from physai_ros.models import load_robot_model
 from physai_ros.models.urdf import OPTICAL_SUFFIX, generate_urdf, main, urdf_from_model
@@ -53,14 +55,19 @@ def mujoco_frames(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, np.nd
 
 
 def fk_error(model: mujoco.MjModel, urdf: yourdfpy.URDF, root: str, n: int, seed: int = 0) -> float:
-    """Largest |URDF - MuJoCo| over all frames and ``n`` random in-range configurations."""
+    """Largest |URDF - MuJoCo| over all frames and ``n`` random in-range configurations (a mimic
+    joint set from its master, as the URDF computes it; its coupling is tested on its own)."""
     rng = np.random.default_rng(seed)
     data = mujoco.MjData(model)
     lo = np.where(model.jnt_limited, model.jnt_range[:, 0], -np.pi)
     hi = np.where(model.jnt_limited, model.jnt_range[:, 1], np.pi)
+    mimics = [j for j in urdf.robot.joints if j.mimic is not None]
     worst = 0.0
     for _ in range(n):
         q = rng.uniform(lo, hi)
+        for joint in mimics:
+            master = q[model.joint(joint.mimic.joint).id]
+            q[model.joint(joint.name).id] = joint.mimic.multiplier * master + joint.mimic.offset
         data.qpos[:] = q
         mujoco.mj_kinematics(model, data)
         mujoco.mj_camlight(model, data)
@@ -92,10 +99,13 @@ def test_urdf_forward_kinematics_matches_mujoco(robot: str, tmp_path: Path) -> N
 def test_urdf_joints_inertials_and_limits(robot: str, tmp_path: Path) -> None:
     model = load_robot_model(robot)
     urdf = load_urdf(generate_urdf(robot), tmp_path)
-    assert urdf.actuated_joint_names == [model.joint(j).name for j in range(model.njnt)]
+    mimic = {j.name for j in urdf.robot.joints if j.mimic is not None}
+    assert mimic == {"panda": {"finger_joint2"}, "so101": set()}[robot]  # SO-101: one jaw joint
+    names = [model.joint(j).name for j in range(model.njnt)]
+    assert urdf.actuated_joint_names == [n for n in names if n not in mimic]
     data = mujoco.MjData(model)
     mujoco.mj_kinematics(model, data)
-    urdf.update_cfg(np.zeros(model.njnt))
+    urdf.update_cfg(np.zeros(len(urdf.actuated_joint_names)))
     for b in range(1, model.nbody):
         link = urdf.link_map[model.body(b).name]
         if model.body_mass[b] == 0.0:
@@ -114,6 +124,27 @@ def test_urdf_joints_inertials_and_limits(robot: str, tmp_path: Path) -> None:
         assert joint.limit.effort > 0 and joint.limit.velocity > 0
     if robot == "so101":
         assert urdf.joint_map["gripper"].limit.effort == pytest.approx(2.94)  # STS3215 stall torque
+    else:  # actuator8 (100 N) pulls the tendon 0.5 q1 + 0.5 q2: 50 N on each finger
+        assert urdf.joint_map["finger_joint2"].limit.effort == pytest.approx(50.0)
+
+
+@pytest.mark.parametrize("robot", ["so101", "panda"])
+def test_urdf_limits_agree_with_the_limits_file(robot: str, tmp_path: Path) -> None:
+    """<limit velocity> is the limits file's default set and gripper block (what MoveIt and the
+    trajectory checks use); <limit effort>, read from the actuators' force range, is the file's
+    torque. Every movable joint gets its speed from the file."""
+    limits = load_limits(robot)
+    urdf = load_urdf(generate_urdf(robot), tmp_path)
+    for name, velocity, torque in zip(
+        limits.joint_names, limits.velocity, limits.torque, strict=True
+    ):
+        assert urdf.joint_map[name].limit.velocity == velocity, name
+        assert urdf.joint_map[name].limit.effort == pytest.approx(torque), name
+    gripper = load_gripper_limits(robot)
+    for name, (velocity, _) in gripper.items():
+        assert urdf.joint_map[name].limit.velocity == velocity, name
+    movable = {j.name for j in urdf.robot.joints if j.type != "fixed"}
+    assert movable == set(limits.joint_names) | set(gripper)
 
 
 def test_camera_optical_frame_convention(tmp_path: Path) -> None:

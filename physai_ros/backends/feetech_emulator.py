@@ -3,40 +3,34 @@
 Why: no arm is attached, yet the hardware path -- LeRobot's ``FeetechMotorsBus`` and the
 ``scservo_sdk`` under it, unchanged -- must be exercised byte for byte. The emulator opens a
 pty, answers PING / READ / WRITE / REG WRITE / ACTION / SYNC READ / SYNC WRITE as the servos
-do (``physai_ros.core.feetech_protocol``), keeps one control table per servo, and couples the
-table to physics stepped in real time: ``Goal_Position`` and the torque limits drive the
-model's position actuators; ``Present_Position/Velocity/Load/Current`` come back from the
-simulation, so the gripper's load rises when its jaws squeeze the cube.
+do (``physai_ros.core.feetech_protocol``), keeps one control table per servo
+(``physai_ros.backends.feetech_servo``: what the firmware does, EPROM and Lock included) and
+couples the tables to physics stepped in real time (``physai_ros.backends.so101_physics``).
 
-Servo model (documented so the driver's tests know what they face):
-* encoder: 4096 steps/turn; ``Present_Position = actual - Homing_Offset`` (mod 4096); in
-  position mode the goal is clamped to [Min_Position_Limit, Max_Position_Limit] as the
-  firmware does; the position loop is MuJoCo's actuator with kp scaled by P_Coefficient/16.
-* torque cap = 2.94 N·m × min(Torque_Limit, Max_Torque_Limit)/1000; ``Torque_Enable = 0``
-  makes the joint free (cap 0). Re-enabling torque servos to the *stored* goal.
-* load = torque / 2.94 N·m in 0.1 % (sign-magnitude, bit 10); current = |torque| / KT.
-* overload protection: load above Overload_Torque % for Protection_Time × 10 ms latches
-  OVERLOAD (if enabled in Unloading_Condition) and cuts the output to Protective_Torque %;
-  over-current likewise with Protection_Current / Over_Current_Protection_Time; over-
-  temperature (first-order thermal model) unloads. Latched errors clear when torque is
-  re-enabled. The Status register and every status packet's error byte carry the flags.
-* timing: a reply leaves after the request's and the reply's byte times at the bus baud rate
-  plus Return_Delay_Time × 2 µs (Python's sleep adds ~0.1 ms); Response_Status_Level 0
-  suppresses WRITE acknowledgements. A reply that could only leave after the client began its
-  next request (the emulator starved of CPU) is dropped, as a real bus would have delivered
-  it in time to be flushed by that request.
-* power-up: by default the servos hold the initial pose with torque on (a real arm would be
-  resting folded; a free arm in the simulation would fall on the cube). ``power_on_torque``
-  off gives the real power-up (torque off, goal = present).
+Power-up, as a real arm: servos with torque off, goal = present position, the arm resting in
+its folded pose (settled under gravity before the port opens), the EPROM as LeRobot left it
+(calibrated homing offsets and ranges, ``SOFollower.configure()``'s registers). Options give
+a holding arm (``power_on_torque``), factory EPROM, a calibration that differs from the file
+(``homing_error``), and joint stops beyond the calibrated range (``mechanical_margin``) so an
+arm can rest outside the limits.
 
-Faults for tests: servo ids that do not answer, every n-th reply with a bad checksum, the
-client's baud rate (read from the pty's termios) differing from the bus's (no servo hears a
-valid packet, as with real framing errors), an error flag forced on a servo
-(``EmulatedServo.forced``), and closing / reopening the port (a pulled cable: physics keeps
-running, servos keep their last goal).
+Timing: a reply leaves after the request's and the reply's byte times at the bus baud rate
+plus Return_Delay_Time × 2 µs (Python's sleep adds ~0.1 ms); Response_Status_Level 0
+suppresses WRITE acknowledgements. A reply that could only leave after the client began its
+next request (the emulator starved of CPU) is dropped, as a real bus would have delivered it
+in time to be flushed by that request.
+
+Faults a test injects at run time (the adversary): servo ids that do not answer, every n-th
+reply with a bad checksum, the client's baud rate (read from the pty's termios) differing from
+the bus's (no servo hears a valid packet, as with real framing errors), an error flag forced on
+a servo, an overload latched on servos, power lost and restored (servos silent and limp, the
+arm falls; then they come back reset: torque off, RAM at defaults), the cable pulled and
+plugged back (the pty closes / a new one opens behind the same link; physics runs on), and a
+box obstacle moved into the arm's way. ``witness()`` reports what really happened (true joint
+angles, cube pose, EPROM writes) for tests to compare with what the driver says.
 
 Pure: numpy/mujoco and the standard library; never rclpy (``nodes/so101_emulator.py`` adds
-the motion-capture topic).
+the ROS side).
 """
 
 from __future__ import annotations
@@ -53,232 +47,36 @@ import termios
 import threading
 import time
 import tty
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
 
+from physai_ros.backends.feetech_servo import STEP_RAD, EmulatedServo
+from physai_ros.backends.so101_physics import JOINTS, REST_POSE, So101Physics
 from physai_ros.core import feetech_protocol as fp
 from physai_ros.core.feetech_protocol import ErrorBit, Instruction
 from physai_ros.errors import InvalidInput
 
-JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 IDS = (1, 2, 3, 4, 5, 6)  # LeRobot's SO-101 follower: ids 1..6 in this joint order
-STALL_TORQUE = 2.94  # [N·m] STS3215 (12 V) stall torque = the model's actuator forcerange
-STALL_CURRENT = 2.7  # [A] STS3215 datasheet stall current; KT = STALL_TORQUE / STALL_CURRENT
-IDLE_CURRENT = 0.05  # [A] electronics with torque on
-CURRENT_UNIT = 0.0065  # [A] per count of Present_Current / Protection_Current
-MODEL_P_GAIN = 16  # the P_Coefficient the model's kp corresponds to (LeRobot's setting)
-STEP_RAD = 2.0 * math.pi / fp.STEPS_PER_TURN
 MID = 2047  # LeRobot's half-turn homing puts the middle pose here
-THERMAL_TIME = 60.0  # [s] winding temperature time constant
-THERMAL_RISE = 60.0  # [°C] steady rise at stall current
-MOVING_THRESHOLD = 20  # [step/s] Moving = 1 above this speed
 # Encoder reading at joint angle 0 of each servo as assembled: arbitrary, so homing offsets
 # are not trivially zero (as on a real arm).
 ENCODER_AT_ZERO = (1900, 2210, 1750, 2300, 2047, 1500)
-
-
-def _reg(name: str) -> fp.Register:
-    return fp.REGISTERS_BY_NAME[name]
-
-
-class EmulatedServo:
-    """One STS3215: its control table and the firmware's reactions (see module docstring)."""
-
-    def __init__(self, servo_id: int, encoder_at_zero: int, supply_voltage: float = 12.0) -> None:
-        self.mem = bytearray(fp.MEMORY_SIZE)
-        for reg in fp.STS3215_REGISTERS:
-            self.mem[reg.address : reg.address + reg.size] = fp.to_bytes(reg.default, reg.size)
-        self.set("ID", servo_id)
-        self.set("Present_Voltage", round(supply_voltage * 10))
-        self.encoder_at_zero = int(encoder_at_zero)
-        self.latched = 0  # protection errors, cleared by re-enabling torque
-        self.forced = 0  # errors forced by a test
-        self.overload_time = 0.0
-        self.overcurrent_time = 0.0
-        self.temperature = 25.0
-        self.ambient = 25.0
-        self.registered: tuple[int, bytes] | None = None  # REG WRITE waiting for ACTION
-
-    # --- table access ----------------------------------------------------------------------
-    @property
-    def servo_id(self) -> int:
-        return self.mem[5]
-
-    def get(self, name: str) -> int:
-        reg = _reg(name)
-        raw = fp.from_bytes(self.mem[reg.address : reg.address + reg.size])
-        return raw if reg.sign_bit is None else fp.from_sign_magnitude(raw, reg.sign_bit)
-
-    def set(self, name: str, value: int) -> None:
-        reg = _reg(name)
-        raw = value if reg.sign_bit is None else fp.to_sign_magnitude(value, reg.sign_bit)
-        self.mem[reg.address : reg.address + reg.size] = fp.to_bytes(raw, reg.size)
-
-    def read(self, address: int, length: int) -> bytes:
-        return bytes(self.mem[address : address + length])
-
-    def write(self, address: int, data: bytes) -> None:
-        """Apply a WRITE; bytes of read-only registers are ignored, as the firmware does."""
-        was_enabled = self.get("Torque_Enable")
-        for offset, byte in enumerate(data):
-            addr = address + offset
-            if addr >= fp.MEMORY_SIZE or self._read_only(addr):
-                continue
-            self.mem[addr] = byte
-        if self.get("Torque_Enable") and not was_enabled:
-            self.latched = 0  # re-enabling torque clears latched protection
-            self.overload_time = self.overcurrent_time = 0.0
-
-    @staticmethod
-    def _read_only(address: int) -> bool:
-        for reg in fp.STS3215_REGISTERS:
-            if reg.address <= address < reg.address + reg.size:
-                return not reg.writable
-        return False
-
-    @property
-    def error(self) -> int:
-        return self.latched | self.forced | self._voltage_error()
-
-    def _voltage_error(self) -> int:
-        v = self.get("Present_Voltage")
-        return (
-            int(ErrorBit.VOLTAGE)
-            if not self.get("Min_Voltage_Limit") <= v <= self.get("Max_Voltage_Limit")
-            else 0
-        )
-
-    # --- position mapping ------------------------------------------------------------------
-    def present_steps(self, q: float) -> int:
-        actual = round(self.encoder_at_zero + q / STEP_RAD) % fp.STEPS_PER_TURN
-        return (actual - self.get("Homing_Offset")) % fp.STEPS_PER_TURN
-
-    def angle_of(self, present: int) -> float:
-        """Joint angle [rad] at which ``Present_Position`` would read ``present``."""
-        actual = present + self.get("Homing_Offset")
-        delta = (actual - self.encoder_at_zero + 2048) % fp.STEPS_PER_TURN - 2048
-        return delta * STEP_RAD
-
-    def clamped_goal(self) -> int:
-        goal = self.get("Goal_Position")
-        low, high = self.get("Min_Position_Limit"), self.get("Max_Position_Limit")
-        return min(max(goal, low), high) if low < high else goal
-
-    # --- coupling to physics ---------------------------------------------------------------
-    def command(self) -> tuple[float, float, float]:
-        """(target angle [rad], torque cap [N·m], P gain scale) for the physics step."""
-        if not self.get("Torque_Enable") or self.get("Operating_Mode") != 0:
-            return math.nan, 0.0, 1.0
-        limit = min(self.get("Torque_Limit"), self.get("Max_Torque_Limit")) / 1000.0
-        if self.latched & int(ErrorBit.OVERHEAT):
-            limit = 0.0
-        elif self.latched & int(ErrorBit.OVERLOAD | ErrorBit.OVERCURRENT):
-            limit = min(limit, self.get("Protective_Torque") / 100.0)
-        gain = max(self.get("P_Coefficient"), 1) / MODEL_P_GAIN
-        return self.angle_of(self.clamped_goal()), STALL_TORQUE * limit, gain
-
-    def sense(self, q: float, qdot: float, torque: float, dt: float) -> None:
-        """Update the Present_* registers and protections after a physics step of ``dt`` [s]."""
-        self.set("Present_Position", self.present_steps(q))
-        speed = round(qdot / STEP_RAD)
-        self.set("Present_Velocity", max(-32767, min(32767, speed)))
-        load = round(1000.0 * torque / STALL_TORQUE)
-        self.set("Present_Load", max(-1023, min(1023, load)))
-        enabled = self.get("Torque_Enable")
-        current = abs(torque) / (STALL_TORQUE / STALL_CURRENT) + (IDLE_CURRENT if enabled else 0)
-        self.set("Present_Current", min(round(current / CURRENT_UNIT), 32767))
-        self.set("Moving", int(abs(speed) > MOVING_THRESHOLD))
-        target = self.ambient + THERMAL_RISE * (current / STALL_CURRENT) ** 2
-        self.temperature += (target - self.temperature) * min(1.0, dt / THERMAL_TIME)
-        self.set("Present_Temperature", round(self.temperature))
-        enabled_protections = self.get("Unloading_Condition")
-        if abs(load) > 10 * self.get("Overload_Torque"):
-            self.overload_time += dt
-        else:
-            self.overload_time = 0.0
-        if self.overload_time > 0.01 * self.get("Protection_Time"):
-            self.latched |= int(ErrorBit.OVERLOAD) & enabled_protections
-        if current > CURRENT_UNIT * self.get("Protection_Current"):
-            self.overcurrent_time += dt
-        else:
-            self.overcurrent_time = 0.0
-        if self.overcurrent_time > 0.01 * self.get("Over_Current_Protection_Time"):
-            self.latched |= int(ErrorBit.OVERCURRENT) & enabled_protections
-        if self.temperature > self.get("Max_Temperature_Limit"):
-            self.latched |= int(ErrorBit.OVERHEAT) & enabled_protections
-        self.set("Status", self.error)
-
-
-@dataclass
-class Faults:
-    """What a test breaks on purpose (all off by default)."""
-
-    mute_ids: set[int] = field(default_factory=set)  # these servos never answer
-    corrupt_every: int = 0  # every n-th reply gets a wrong checksum (0 = never)
-
-
-@dataclass
-class BusStats:
-    requests: int = 0
-    replies: int = 0
-    corrupt_requests: int = 0
-    corrupted_replies: int = 0
-    baud_mismatches: int = 0
-    late_steps: int = 0  # times the physics fell > 100 ms behind real time (debt dropped)
-    late_replies_dropped: int = 0  # the client had moved on to its next request (see _serve)
-    writes: list[bytes] = field(default_factory=list)  # raw instruction packets, if recorded
-
-
-class So101Physics:
-    """The MuJoCo scene behind the servos: six position actuators and a free cube."""
-
-    def __init__(self, scene_kwargs: dict | None = None, initial: Sequence[float] | None = None):
-        from physai_ros.models import build_scene
-
-        self.model = build_scene("so101", **(scene_kwargs or {}))
-        self.data = mujoco.MjData(self.model)
-        m = self.model
-        self.qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in JOINTS])
-        self.dadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in JOINTS])
-        self.act = np.array([m.actuator(j).id for j in JOINTS])
-        self.kp0 = m.actuator_gainprm[self.act, 0].copy()
-        self.cube = m.body("cube").id
-        q0 = np.zeros(len(JOINTS)) if initial is None else np.asarray(initial, dtype=float)
-        self.data.qpos[self.qadr] = q0
-        self.data.ctrl[self.act] = q0
-        mujoco.mj_forward(m, self.data)
-        self.dt = float(m.opt.timestep)
-
-    def apply(self, i: int, target: float, cap: float, gain: float) -> None:
-        a = self.act[i]
-        free = math.isnan(target)
-        cap = 0.0 if free else cap
-        self.model.actuator_forcerange[a] = (-cap, cap)
-        kp = self.kp0[i] * gain
-        self.model.actuator_gainprm[a, 0] = kp
-        self.model.actuator_biasprm[a, 1] = -kp
-        if not free:
-            self.data.ctrl[a] = target
-
-    def step(self) -> None:
-        mujoco.mj_step(self.model, self.data)
-
-    def joint(self, i: int) -> tuple[float, float, float]:
-        """(angle [rad], speed [rad/s], actuator torque [N·m]) of joint ``i``."""
-        d = self.data
-        return (
-            float(d.qpos[self.qadr[i]]),
-            float(d.qvel[self.dadr[i]]),
-            float(d.actuator_force[self.act[i]]),
-        )
-
-    def cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """Cube position [m] and quaternion (w, x, y, z) in the world."""
-        return self.data.xpos[self.cube].copy(), self.data.xquat[self.cube].copy()
+SETTLE_TIME = 3.0  # [s] torque-off physics before the port opens: the arm comes to rest
+LEROBOT_CONFIGURE = {
+    # lerobot/robots/so_follower/so_follower.py SOFollower.configure() (LeRobot 0.4.4) and
+    # FeetechMotorsBus.configure_motors(): what a calibrated arm's EPROM holds.
+    "Return_Delay_Time": 0,
+    "Operating_Mode": 0,
+    "P_Coefficient": 16,
+    "I_Coefficient": 0,
+    "D_Coefficient": 32,
+}
+LEROBOT_GRIPPER = {"Max_Torque_Limit": 500, "Protection_Current": 250, "Overload_Torque": 25}
 
 
 def lerobot_calibration(servos: Sequence[EmulatedServo], model: mujoco.MjModel) -> dict:
@@ -311,13 +109,61 @@ def joint_offsets(model: mujoco.MjModel) -> list[float]:
     return [float(np.mean(model.jnt_range[model.joint(j).id])) for j in JOINTS]
 
 
+@dataclass
+class Faults:
+    """What a test breaks on purpose (all off by default)."""
+
+    mute_ids: set[int] = field(default_factory=set)  # these servos never answer
+    corrupt_every: int = 0  # every n-th reply gets a wrong checksum (0 = never)
+
+
+@dataclass
+class BusStats:
+    requests: int = 0
+    replies: int = 0
+    corrupt_requests: int = 0
+    corrupted_replies: int = 0
+    baud_mismatches: int = 0
+    late_steps: int = 0  # times the physics fell > 100 ms behind real time (debt dropped)
+    late_replies_dropped: int = 0  # the client had moved on to its next request (see _serve)
+    writes: list[bytes] = field(default_factory=list)  # raw instruction packets, if recorded
+
+
+class Witness(NamedTuple):
+    """What really happens on the emulated bench, for tests to hold the driver to.
+
+    time: simulated time [s]; positions [rad], velocities [rad/s]: true joint state (JOINTS
+    order); cube_pos [m], cube_quat (w, x, y, z): the cube in the world; gripper_site [m]: the
+    world position between the jaw tips; cube_in_jaws: the cube touches both jaws;
+    torque_enabled: Torque_Enable per servo; powered: the servos have power; eprom_writes:
+    write instructions persisted to any servo's EPROM since power-up of the emulator.
+    """
+
+    time: float
+    positions: np.ndarray
+    velocities: np.ndarray
+    cube_pos: np.ndarray
+    cube_quat: np.ndarray
+    gripper_site: np.ndarray
+    cube_in_jaws: bool
+    torque_enabled: tuple[bool, ...]
+    powered: bool
+    eprom_writes: int
+
+
 class FeetechBusEmulator:
     """Six servos on a pty, physics stepped in real time in a thread, I/O in another.
 
     baudrate: the servos' bus rate [bit/s]; link: a stable symlink to the pty (like
-    /dev/serial/by-id); calibrated: servos start with the calibration ``lerobot_calibration``
-    describes written to their EPROM (else factory defaults); record_writes: keep every
-    instruction packet received (for the safety tests).
+    /dev/serial/by-id); scene_kwargs: ``build_scene`` arguments (cube_pos, …); initial: joint
+    angles [rad] at power-up (default the folded rest pose); calibrated: the servos' EPROM
+    holds the calibration ``lerobot_calibration`` describes (else factory homing and ranges);
+    configured: the EPROM holds ``SOFollower.configure()``'s registers (else factory values);
+    power_on_torque: the servos hold ``initial`` with torque on (else, as a real arm, torque is
+    off and the arm settles for ``SETTLE_TIME`` before the port opens); homing_error: joint →
+    steps added to that servo's homing offset, a calibration that differs from the file;
+    mechanical_margin [rad]: joint stops this far beyond the calibrated ranges; record_writes:
+    keep every instruction packet received (for the safety tests).
     """
 
     def __init__(
@@ -326,24 +172,45 @@ class FeetechBusEmulator:
         baudrate: int = 1_000_000,
         link: str | Path | None = None,
         scene_kwargs: dict | None = None,
-        initial: Sequence[float] | None = None,
+        initial: Sequence[float] | None = REST_POSE,
         calibrated: bool = True,
-        power_on_torque: bool = True,
+        configured: bool = True,
+        power_on_torque: bool = False,
+        homing_error: Mapping[str, int] | None = None,
+        mechanical_margin: float = 0.0,
         supply_voltage: float = 12.0,
         record_writes: bool = False,
     ) -> None:
         if baudrate not in fp.BAUDRATES.values():
             raise InvalidInput(f"baudrate {baudrate} not one of {sorted(fp.BAUDRATES.values())}")
-        self.physics = So101Physics(scene_kwargs, initial)
+        unknown = sorted(set(homing_error or {}) - set(JOINTS))
+        if unknown:
+            raise InvalidInput(f"homing_error names unknown joints {unknown}; valid: {JOINTS}")
+        self.physics = So101Physics(scene_kwargs, initial, mechanical_margin)
         self.servos = [
             EmulatedServo(i, e, supply_voltage) for i, e in zip(IDS, ENCODER_AT_ZERO, strict=True)
         ]
         self.calibration = lerobot_calibration(self.servos, self.physics.model)
         if calibrated:
-            for servo, cal in zip(self.servos, self.calibration.values(), strict=True):
-                servo.set("Homing_Offset", cal["homing_offset"])
+            errors = homing_error or {}
+            for joint, servo in zip(JOINTS, self.servos, strict=True):
+                cal = self.calibration[joint]
+                error = int(errors.get(joint, 0))
+                servo.set("Homing_Offset", cal["homing_offset"] + error)
                 servo.set("Min_Position_Limit", cal["range_min"])
                 servo.set("Max_Position_Limit", cal["range_max"])
+        if configured:
+            for joint, servo in zip(JOINTS, self.servos, strict=True):
+                for name, value in LEROBOT_CONFIGURE.items():
+                    servo.set(name, value)
+                if joint == "gripper":
+                    for name, value in LEROBOT_GRIPPER.items():
+                        servo.set(name, value)
+        if not power_on_torque:  # a real arm at power-up: limp, it comes to rest on its stops
+            for i in range(len(self.servos)):
+                self.physics.apply(i, math.nan, 0.0, 1.0)
+            for _ in range(round(SETTLE_TIME / self.physics.dt)):
+                self.physics.step()
         for i, servo in enumerate(self.servos):
             q, _, _ = self.physics.joint(i)
             servo.sense(q, 0.0, 0.0, 0.0)
@@ -354,6 +221,7 @@ class FeetechBusEmulator:
         self.faults = Faults()
         self.stats = BusStats()
         self.record_writes = record_writes
+        self.powered = True
         self.lock = threading.RLock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -430,19 +298,69 @@ class FeetechBusEmulator:
 
     def step(self) -> None:
         """One physics step with the servos' current commands (also usable without threads)."""
-        physics = self.physics
-        with self.lock:
+        physics, dt = self.physics, self.physics.dt
+        with self.lock:  # held through the step: witness() reads contacts of the same data
             for i, servo in enumerate(self.servos):
-                physics.apply(i, *servo.command())
-        physics.step()
-        with self.lock:
+                if self.powered:
+                    physics.apply(i, *servo.command(physics.joint(i)[0], dt))
+                else:
+                    physics.apply(i, math.nan, 0.0, 1.0)
+            physics.step()
             for i, servo in enumerate(self.servos):
-                servo.sense(*physics.joint(i), physics.dt)
-            self.time += physics.dt
+                servo.sense(*physics.joint(i), dt)
+            self.time += dt
 
     def cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
         with self.lock:
             return self.physics.cube_pose()
+
+    def witness(self) -> Witness:
+        """The true state of the bench now (see ``Witness``)."""
+        with self.lock:
+            p = self.physics
+            cube_pos, cube_quat = p.cube_pose()
+            return Witness(
+                time=self.time,
+                positions=p.positions(),
+                velocities=p.velocities(),
+                cube_pos=cube_pos,
+                cube_quat=cube_quat,
+                gripper_site=p.gripper_site(),
+                cube_in_jaws=p.cube_in_jaws(),
+                torque_enabled=tuple(bool(s.get("Torque_Enable")) for s in self.servos),
+                powered=self.powered,
+                eprom_writes=sum(s.eprom_writes for s in self.servos),
+            )
+
+    # --- faults ----------------------------------------------------------------------------
+    def power_off(self) -> None:
+        """The servos' supply fails: they stop answering and go limp (the arm falls)."""
+        with self.lock:
+            self.powered = False
+
+    def power_on(self) -> None:
+        """The supply returns: every servo boots with its EPROM and RAM defaults (torque off,
+        goal = present position) and answers again."""
+        with self.lock:
+            if self.powered:
+                return
+            for i, servo in enumerate(self.servos):
+                servo.power_cycle(servo.present_steps(self.physics.joint(i)[0]))
+            self.powered = True
+
+    def force_overload(self, ids: Iterable[int]) -> None:
+        """Latch OVERLOAD on servos ``ids`` as their firmware would after a long overload:
+        their output drops to Protective_Torque until torque is switched on again."""
+        chosen = set(ids)
+        with self.lock:
+            for servo in self.servos:
+                if servo.servo_id in chosen:
+                    servo.latched |= int(ErrorBit.OVERLOAD)
+
+    def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
+        """Put a box (half edge [m]) at ``centre`` (world [m]); None removes it."""
+        with self.lock:
+            self.physics.place_obstacle(centre, half_size)
 
     # --- bus -------------------------------------------------------------------------------
     def _client_baud(self) -> int | None:
@@ -528,6 +446,8 @@ class FeetechBusEmulator:
         self.stats.replies += len(replies)
 
     def _servo(self, servo_id: int) -> EmulatedServo | None:
+        if not self.powered:
+            return None
         for servo in self.servos:
             if servo.servo_id == servo_id and servo_id not in self.faults.mute_ids:
                 return servo
@@ -535,6 +455,8 @@ class FeetechBusEmulator:
 
     def _targets(self, servo_id: int) -> list[EmulatedServo]:
         if servo_id == fp.BROADCAST_ID:
+            if not self.powered:
+                return []
             return [s for s in self.servos if s.servo_id not in self.faults.mute_ids]
         servo = self._servo(servo_id)
         return [] if servo is None else [servo]
@@ -613,9 +535,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cube-pos", type=float, nargs=2, default=None, metavar=("X", "Y"), help="[m] base frame"
     )
-    parser.add_argument("--uncalibrated", action="store_true", help="factory EPROM (no homing)")
     parser.add_argument(
-        "--no-power-on-torque", action="store_true", help="start with torque off, as a real arm"
+        "--initial",
+        type=float,
+        nargs=6,
+        default=list(REST_POSE),
+        metavar="RAD",
+        help="joint angles at power-up [rad] (default: the folded rest pose)",
+    )
+    parser.add_argument("--uncalibrated", action="store_true", help="factory homing and ranges")
+    parser.add_argument(
+        "--factory-eprom", action="store_true", help="servo registers not configured by LeRobot"
+    )
+    parser.add_argument(
+        "--power-on-torque",
+        action="store_true",
+        help="servos hold the initial pose with torque on (a real arm powers up limp)",
+    )
+    parser.add_argument(
+        "--homing-error",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("JOINT", "STEPS"),
+        help="this servo's homing offset differs from the calibration file by STEPS",
+    )
+    parser.add_argument(
+        "--mechanical-margin",
+        type=float,
+        default=0.0,
+        help="joint stops this far beyond the calibrated ranges [rad]",
     )
     parser.add_argument(
         "--mute-ids", type=int, nargs="*", default=[], help="servos that are silent"
@@ -626,7 +575,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def write_calibration(path: Path, calibration: dict) -> None:
     """Write a calibration file in LeRobot's format (draccus dump of MotorCalibration)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(calibration, indent=4))
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(calibration, indent=4))
+    tmp.replace(path)  # whole or absent: a driver starting now never reads half a file
 
 
 def emulator_from_args(args: argparse.Namespace) -> FeetechBusEmulator:
@@ -635,8 +586,12 @@ def emulator_from_args(args: argparse.Namespace) -> FeetechBusEmulator:
         baudrate=args.baudrate,
         link=args.link,
         scene_kwargs=scene,
+        initial=args.initial,
         calibrated=not args.uncalibrated,
-        power_on_torque=not args.no_power_on_torque,
+        configured=not args.factory_eprom,
+        power_on_torque=args.power_on_torque,
+        homing_error={joint: int(steps) for joint, steps in args.homing_error},
+        mechanical_margin=args.mechanical_margin,
     )
     emulator.faults.mute_ids = set(args.mute_ids)
     emulator.faults.corrupt_every = args.corrupt_every

@@ -2,8 +2,10 @@
 
 ``MujocoSim`` owns one scene from ``physai_ros.models.build_scene`` (SO-101 or Panda, table,
 cube) and gives the sim bridge node what a hardware driver would: joint state (effort = the
-actuators' joint-space force), a joint trajectory follower, a gripper with a torque cap and stall
-detection, per-jaw contact wrenches, the cube pose, reset and recovery from a diverged step.
+actuators' joint-space force), the shared controllers (``physai_ros.core.controllers``: the
+joint trajectory controller and the gripper action controller, updated at the controller
+rate inside the physics steps), per-jaw contact wrenches, the cube pose, reset and recovery
+from a diverged step. Goals that end are collected in ``ends`` for the node to report.
 
 How the arm follows a trajectory depends on the robot, as on the real ones:
 * SO-101: its position servos (MuJoCo position actuators) get the reference as their target.
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -29,15 +30,15 @@ import mujoco
 import numpy as np
 import yaml
 
-from physai_ros.core.grasp import minjerk
-from physai_ros.core.joint_trajectory import (
-    JointRanges,
-    StartState,
-    TimedTrajectory,
-    Tolerances,
-    TrajectoryPoint,
-    plan_trajectory,
+from physai_ros.core.controllers.gac import (
+    GacParams,
+    GripperActionController,
+    GripperEnd,
+    gac_params,
 )
+from physai_ros.core.controllers.jtc import GoalEnd, JointTrajectoryController, JtcParams
+from physai_ros.core.grasp import minjerk
+from physai_ros.core.joint_trajectory import JointRanges
 from physai_ros.errors import InvalidInput, ModelError
 from physai_ros.models import build_scene, load_scene_config
 from physai_ros.models.scene import CUBE_BODY, CUBE_JOINT, cube_world_pos
@@ -51,24 +52,20 @@ _BADQPOS = int(mujoco.mjtWarning.mjWARN_BADQPOS)
 
 @cache
 def load_sim_config() -> dict[str, Any]:
-    """``config/sim_bridge.yaml`` as a dict (read once)."""
-    with config_path("sim_bridge.yaml").open(encoding="utf-8") as stream:
+    """``config/sim_robots.yaml`` as a dict (read once): each simulated robot's joints,
+    control, gains and controller defaults."""
+    with config_path("sim_robots.yaml").open(encoding="utf-8") as stream:
         return yaml.safe_load(stream)
 
 
-@dataclass(frozen=True)
-class GripperSettings:
-    """Gripper goal thresholds: goal_tolerance [rad|m], stall_velocity [rad/s|m/s],
-    stall_timeout [s], timeout [s sim], allow_stalling (a stall ends the goal successfully),
-    ramp_time [s]: the servo target moves to a new goal along a min-jerk ramp this long, as a
-    servo's acceleration profile does (0 = jump)."""
-
-    goal_tolerance: float
-    stall_velocity: float
-    stall_timeout: float
-    timeout: float
-    allow_stalling: bool
-    ramp_time: float = 0.0
+def default_controller_params(
+    robot: str, ranges: JointRanges, gripper: tuple[str, float, float], cap: float
+) -> tuple[JtcParams, GacParams]:
+    """The controllers' parameters from config/sim_robots.yaml (``arm_controller`` and
+    ``gripper_controller`` of ``robot``); ``cap`` [N·m | N] is the default gripper effort."""
+    cfg = load_sim_config()["robots"][robot]
+    jtc = JtcParams.from_config(cfg["arm_controller"], ranges.names, ranges.lower, ranges.upper)
+    return jtc, gac_params(cfg["gripper_controller"], *gripper, cap)
 
 
 class ArmState(NamedTuple):
@@ -80,12 +77,10 @@ class ArmState(NamedTuple):
 
 
 class GripperStatus(NamedTuple):
-    """The gripper as GripperCommand's result reports it; ``active`` = a goal is running."""
+    """The jaw now: position [rad | m], actuator effort [N·m | N]; ``active`` = a goal runs."""
 
     position: float
     effort: float
-    stalled: bool
-    reached_goal: bool
     active: bool
 
 
@@ -126,6 +121,11 @@ class MujocoSim:
         cube_size [m], cube_mass [kg], cube_mu, jaw_torque_cap [N·m | N]: as ``build_scene``
             (``None`` = config/scene.yaml).
         timestep: physics step [s] (``None`` = config/scene.yaml, 2 ms).
+        controllers: the arm and gripper controllers' parameters (``None`` =
+            ``default_controller_params``, config/sim_robots.yaml); their joint ranges are
+            the model's.
+        controller_rate: [Hz] how often the controllers run (SO-101 servo targets; the Panda
+            torque loop runs every step regardless).
     """
 
     def __init__(
@@ -139,6 +139,8 @@ class MujocoSim:
         cube_mu: float | None = None,
         jaw_torque_cap: float | None = None,
         timestep: float | None = None,
+        controllers: tuple[JtcParams, GacParams] | None = None,
+        controller_rate: float = 500.0,
     ) -> None:
         config = load_sim_config()
         if robot not in config["robots"]:
@@ -193,23 +195,14 @@ class MujocoSim:
                 f"gripper actuator {cfg['gripper_actuator']!r} is not a position servo"
             )
         self._grip_ctrl_per_unit = float(kp / gain)
+        if "gripper_servo" in cfg:
+            self._stiffen_gripper(cfg["gripper_servo"])
         self._grip_default_cap = float(m.actuator_forcerange[self._grip_act, 1])
-        self.gripper = GripperSettings(**cfg["gripper"])
+        self.gripper_ramp_time = float(cfg["gripper_ramp_time"])  # [s] servo target ramp
         self._grip_ramp: tuple[float, float, float] | None = None  # (from, to, t0) servo ctrl
-
-        tol = cfg["tolerances"]
+        self._grip_target = math.nan  # [rad | m] the setpoint the ramp heads for
+        self._grip_effort = math.nan  # [N·m | N] the effort written as the force range
         n = len(self.arm_joints)
-
-        def per_joint(value: float) -> np.ndarray:
-            return np.full(n, math.inf if value < 0 else float(value))
-
-        self.default_tolerances = Tolerances(
-            per_joint(tol["path"]),
-            per_joint(tol["goal"]),
-            per_joint(tol["goal_velocity"]),
-            float(tol["goal_time"]),
-        )
-        self.start_tolerance = float(tol["start"])
 
         # --- jaws: geom -> jaw index lookup, bodies for the wrench frames ---
         self.jaw_names = tuple(cfg["jaws"])
@@ -235,19 +228,23 @@ class MujocoSim:
             )
         if self.control == "torque":
             self._setup_torque_mode(cfg)
-        self._steps_per_update = max(1, round(1.0 / float(config["rates"]["controller"]) / self.dt))
-        self._ref = np.zeros((3, n))  # desired (q, q̇, q̈) now
-        self._traj: TimedTrajectory | None = None
-        self._traj_start = 0.0
-        self._traj_done = True
+        if not (math.isfinite(controller_rate) and controller_rate > 0.0):
+            raise InvalidInput(f"controller_rate must be > 0 [Hz], got {controller_rate!r}")
+        self._steps_per_update = max(1, round(1.0 / controller_rate / self.dt))
+        if controllers is None:
+            controllers = default_controller_params(
+                robot,
+                self.ranges,
+                (self.gripper_joints[0], *self.gripper_range),
+                self._grip_default_cap,
+            )
+        self.arm = JointTrajectoryController(controllers[0])
+        self.gripper = GripperActionController(controllers[1])
+        self.ends: list[GoalEnd | GripperEnd] = []  # goals that ended, for the node to report
         self._tmp_nv = np.zeros(m.nv)
         self._res_nv = np.zeros(m.nv)
         self._tau = np.zeros(n)
         self._f6 = np.zeros(6)
-        self._grip_goal: float | None = None
-        self._grip_still = 0.0
-        self._grip_stalled = False
-        self._grip_started = 0.0
         self.instabilities = 0
         self.last_instability = ""
         self._warn_seen = 0
@@ -287,6 +284,18 @@ class MujocoSim:
         m.actuator_ctrlrange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
         m.actuator_forcelimited[act] = 1
         m.actuator_forcerange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
+
+    def _stiffen_gripper(self, servo: dict[str, float]) -> None:
+        """Set the jaw servo's stiffness kp [N/m | N·m/rad] and damping kv [N·s/m | N·m·s/rad],
+        keeping its command scale: a jaw blocked by an object then pushes with its force cap
+        (as a real force-limited gripper does) instead of kp x the little way it is short of
+        its goal."""
+        kp, kv = float(servo["kp"]), float(servo["kv"])
+        if not (kp > 0.0 and kv >= 0.0 and math.isfinite(kp + kv)):
+            raise InvalidInput(f"{self.robot}: gripper_servo needs kp > 0 and kv >= 0: {servo}")
+        m, a = self.model, self._grip_act
+        m.actuator_gainprm[a, 0] = kp / self._grip_ctrl_per_unit
+        m.actuator_biasprm[a, 1:3] = (-kp, -kv)
 
     def _home(self, cfg: dict[str, Any]) -> np.ndarray:
         """Full qpos at reset: the keyframe (Panda) or the configured arm and jaw (SO-101)."""
@@ -328,93 +337,71 @@ class MujocoSim:
 
     def reference(self) -> np.ndarray:
         """Desired arm (q, q̇, q̈) now, shape (3, n) (copy)."""
-        return self._ref.copy()
+        return self.arm.ref.copy()
 
     def tracking_error(self) -> np.ndarray:
         """q_r − q [rad] per arm joint."""
-        return self._ref[0] - self.data.qpos[self._arm_q]
+        return self.arm.ref[0] - self.data.qpos[self._arm_q]
 
     def tracking_error_into(self, position: np.ndarray, velocity: np.ndarray) -> None:
         """q_r − q [rad] and q̇_r − q̇ [rad/s] written into the caller's arrays."""
         self.data.qpos.take(self._arm_q, out=position)
-        np.subtract(self._ref[0], position, out=position)
+        np.subtract(self.arm.ref[0], position, out=position)
         self.data.qvel.take(self._arm_v, out=velocity)
-        np.subtract(self._ref[1], velocity, out=velocity)
+        np.subtract(self.arm.ref[1], velocity, out=velocity)
 
-    def trajectory_time(self) -> float | None:
-        """Time [s] since the running trajectory started, ``None`` when holding."""
-        return None if self._traj is None else self.time - self._traj_start
+    # ------------------------------------------------------------------ the controllers
+    def gripper_status(self) -> GripperStatus:
+        """Jaw position, actuator effort, and whether a gripper goal runs."""
+        return GripperStatus(
+            position=float(self.data.qpos[self._grip_q[0]]),
+            effort=float(self.data.actuator_force[self._grip_act]),
+            active=self.gripper.goal_id is not None,
+        )
 
-    # ------------------------------------------------------------------ arm commands
-    def plan(
-        self, joint_names: Sequence[str], points: Sequence[TrajectoryPoint]
-    ) -> TimedTrajectory:
-        """Validate a goal and interpolate it from the current reference (the servos' target,
-        equal to the measured state at rest up to the tracking error): no jump at t = 0."""
-        start = StartState(self._ref[0].copy(), self._ref[1].copy(), self._ref[2].copy())
-        return plan_trajectory(self.ranges, joint_names, points, start, self.start_tolerance)
+    @property
+    def gripper_force_per_effort(self) -> float:
+        """Force [N] (or torque) one jaw or finger exerts per unit of the gripper actuator's
+        effort: the actuator's moment on the first gripper joint (the Panda's finger tendon
+        pulls each finger with half its force: 0.5)."""
+        d, a, dof = self.data, self._grip_act, int(self._grip_v[0])
+        start = int(d.moment_rowadr[a])
+        for k in range(start, start + int(d.moment_rownnz[a])):
+            if int(d.moment_colind[k]) == dof:
+                return abs(float(d.actuator_moment[k]))
+        raise ModelError("the gripper actuator does not move the first gripper joint")
 
-    def follow(self, trajectory: TimedTrajectory, start_time: float | None = None) -> None:
-        """Start ``trajectory`` at ``start_time`` [s sim] (default now); replaces any other."""
-        if trajectory.joint_names != self.arm_joints:
-            raise InvalidInput(f"trajectory joints {trajectory.joint_names} != {self.arm_joints}")
-        self._traj = trajectory
-        self._traj_start = self.time if start_time is None else max(self.time, start_time)
-        self._traj_done = False
-        self._sample_reference()
-
-    def hold(self, positions: np.ndarray | None = None) -> None:
-        """Stop any trajectory and hold ``positions`` (default: the measured ones) at rest."""
-        self._traj = None
-        self._traj_done = True
-        self._ref[0] = self.data.qpos[self._arm_q] if positions is None else positions
-        self._ref[1:] = 0.0
+    def _control(self) -> None:
+        """One controller cycle: measure, update both controllers, command the actuators."""
+        d = self.data
+        now = float(d.time)
+        self.ends += self.arm.update(now, d.qpos[self._arm_q], d.qvel[self._arm_v])
         if self.control == "position":
-            self.data.ctrl[self._arm_act] = self._ref[0]
+            d.ctrl[self._arm_act] = self.arm.ref[0]
+        grip = self.gripper
+        jaw_q, jaw_v = float(d.qpos[self._grip_q[0]]), float(d.qvel[self._grip_v[0]])
+        self.ends += grip.update(now, jaw_q, jaw_v)
+        if grip.setpoint != self._grip_target or grip.effort != self._grip_effort:
+            self._command_gripper(grip.setpoint, grip.effort)
+        self._ramp_gripper()
 
-    # ------------------------------------------------------------------ gripper
-    def check_gripper_goal(self, position: float, max_effort: float) -> None:
-        """Raise ``InvalidInput`` unless ``position`` is finite and inside the jaw joint's range
-        and ``max_effort`` is finite (a goal is checked before it is accepted)."""
-        low, high = self.gripper_range
-        if not (math.isfinite(position) and low <= position <= high):
-            raise InvalidInput(
-                f"gripper position {position!r} outside the {self.gripper_joints[0]} range "
-                f"[{low:.4f}, {high:.4f}]"
-            )
-        if not math.isfinite(max_effort):
-            raise InvalidInput(f"gripper max_effort {max_effort!r} must be finite")
-
-    def gripper_command(self, position: float, max_effort: float) -> None:
-        """Drive the jaw to ``position`` [rad | m per finger] with at most ``max_effort``
-        [N·m | N] (written as the actuator's force range; <= 0 = the scene's default cap)."""
-        self.check_gripper_goal(position, max_effort)
-        cap = self._grip_default_cap if max_effort <= 0.0 else float(max_effort)
+    def _command_gripper(self, position: float, effort: float) -> None:
+        """Servo the jaw to ``position`` [rad | m per finger] with at most ``effort``
+        [N·m | N] (the actuator's force range), along a min-jerk ramp of the servo target."""
         m, a = self.model, self._grip_act
-        m.actuator_forcerange[a] = (-cap, cap)
+        m.actuator_forcerange[a] = (-effort, effort)
         low, high = m.actuator_ctrlrange[a]
         target = min(max(position * self._grip_ctrl_per_unit, low), high)
-        self._grip_ramp = (float(self.data.ctrl[a]), float(target), self.time)
-        self._ramp_gripper()
-        self._grip_goal = float(position)
-        self._grip_still = 0.0
-        self._grip_stalled = False
-        self._grip_started = self.time
-
-    def gripper_stop(self) -> None:
-        """Hold the jaw where it is (a cancelled gripper goal)."""
-        self.gripper_command(
-            float(self.data.qpos[self._grip_q[0]]),
-            float(self.model.actuator_forcerange[self._grip_act, 1]),
-        )
-        self._grip_goal = None
+        if position != self._grip_target:
+            self._grip_ramp = (float(self.data.ctrl[a]), float(target), self.time)
+        self._grip_target, self._grip_effort = position, effort
 
     def _ramp_gripper(self) -> None:
-        """Move the jaw servo's target along its min-jerk ramp (called after every step)."""
+        """Move the jaw servo's target along its min-jerk ramp."""
         if self._grip_ramp is None:
             return
         start, target, t0 = self._grip_ramp
-        ramp = self.gripper.ramp_time
+        ramp = self.gripper_ramp_time
         u = 1.0 if ramp <= 0.0 else (self.time - t0) / ramp
         if u >= 1.0:
             self.data.ctrl[self._grip_act] = target
@@ -422,42 +409,23 @@ class MujocoSim:
         else:
             self.data.ctrl[self._grip_act] = start + minjerk(u) * (target - start)
 
-    def gripper_status(self) -> GripperStatus:
-        """Jaw position, actuator effort, stalled / reached flags of the current goal."""
-        pos = float(self.data.qpos[self._grip_q[0]])
-        reached = (
-            self._grip_goal is not None
-            and abs(pos - self._grip_goal) <= self.gripper.goal_tolerance
+    @property
+    def _busy(self) -> bool:
+        """Whether the controllers need their cycle now (else MuJoCo may take a batch)."""
+        grip = self.gripper
+        return (
+            self.arm.following
+            or grip.goal_id is not None
+            or grip.travelling
+            or self._grip_ramp is not None
         )
-        return GripperStatus(
-            position=pos,
-            effort=float(self.data.actuator_force[self._grip_act]),
-            stalled=self._grip_stalled,
-            reached_goal=reached,
-            active=self._grip_goal is not None,
-        )
-
-    def gripper_elapsed(self) -> float:
-        """Sim time [s] since the last gripper command."""
-        return self.time - self._grip_started
-
-    def _update_gripper(self, elapsed: float) -> None:
-        if self._grip_goal is None:
-            return
-        pos = self.data.qpos[self._grip_q[0]]
-        if abs(pos - self._grip_goal) <= self.gripper.goal_tolerance:
-            self._grip_still = 0.0
-            self._grip_stalled = False
-        elif abs(self.data.qvel[self._grip_v[0]]) < self.gripper.stall_velocity:
-            self._grip_still += elapsed
-            self._grip_stalled = self._grip_still >= self.gripper.stall_timeout
-        else:
-            self._grip_still = 0.0
-            self._grip_stalled = False
 
     # ------------------------------------------------------------------ stepping
     def step(self, n: int = 1) -> None:
-        """Advance ``n`` physics steps, updating the arm controller as it requires."""
+        """Advance ``n`` physics steps, running the controllers at their rate (the Panda's
+        torque loop every step). The controllers run after each step (or batch), so their
+        reference belongs to the current sim time: ``tracking_error`` compares like with
+        like, and the next step is driven by it."""
         if n < 1:
             return
         t_end = self.data.time + n * self.dt
@@ -467,23 +435,19 @@ class MujocoSim:
                 mujoco.mj_step1(m, d)
                 self._torque_update()
                 mujoco.mj_step2(m, d)
-                if not self._traj_done:
-                    self._sample_reference()
-                self._ramp_gripper()
+                self._control()
         else:
             every = self._steps_per_update
             left = n
-            # Servo targets at the controller rate while the arm or the jaw has a ramp to follow.
-            while left > 0 and (not self._traj_done or self._grip_ramp is not None):
+            while left > 0 and self._busy:
                 batch = min(every, left)
                 mujoco.mj_step(m, d, nstep=batch)
                 left -= batch
-                if not self._traj_done:
-                    self._sample_reference()
-                self._ramp_gripper()
-            if left > 0:
+                self._control()
+            if left > 0:  # idle: one batch, then one cycle so the controllers see the state
                 mujoco.mj_step(m, d, nstep=left)
-        self._after_steps(n * self.dt, t_end)
+                self._control()
+        self._after_steps(t_end)
 
     def advance(self, duration: float) -> int:
         """Advance by ``duration`` [s] (rounded to whole steps, at least one); returns steps."""
@@ -491,26 +455,16 @@ class MujocoSim:
         self.step(n)
         return n
 
-    def _sample_reference(self) -> None:
-        """The reference at the current sim time (so q_r − q compares like with like); the
-        position servos get it as their target."""
-        t = self.data.time - self._traj_start
-        self._traj.sample(t, self._ref)
-        if t >= self._traj.duration:
-            self._traj_done = True
-        if self.control == "position":
-            self.data.ctrl[self._arm_act] = self._ref[0]
-
     def _torque_update(self) -> None:
         """tau = bias + Kp(q_r − q) + Kd(q̇_r − q̇) [+ M q̈_r − passive], clipped (after mj_step1,
         so bias, M and passive forces belong to the current state)."""
         d = self.data
-        tau, ref = self._tau, self._ref
+        tau, ref = self._tau, self.arm.ref
         np.subtract(ref[0], d.qpos[self._arm_q], out=tau)
         tau *= self._kp
         tau += self._kd * (ref[1] - d.qvel[self._arm_v])
         tau += d.qfrc_bias[self._arm_v]
-        if self._feedforward and not self._traj_done:
+        if self._feedforward and self.arm.following:
             self._tmp_nv[self._arm_v] = ref[2]
             mujoco.mj_mulM(self.model, d, self._res_nv, self._tmp_nv)
             tau += self._res_nv[self._arm_v]
@@ -518,7 +472,7 @@ class MujocoSim:
         np.clip(tau, -self.torque_limit, self.torque_limit, out=tau)
         d.ctrl[self._arm_act] = tau
 
-    def _after_steps(self, elapsed: float, t_end: float) -> None:
+    def _after_steps(self, t_end: float) -> None:
         number = self.data.warning.number
         warnings = int(number[_BADQACC] + number[_BADQVEL] + number[_BADQPOS])
         if warnings != self._warn_seen:
@@ -529,29 +483,34 @@ class MujocoSim:
                 "reset to home"
             )
             self.data.time = t_end
-            self.reset()
+            self.reset(self.last_instability)
             return
         self.data.time = t_end  # exact: no drift from summing dt
-        self._update_gripper(elapsed)
 
     # ------------------------------------------------------------------ scene
-    def reset(self) -> None:
-        """Robot home, cube back where it started, velocities zero, sim time unchanged."""
+    def reset(self, reason: str = "simulation reset") -> None:
+        """Robot home, cube back where it started, velocities zero, sim time unchanged; goals
+        end (aborted with ``reason``) and the controllers hold home."""
         m, d = self.model, self.data
         t = d.time
         mujoco.mj_resetData(m, d)
         d.time = t
         d.qpos[:] = self._home_q
         d.qpos[self._cube_q : self._cube_q + 7] = self._cube_home
-        self._grip_goal = None
         self._grip_ramp = None
-        self._grip_stalled = False
         m.actuator_forcerange[self._grip_act] = (-self._grip_default_cap, self._grip_default_cap)
         d.ctrl[self._grip_act] = d.qpos[self._grip_q[0]] * self._grip_ctrl_per_unit
         mujoco.mj_forward(m, d)
         number = d.warning.number
         self._warn_seen = int(number[_BADQACC] + number[_BADQVEL] + number[_BADQPOS])
-        self.hold(d.qpos[self._arm_q].copy())
+        self.ends += self.arm.stop(reason) + self.gripper.stop(reason)
+        q = d.qpos[self._arm_q].copy()
+        self.arm.activate(self.time, q, np.zeros(len(q)))
+        grip = float(d.qpos[self._grip_q[0]])
+        self.gripper.activate(self.time, grip)
+        self._grip_target, self._grip_effort = grip, self.gripper.effort
+        if self.control == "position":
+            d.ctrl[self._arm_act] = q
 
     def place_cube(self, cube_pos: Sequence[float]) -> None:
         """Put the cube at rest at ``cube_pos`` (base frame, (x, y) on the table or (x, y, z))."""

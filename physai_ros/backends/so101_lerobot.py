@@ -1,13 +1,23 @@
 """The seam to a real SO-101: LeRobot's ``FeetechMotorsBus`` (``feetech-servo-sdk`` beneath).
 
 ``So101Bus`` speaks joint angles in radians (the model's convention) and hides LeRobot's
-calibrated degrees; it builds the bus exactly as LeRobot's ``SOFollower`` does (ids 1-6,
-STS3215, the same ``configure()`` registers and gripper protections, the calibration file
-LeRobot writes), but every motor -- the gripper too -- in ``DEGREES`` mode, so the jaw has an
-angle. ``SOFollower`` itself is not imported: it drags in torchvision (``lerobot.processor``)
-for cameras we do not use, and its ``connect()`` may call ``calibrate()``, which prompts with
-``input()``; this class never calibrates (a mismatch between file and servos is resolved the
-way LeRobot does when the user presses ENTER: the file is written to the servos).
+calibrated degrees. It builds the bus as LeRobot's ``SOFollower`` does (ids 1-6, STS3215, the
+calibration file LeRobot writes), every motor -- the gripper too -- in ``DEGREES`` mode so the
+jaw has an angle. ``SOFollower`` itself is not imported: it drags in torchvision
+(``lerobot.processor``) for cameras we do not use, and its ``connect()`` may call
+``calibrate()``, which prompts with ``input()``, and ``configure()``, which switches torque off
+to write registers.
+
+What a careful owner of a real arm expects, and this class keeps apart:
+
+* ``open`` connects and finds the servos; it writes nothing.
+* ``calibration_mismatches`` compares the servos' EPROM calibration with the file; only
+  ``write_calibration`` (an explicit request, torque off) writes the file to the servos.
+* ``setup_differences`` / ``write_setup`` bring the servo registers to ``config/so101_driver.yaml``
+  writing only the registers that differ; EPROM registers only while torque is off (the STS
+  Lock), so never under load.
+* ``arm`` sets the RAM registers (acceleration profile, torque limit), the goal to a given pose
+  and then switches torque on; ``release`` switches it off. Nothing else changes torque.
 
 Safety: in DEGREES mode LeRobot neither clamps goals nor checks the calibrated range. Every
 goal here is clipped to the intersection of the calibrated range and the joint limits, half a
@@ -80,9 +90,24 @@ class BusSettings:
     baudrate: int = 1_000_000
     joint_offsets: tuple[float, ...] = (0.0,) * 6
     joint_directions: tuple[int, ...] = (1,) * 6
-    servo: dict[str, int] = field(default_factory=dict)
-    gripper_protection: dict[str, int] = field(default_factory=dict)
+    setup: dict[str, int] = field(default_factory=dict)  # register -> value, every servo
+    gripper_setup: dict[str, int] = field(default_factory=dict)  # register -> value, gripper
+    acceleration: int = 254  # Acceleration register [100 step/s²] written when arming
     read_retries: int = 1
+
+
+class SetupWrite(NamedTuple):
+    """A register of one servo that differs from the driver's setup."""
+
+    joint: str
+    register: str
+    present: int
+    wanted: int
+    eprom: bool
+
+
+class SetupRefused(BusError):
+    """EPROM registers differ while torque is on: writing them would need the arm released."""
 
 
 class JointReading(NamedTuple):
@@ -140,6 +165,7 @@ class So101Bus:
         self.calibration: dict[str, Any] | None = None
         self.bus = None
         self._lock_fd: int | None = None
+        self._max_torque: dict[str, int] | None = None
         if settings.calibration_file.is_file():
             self.load_calibration()
 
@@ -189,9 +215,8 @@ class So101Bus:
             raise PortUnavailable(f"port {port} is busy: another process holds it") from exc
         self._lock_fd = fd
 
-    def connect(self) -> None:
-        """Open the port, find all six servos, make the servos' calibration the file's and
-        configure them as SOFollower does; servos end holding their present position."""
+    def open(self) -> None:
+        """Open the port and find all six STS3215 servos. Writes nothing to the servos."""
         Motor, _, MotorNormMode, FeetechMotorsBus = _lerobot()
         import serial
 
@@ -208,7 +233,7 @@ class So101Bus:
         try:
             bus.connect(handshake=False)
             if bus.get_baudrate() != self.s.baudrate:
-                bus.set_baudrate(self.s.baudrate)
+                bus.set_baudrate(self.s.baudrate)  # the adapter's rate, not a servo register
             found = {i: bus.ping(i) for i in IDS}
             silent = [i for i, model in found.items() if model is None]
             if silent:
@@ -221,9 +246,6 @@ class So101Bus:
             if wrong:
                 raise ServoSilent(f"servo(s) {wrong} are not STS3215 (model 777)", wrong)
             self.bus = bus
-            if not bus.is_calibrated:
-                bus.write_calibration(dict(self.calibration))
-            self._configure()
         except BusError:
             self._close(bus)
             raise
@@ -231,27 +253,111 @@ class So101Bus:
             self._close(bus)
             raise ServoSilent(f"connect on {self.s.port} failed: {exc}") from exc
 
-    def _configure(self) -> None:
-        bus, servo = self.bus, self.s.servo
-        bus.disable_torque()
-        bus.configure_motors(
-            return_delay_time=servo.get("return_delay_time", 0),
-            acceleration=servo.get("acceleration", 254),
+    def _read_all(self, register: str) -> dict[str, int]:
+        """Raw values of one register on every servo (one sync read)."""
+        values = self._guard(
+            f"sync read {register}",
+            lambda: self.bus.sync_read(register, normalize=False, num_retry=self.s.read_retries),
         )
-        for j in JOINTS:
-            bus.write("Operating_Mode", j, 0)
-            bus.write("P_Coefficient", j, servo.get("p_coefficient", 16))
-            bus.write("I_Coefficient", j, servo.get("i_coefficient", 0))
-            bus.write("D_Coefficient", j, servo.get("d_coefficient", 32))
-        g = self.s.gripper_protection
-        bus.write("Max_Torque_Limit", "gripper", g.get("max_torque_limit", 500))
-        bus.write("Protection_Current", "gripper", g.get("protection_current", 250))
-        bus.write("Overload_Torque", "gripper", g.get("overload_torque", 25))
-        for j in JOINTS:
-            bus.write("Torque_Limit", j, 1000)  # RAM limit back to full; Max_Torque_Limit caps
-        self.hold()
+        return {j: int(values[j]) for j in JOINTS}
+
+    def calibration_mismatches(self) -> list[str]:
+        """How the servos' EPROM calibration differs from the file, one line per register and
+        joint (empty: they agree). Reads only."""
+        fields = {"Homing_Offset": "homing_offset", "Min_Position_Limit": "range_min"}
+        fields["Max_Position_Limit"] = "range_max"
+        out = []
+        for register, key in fields.items():
+            present = self._read_all(register)
+            for joint in JOINTS:
+                wanted = int(getattr(self.calibration[joint], key))
+                if present[joint] != wanted:
+                    out.append(
+                        f"{joint} {register} is {present[joint]} on the servo, {wanted} in "
+                        f"{self.s.calibration_file}"
+                    )
+        return out
+
+    def torque_enabled(self) -> np.ndarray:
+        """Torque_Enable of each servo (bool array, JOINTS order)."""
+        values = self._read_all("Torque_Enable")
+        return np.array([bool(values[j]) for j in JOINTS])
+
+    def _require_torque_off(self, what: str) -> None:
+        on = [j for j, enabled in zip(JOINTS, self.torque_enabled(), strict=True) if enabled]
+        if on:
+            raise SetupRefused(
+                f"{what} needs torque off, but {on} hold torque: release the arm (support it "
+                "first) and configure again"
+            )
+
+    def write_calibration(self) -> None:
+        """Write the file's calibration to the servos' EPROM (an explicit request only)."""
+        self._require_torque_off("writing the calibration to the servos' EPROM")
+        self._guard("unlock EPROM", lambda: self._write_each("Lock", dict.fromkeys(JOINTS, 0)))
+        self._guard("write calibration", lambda: self.bus.write_calibration(self.calibration))
+
+    def setup_differences(self) -> list[SetupWrite]:
+        """The setup registers (``BusSettings.setup`` and ``gripper_setup``) whose present
+        value differs from the wanted one. Reads only."""
+        wanted: dict[str, dict[str, int]] = {}
+        for register, value in self.s.setup.items():
+            wanted.setdefault(register, {}).update(dict.fromkeys(JOINTS, int(value)))
+        for register, value in self.s.gripper_setup.items():
+            wanted.setdefault(register, {})["gripper"] = int(value)
+        out = []
+        for register, per_joint in wanted.items():
+            present = self._read_all(register)
+            eprom = fp.REGISTERS_BY_NAME[register].eprom
+            for joint, value in per_joint.items():
+                if present[joint] != value:
+                    out.append(SetupWrite(joint, register, present[joint], value, eprom))
+        return out
+
+    def write_setup(self, writes: Sequence[SetupWrite]) -> None:
+        """Write the differing setup registers. EPROM ones only with torque off on every
+        servo (``SetupRefused`` otherwise): writing them is never done under load."""
+        eprom = [w for w in writes if w.eprom]
+        if eprom:
+            names = sorted({f"{w.joint}.{w.register}" for w in eprom})
+            self._require_torque_off(f"writing EPROM registers {names}")
+            self._guard("unlock EPROM", lambda: self._write_each("Lock", dict.fromkeys(JOINTS, 0)))
+        for w in writes:
+            self._guard(
+                f"write {w.register} on {w.joint}",
+                lambda w=w: self.bus.write(w.register, w.joint, w.wanted, normalize=False),
+            )
+        self._max_torque = None
+
+    def _write_each(self, register: str, values: dict[str, int]) -> None:
+        for joint, value in values.items():
+            self.bus.write(register, joint, value, normalize=False)
+
+    def read_goal(self) -> np.ndarray:
+        """The servos' present Goal_Position [rad]: what they hold now."""
+        return self.to_rad(self._sync_read("Goal_Position"))
+
+    def arm(self, positions: np.ndarray) -> np.ndarray:
+        """Arm the servos at ``positions`` [rad]: acceleration profile and full RAM torque
+        limit, goal = ``positions`` (clipped as every goal), then torque on (EPROM locked).
+        Returns the goal sent [rad]. The caller checks ``positions`` against the limits."""
+        ram = {"Acceleration": self.s.acceleration, "Torque_Limit": 1000}
+        for register, value in ram.items():
+            self._guard(f"write {register}", lambda r=register, v=value: self._write_all(r, v))
+        sent = self.send_positions(positions)
+        for _ in range(3):  # sync writes (no replies to lose), then a read to confirm
+            self._guard("enable torque", lambda: self._write_all("Torque_Enable", 1))
+            self._guard("lock EPROM", lambda: self._write_all("Lock", 1))
+            off = ~self.torque_enabled()
+            if not off.any():
+                return sent
+        raise ServoSilent(f"torque did not come on at {[JOINTS[i] for i in np.flatnonzero(off)]}")
+
+    def _write_all(self, register: str, value: int) -> None:
+        self.bus.sync_write(register, dict.fromkeys(JOINTS, value), normalize=False)
 
     def _close(self, bus) -> None:
+        self._max_torque = None
         with contextlib.suppress(Exception):
             bus.port_handler.closePort()
         if self._lock_fd is not None:
@@ -260,13 +366,10 @@ class So101Bus:
             self._lock_fd = None
         self.bus = None
 
-    def disconnect(self, disable_torque: bool = False) -> None:
-        if self.bus is None:
-            return
-        if disable_torque:
-            with contextlib.suppress(Exception):
-                self.bus.disable_torque(num_retry=2)
-        self._close(self.bus)
+    def close(self) -> None:
+        """Close the port; the servos keep whatever torque and goal they have."""
+        if self.bus is not None:
+            self._close(self.bus)
 
     # --- cycle I/O -------------------------------------------------------------------------
     def _guard(self, what: str, call):
@@ -375,18 +478,25 @@ class So101Bus:
         if not math.isfinite(torque):
             raise InvalidInput(f"torque limit {torque!r} must be finite")
         name = JOINTS[joint]
-        cap = self._guard("read Max_Torque_Limit", lambda: self.bus.read("Max_Torque_Limit", name))
-        counts = int(min(max(round(1000.0 * torque / STALL_TORQUE), 1), cap))
-        self._guard("write Torque_Limit", lambda: self.bus.write("Torque_Limit", name, counts))
+        if self._max_torque is None:  # EPROM: read once per connection
+            self._max_torque = self._read_all("Max_Torque_Limit")
+        counts = int(min(max(round(1000.0 * torque / STALL_TORQUE), 1), self._max_torque[name]))
+        # sync write: no status reply, so a servo's latched error flag (an overloaded gripper)
+        # cannot make the write look failed -- LeRobot raises on any error bit of a reply
+        self._guard(
+            "write Torque_Limit",
+            lambda: self.bus.sync_write("Torque_Limit", {name: counts}, normalize=False),
+        )
         return counts * STALL_TORQUE / 1000.0
 
-    def torque_off(self) -> None:
-        self._guard("disable torque", lambda: self.bus.disable_torque())
-
-    def hold(self) -> np.ndarray:
-        """Goal := present position (clipped to the safe range), then torque on, so the
-        servos do not jump to an old goal. Returns the goal [rad]."""
-        present = self.to_rad(self._sync_read("Present_Position"))
-        sent = self.send_positions(present)
-        self._guard("enable torque", lambda: self.bus.enable_torque())
-        return sent
+    def release(self) -> None:
+        """Torque off on every servo: the arm goes limp (and falls if unsupported). Sync
+        writes, then a read to confirm: it must work on servos reporting an error (an
+        overload), whose every reply LeRobot would otherwise take as a failed write."""
+        for _ in range(3):
+            self._guard("disable torque", lambda: self._write_all("Torque_Enable", 0))
+            self._guard("unlock EPROM", lambda: self._write_all("Lock", 0))
+            on = self.torque_enabled()
+            if not on.any():
+                return
+        raise ServoSilent(f"torque still on at {[JOINTS[i] for i in np.flatnonzero(on)]}")

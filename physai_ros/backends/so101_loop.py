@@ -1,21 +1,43 @@
-"""The SO-101 driver's bus cycle: ``ServoLoop`` runs one cycle of the bus thread (state in,
-trajectory/gripper goals out, jaw contact estimate, squeeze relaxation, fault policy), pure and
-thread-safe, so the node stays a thin ROS shell. The bus itself (``So101Bus``, LeRobot's Feetech
-bus beneath) lives in ``physai_ros.backends.so101_lerobot``.
+"""The SO-101 driver's bus loop: lifecycle steps, one bus cycle, faults. Pure (no rclpy), so
+the node stays a thin ROS shell and this can be tested against the emulator directly.
+
+Modes, as the lifecycle node drives them:
+
+* ``unconfigured`` -- the port is closed.
+* ``inactive`` -- ``configure()`` opened the port, verified the servos and read the present
+  pose; the loop reads and publishes the state and commands nothing. Torque is whatever it was.
+* ``active`` -- ``activate()`` armed the servos at their present pose (refused, naming the
+  joint or the register, when the pose is outside the limits, the calibration differs or a
+  servo reports an error); the controllers (``physai_ros.core.controllers``) run each cycle
+  and their reference goes to the servos.
+
+Faults, and what they do (a fault never re-energises anything):
+
+* port lost: goals aborted with the reason; the servos keep holding their last goal; the port
+  is retried every ``reconnect_period``; once back, reading resumes and the controllers hold
+  the goal the servos already have -- nothing moves until the next goal;
+* servos silent: the same; when they answer again with torque off (their power was lost and
+  came back: the arm fell), the driver refuses goals until re-armed (``rearm_needed``);
+* a servo's error flags (overload, overheat, over-current), or an exception in the cycle
+  itself: goals aborted, the servos hold the present pose, re-arm needed;
+* ``stop()`` holds the present pose with torque on and refuses goals until ``resume()``;
+  ``release()`` switches torque off (the arm goes limp) and needs a re-arm.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
 from physai_ros.backends.so101_lerobot import (
-    ARM,
     IDS,
     JOINTS,
     STALL_TORQUE,
@@ -23,367 +45,388 @@ from physai_ros.backends.so101_lerobot import (
     Health,
     JointReading,
     PortUnavailable,
-    ServoSilent,
     So101Bus,
 )
 from physai_ros.core import feetech_protocol as fp
-from physai_ros.core.jaw_estimate import (
-    GripperMonitor,
-    JawContactEstimator,
-    JawEstimate,
-    JawModel,
-    least_squeeze_torque,
-)
-from physai_ros.core.joint_trajectory import (
-    JointRanges,
-    StartState,
-    TimedTrajectory,
-    Tolerances,
-    TrajectoryPoint,
-    check_goal,
-    plan_trajectory,
-)
-from physai_ros.errors import InvalidInput, LimitViolation
+from physai_ros.core.controllers.gac import GripperActionController, GripperEnd
+from physai_ros.core.controllers.jtc import GoalEnd, JointTrajectoryController
+from physai_ros.core.jaw_estimate import JawContactEstimator, JawEstimate, JawModel
+from physai_ros.errors import InvalidInput
+
+Log = Callable[[str, str], None]  # (level: info | warn | error, message)
+FAULT_FLAGS = fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT | fp.ErrorBit.OVERCURRENT
+MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
+GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
+# (closing onto the jaw's own stop is how a pick closes)
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopSettings:
-    """Behaviour of ``ServoLoop`` (config/so101_driver.yaml)."""
+    """Behaviour of ``ServoLoop`` (config/so101_driver.yaml; units in the names' comments).
 
-    tolerances: Tolerances
-    start_tolerance: float
-    gripper_goal_tolerance: float
-    gripper_stall_speed: float
-    gripper_stall_time: float
-    gripper_timeout: float
-    allow_stalling: bool
-    jaw: JawModel
-    fault_policy: str = "hold"
+    limit_margin [rad]: a present pose this far outside the limits still arms (a joint resting
+    on its stop reads a hair beyond it); stale_timeout [s]: no good read for this long =
+    servos silent; reconnect_period [s]; health_every: read temperature/voltage/flags every
+    n-th cycle; write_calibration: write the file's calibration to the servos' EPROM at
+    configure (an explicit request; torque must be off); jaw: the contact estimate; relax_torque
+    [N·m]: gripper torque once the grasp formed (0 = keep the goal's); relax_delay [s].
+    """
+
+    limit_margin: float = 0.02
     stale_timeout: float = 0.2
     reconnect_period: float = 1.0
-    watchdog_timeout: float = 0.5
     health_every: int = 10
-    relax: bool = True
+    write_calibration: bool = False
+    jaw: JawModel = field(default_factory=JawModel)
+    relax_torque: float = 0.0
     relax_delay: float = 0.3
-    relax_torque: float = 0.1  # [N·m] least squeeze torque (least_squeeze_torque)
 
     def __post_init__(self) -> None:
-        if self.fault_policy not in ("hold", "torque_off"):
-            raise InvalidInput(
-                f"fault_policy must be 'hold' or 'torque_off', got {self.fault_policy!r}"
-            )
+        for name in ("limit_margin", "stale_timeout", "reconnect_period", "relax_delay"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
+        if self.health_every < 1:
+            raise InvalidInput(f"health_every must be >= 1, got {self.health_every!r}")
 
 
-class Outcome(NamedTuple):
-    state: str  # running | succeeded | aborted
-    message: str
+def flag_names(flags: int) -> str:
+    """A servo's error byte in words ("OVERLOAD|OVERHEAT")."""
+    names = [bit.name for bit in fp.ErrorBit if int(flags) & int(bit)]
+    return "|".join(names) if names else "no error"
 
 
 class Snapshot(NamedTuple):
-    """What one cycle publishes."""
+    """What one cycle publishes: stamp [s, loop clock]; the state (None when stale); the jaw
+    estimate; the last health read; mode; fault ("" = none); the gripper torque limit [N·m]."""
 
     stamp: float
     reading: JointReading | None
     jaw: JawEstimate
     health: Health | None
-    connected: bool
+    mode: str
     fault: str
-    gripper_limit: float  # [N·m]
+    gripper_limit: float
 
 
-def relax_torque(mass: float, mu: float, accel: float, margin: float, arm: float, floor: float):
-    return max(least_squeeze_torque(mass, mu, accel, margin, arm), floor)
+class Refused(BusError):
+    """A lifecycle step that must not happen now; the message says why and what to do."""
 
 
 class ServoLoop:
-    """One cycle every call of ``cycle``: reconnect if needed, read the state, advance the arm
-    trajectory and the gripper goal, estimate jaw contact, relax the squeeze, apply the fault
-    policy. Goals come from other threads through the locked ``start_*``/``cancel_*`` calls."""
+    """The driver's loop around one ``So101Bus`` and its two controllers (see the module
+    docstring). ``lock`` guards everything; the node's callbacks take it too."""
 
-    def __init__(self, bus: So101Bus, settings: LoopSettings, log) -> None:
-        self.bus = bus
-        self.s = settings
-        self.log = log
+    def __init__(
+        self,
+        bus: So101Bus,
+        arm: JointTrajectoryController,
+        gripper: GripperActionController,
+        settings: LoopSettings,
+        log: Log,
+    ) -> None:
+        self.bus, self.arm, self.gripper, self.s, self.log = bus, arm, gripper, settings, log
         self.lock = threading.RLock()
-        self.ranges = JointRanges(ARM, bus.lower[:5].copy(), bus.upper[:5].copy())
         self.jaw = JawContactEstimator(settings.jaw)
-        self.gripper_monitor = GripperMonitor(
-            settings.gripper_goal_tolerance,
-            settings.gripper_stall_speed,
-            settings.gripper_stall_time,
-        )
-        self.ref = np.zeros((3, 5))
-        self.traj: TimedTrajectory | None = None
-        self.traj_token = 0
-        self.traj_start = 0.0
-        self.traj_tolerances = settings.tolerances
-        self.traj_outcome: Outcome | None = None
-        self.watchdog_deadline: float | None = None
-        self.grip_goal: float | None = None
-        self.grip_token = 0
-        self.grip_started = 0.0
-        self.grip_outcome: Outcome | None = None
-        self.grip_limit = STALL_TORQUE / 2.0
-        self.grip_commanded_limit = STALL_TORQUE / 2.0
-        self.contact_since: float | None = None
-        self.relaxed = False
-        self.estopped = False
-        self.fault = "not connected"
-        self.last_good = -math.inf
-        self.last_attempt = -math.inf
+        self.mode = "unconfigured"
+        self.armed = False  # the servos were armed by us and should be holding torque
+        self.fault = ""
+        self.rearm_needed = False
+        self.stopped = False
         self.reading: JointReading | None = None
         self.health: Health | None = None
+        self.last_good = -math.inf
+        self.last_attempt = -math.inf
+        self.last_cycle: float | None = None
         self.cycles = 0
-        self.last_cycle = None
-        self.reported_flags = np.zeros(6, dtype=int)
-        self._pending_limit: float | None = None
-        self._grip_last: float | None = None
-        self._last_connect_error = ""
+        self.sent: np.ndarray | None = None  # last goal written [rad], None = nothing yet
+        self.commanded = np.full(6, np.nan)  # last goal asked for [rad] (before clipping)
+        self.grip_limit = STALL_TORQUE  # gripper torque limit in force [N·m]
+        self.grip_requested = STALL_TORQUE  # and the one asked for (the servo may cap it)
+        # The gripper's overload protection (LeRobot: above Overload_Torque for 2 s the servo
+        # latches OVERLOAD and drops its torque): a squeeze is kept 10 % below it.
+        overload = bus.s.gripper_setup.get("Overload_Torque", 100)
+        self.grip_safe = 0.9 * STALL_TORQUE * overload / 100.0
+        self._warned_effort = math.nan
+        self.contact_since: float | None = None
+        self.relaxed = False
+        self.ends: list[GoalEnd | GripperEnd] = []  # goals ended, for the node to deliver
+        self._reported_flags = np.zeros(6, dtype=int)
 
-    # --- goals (other threads) -------------------------------------------------------------
-    def plan(
-        self, joint_names: Sequence[str], points: Sequence[TrajectoryPoint]
-    ) -> TimedTrajectory:
+    # --- lifecycle steps -----------------------------------------------------------------
+    def configure(self, now: float) -> str:
+        """Open the port, verify calibration and registers, read the pose. No torque change.
+        Raises ``BusError`` (port, servos) or ``Refused``; returns a summary line."""
         with self.lock:
-            if self.estopped:
-                raise InvalidInput("torque is off (e-stop): call the hold service first")
-            if not self.ready:
-                raise InvalidInput(f"the arm is not ready: {self.fault}")
-            start = StartState(self.ref[0].copy(), self.ref[1].copy(), self.ref[2].copy())
-            return plan_trajectory(self.ranges, joint_names, points, start, self.s.start_tolerance)
-
-    def start_trajectory(
-        self, traj: TimedTrajectory, now: float, tolerances: Tolerances, watchdog: bool = False
-    ) -> int:
-        with self.lock:
-            self._end_traj("aborted", "preempted by a new trajectory")
-            self.traj_token += 1
-            self.traj, self.traj_start, self.traj_tolerances = traj, now, tolerances
-            self.traj_outcome = Outcome("running", "")
-            self.watchdog_deadline = now + self.s.watchdog_timeout if watchdog else None
-            return self.traj_token
-
-    def cancel_trajectory(self, token: int) -> None:
-        with self.lock:
-            if token == self.traj_token:
-                self._end_traj("aborted", "cancelled")
-                self.ref[1:] = 0.0
-
-    def trajectory_outcome(self, token: int) -> Outcome:
-        with self.lock:
-            if token != self.traj_token:
-                return Outcome("aborted", "preempted by a new trajectory")
-            return self.traj_outcome or Outcome("aborted", "no trajectory")
-
-    GRIPPER_CLIP = 0.02  # [rad] goals this little beyond the calibrated range are clipped
-
-    def check_gripper_goal(self, position: float, max_effort: float) -> float:
-        """The goal position to use: inside the calibrated range, or at most ``GRIPPER_CLIP``
-        beyond it (closing onto the jaw's own stop is how a pick closes) and then clipped."""
-        low, high = self.bus.lower[5], self.bus.upper[5]
-        slack = self.GRIPPER_CLIP
-        if not (math.isfinite(position) and low - slack <= position <= high + slack):
-            raise LimitViolation(
-                f"gripper position {position!r} outside its calibrated range "
-                f"[{low:.4f}, {high:.4f}]"
-            )
-        if not math.isfinite(max_effort):
-            raise InvalidInput(f"gripper max_effort {max_effort!r} must be finite")
-        with self.lock:
-            if self.estopped:
-                raise InvalidInput("torque is off (e-stop): call the hold service first")
-            if not self.ready:
-                raise InvalidInput(f"the gripper is not ready: {self.fault}")
-        return min(max(position, low), high)
-
-    def start_gripper(self, position: float, max_effort: float, now: float) -> int:
-        with self.lock:
-            if self.grip_outcome and self.grip_outcome.state == "running":
-                self.grip_outcome = Outcome("aborted", "preempted by a new gripper goal")
-            self.grip_token += 1
-            self.grip_goal, self.grip_started = float(position), now
-            self.grip_commanded_limit = STALL_TORQUE if max_effort <= 0 else float(max_effort)
-            self.grip_outcome = Outcome("running", "")
-            self.gripper_monitor.reset()
-            self.jaw.reset()
-            self.contact_since, self.relaxed = None, False
-            self._pending_limit = self.grip_commanded_limit
-            return self.grip_token
-
-    def gripper_outcome(self, token: int) -> Outcome:
-        with self.lock:
-            if token != self.grip_token:
-                return Outcome("aborted", "preempted by a new gripper goal")
-            return self.grip_outcome or Outcome("aborted", "no goal")
-
-    def cancel_gripper(self, token: int) -> None:
-        with self.lock:
-            if token == self.grip_token and self.reading is not None:
-                self.grip_goal = float(self.reading.position[5])
-                self.grip_outcome = Outcome("aborted", "cancelled")
-
-    @property
-    def ready(self) -> bool:
-        return self.bus.connected and not self.fault
-
-    def estop(self) -> str:
-        with self.lock:
-            self.estopped = True
-            self._end_traj("aborted", "e-stop: torque released")
-            if self.grip_outcome and self.grip_outcome.state == "running":
-                self.grip_outcome = Outcome("aborted", "e-stop: torque released")
+            bus = self.bus
+            bus.open()
             try:
-                self.bus.torque_off()
-            except BusError as exc:
-                return f"torque off sent, but the bus failed: {exc}"
-            return "torque released on all servos"
+                notes = self._verify_setup()
+                reading = bus.read_state()
+            except BusError:
+                bus.close()
+                raise
+            # the calibrated ranges (loaded with the file) bound what the controllers accept
+            self.arm.p = dataclasses.replace(self.arm.p, lower=bus.lower[:5], upper=bus.upper[:5])
+            low, high = bus.lower[5] - GRIPPER_SLACK, bus.upper[5] + GRIPPER_SLACK
+            self.gripper.p = dataclasses.replace(self.gripper.p, lower=low, upper=high)
+            self.reading, self.last_good, self.mode = reading, now, "inactive"
+            self.fault, self.rearm_needed = "", False
+            torque = bus.torque_enabled()
+            outside = self.outside_limits(reading.position)
+            lines = [
+                f"configured on {bus.s.port}: servos {list(IDS)} answer, torque "
+                f"{'on' if torque.all() else 'off' if not torque.any() else 'mixed'}",
+                *notes,
+            ]
+            if outside:
+                lines.append(f"present pose outside the limits: {outside} (activation refused)")
+            return "; ".join(lines)
 
-    def hold(self) -> str:
+    def _verify_setup(self) -> list[str]:
+        bus, notes = self.bus, []
+        mismatches = bus.calibration_mismatches()
+        if mismatches and self.s.write_calibration:
+            bus.write_calibration()
+            notes.append(f"calibration written to the servos' EPROM ({len(mismatches)} fields)")
+            mismatches = bus.calibration_mismatches()
+        if mismatches:
+            notes.append(
+                "calibration differs from the servos (activation refused; set "
+                f"write_calibration:=true to write the file): {mismatches}"
+            )
+        writes = bus.setup_differences()
+        if writes:
+            bus.write_setup(writes)
+            changed = [f"{w.joint}.{w.register} {w.present}->{w.wanted}" for w in writes]
+            notes.append(f"servo registers set: {changed}")
+        return notes
+
+    def outside_limits(self, q: np.ndarray) -> list[str]:
+        """Joints beyond their limits by more than ``limit_margin``, named with values."""
+        margin = self.s.limit_margin
+        low, high = self.bus.lower - margin, self.bus.upper + margin
+        return [
+            f"{JOINTS[j]} = {q[j]:.4f} rad (limits [{self.bus.lower[j]:.4f}, "
+            f"{self.bus.upper[j]:.4f}])"
+            for j in np.flatnonzero((q < low) | (q > high))
+        ]
+
+    def activate(self, now: float) -> str:
+        """Arm the servos at the present pose and start the controllers. Raises ``Refused``
+        naming what is wrong (pose outside the limits, calibration, a servo's error flags)."""
         with self.lock:
-            self._end_traj("aborted", "hold requested")
-            q = self.bus.hold()
-            self._hold_reference(q)
-            self.estopped = False
-            return "holding the present position with torque on"
+            bus = self.bus
+            if not bus.connected:
+                raise Refused("the port is not open: configure first")
+            mismatches = bus.calibration_mismatches()
+            if mismatches:
+                raise Refused(
+                    f"calibration differs from the servos: {mismatches}; recalibrate, use the "
+                    "right file, or configure with write_calibration:=true"
+                )
+            reading = bus.read_state()
+            outside = self.outside_limits(reading.position)
+            if outside:
+                raise Refused(
+                    f"present pose outside the limits: {'; '.join(outside)}; move the arm "
+                    "inside its range by hand (torque is off) and activate again"
+                )
+            flags = bus.read_health().status.astype(int)
+            torque = bus.torque_enabled()
+            held = [i for i, f in enumerate(flags) if f and torque[i]]
+            if held:  # a servo holding torque under a latched protection: release it first
+                names = [f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(flags[i])}" for i in held]
+                raise Refused(
+                    f"servo errors: {names}; release the arm (torque off; switching it on "
+                    "again clears a latched protection) and activate again"
+                )
+            q = np.clip(reading.position, bus.lower, bus.upper)
+            try:
+                self.sent = bus.arm(q)
+            except BusError:  # half-armed: back to how it was (torque off), then say why
+                with contextlib.suppress(BusError):
+                    bus.release()
+                raise
+            flags = bus.read_health().status.astype(int)  # arming clears latched protections
+            if flags.any():
+                bus.release()
+                names = [
+                    f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(f)}"
+                    for i, f in enumerate(flags)
+                    if f
+                ]
+                raise Refused(f"servo errors persist after arming: {names}; released again")
+            self.commanded = self.sent.copy()
+            self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
+            self.grip_limit = bus.set_torque_limit(5, self.grip_requested)
+            self.reading, self.last_good = reading, now
+            self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=self.sent[:5])
+            self.gripper.activate(now, float(reading.position[5]), hold=float(self.sent[5]))
+            self.mode, self.armed, self.stopped = "active", True, False
+            self.fault, self.rearm_needed = "", False
+            return f"armed at {np.round(self.sent, 4).tolist()} rad"
 
-    # --- the cycle (bus thread) ------------------------------------------------------------
-    def _end_traj(self, state: str, message: str) -> None:
-        if self.traj is not None and self.traj_outcome and self.traj_outcome.state == "running":
-            self.traj_outcome = Outcome(state, message)
-        self.traj = None
-        self.watchdog_deadline = None
-
-    def _hold_reference(self, q: np.ndarray) -> None:
-        self.ref[0] = q[:5]
-        self.ref[1:] = 0.0
-        self.grip_goal = float(q[5])
-
-    def _fail(self, message: str, ids: Sequence[int] = ()) -> None:
-        first = message != self.fault
-        self.fault = message
-        self._end_traj("aborted", f"bus fault: {message}")
-        if self.grip_outcome and self.grip_outcome.state == "running":
-            self.grip_outcome = Outcome("aborted", f"bus fault: {message}")
-        if first:
-            self.log("error", f"{message} -> policy {self.s.fault_policy}")
-            if self.bus.connected:
+    def deactivate(self, reason: str = "") -> str:
+        """Stop following and hold: the servos keep the present pose if torque is on."""
+        with self.lock:
+            self._end_goals(reason or "deactivated")
+            if self.armed and self.bus.connected and not self.rearm_needed:
                 try:
-                    if self.s.fault_policy == "torque_off":
-                        self.bus.torque_off()
-                    else:
-                        self.bus.hold()
-                except BusError:
-                    pass
+                    self._hold_present()
+                except BusError as exc:
+                    self.log("warn", f"hold at deactivation failed: {exc}")
+            self.mode = "inactive"
+            return "holding the present pose" if self.armed else "not armed"
 
-    def _port_lost(self, exc: PortUnavailable) -> None:
-        """Close the dead port (reconnection is retried every reconnect_period) and fail."""
-        self.bus.disconnect()
-        self.reading = None
-        self._fail(f"port lost: {exc}")
+    def cleanup(self) -> None:
+        """Close the port (torque unchanged)."""
+        with self.lock:
+            self._end_goals("port closed")
+            self.bus.close()
+            self.mode, self.reading = "unconfigured", None
 
+    def release(self, reason: str = "release requested") -> str:
+        """Torque off on every servo (the arm goes limp); a re-arm is needed after."""
+        with self.lock:
+            self._end_goals(f"released: {reason}")
+            self.bus.release()
+            self.armed = False
+            self._need_rearm(f"torque released ({reason})")
+            return "torque off on all servos: the arm is limp"
+
+    def stop(self) -> str:
+        """Hold the present pose with torque on; goals refused until ``resume``."""
+        with self.lock:
+            if self.mode != "active":
+                raise Refused(f"not active ({self.fault or self.mode}): nothing to stop")
+            self._end_goals("stopped: call the resume service")
+            self._hold_present()
+            self.stopped = True
+            return "stopped: holding the present pose with torque on; goals refused until resume"
+
+    def resume(self, now: float) -> str:
+        with self.lock:
+            if not self.stopped or self.mode != "active" or self.reading is None:
+                raise Refused(f"not stopped ({self.fault or self.mode})")
+            r = self.reading
+            self.arm.activate(now, r.position[:5], r.velocity[:5], hold=self.sent[:5])
+            self.gripper.activate(now, float(r.position[5]), hold=float(self.sent[5]))
+            self.stopped = False
+            return "resumed: goals accepted"
+
+    # --- the cycle (bus thread) ----------------------------------------------------------
     def cycle(self, now: float) -> Snapshot:
+        """One bus cycle; never raises (a failure becomes a fault)."""
         with self.lock:
             dt = 0.0 if self.last_cycle is None else now - self.last_cycle
             self.last_cycle = now
-            if not self.bus.connected:
-                self._try_connect(now)
-            elif (
-                self.fault.startswith("silent")
-                and now - self.last_attempt >= self.s.reconnect_period
-            ):
-                self.last_attempt = now
-                try:
-                    if not self.bus.silent_ids():
-                        self.log("info", "all servos answer again: holding the present position")
-                        self._recover()
-                except PortUnavailable as exc:
-                    self._port_lost(exc)
-            if self.bus.connected and not self.fault.startswith("silent"):
-                self._io(now, dt)
-            if now - self.last_good > self.s.stale_timeout and self.reading is not None:
-                self.reading = None  # never publish a stale state as current
-            jaw = (
-                self.jaw.update(*self._jaw_inputs(), dt)
-                if self.reading is not None and self.grip_goal is not None
-                else JawEstimate(False, 0.0, 0.0)
-            )
-            self._after_jaw(jaw, now)
-            return Snapshot(
-                now, self.reading, jaw, self.health, self.bus.connected, self.fault, self.grip_limit
-            )
-
-    def _try_connect(self, now: float) -> None:
-        if now - self.last_attempt < self.s.reconnect_period:
-            return
-        self.last_attempt = now
-        try:
-            self.bus.connect()
-        except BusError as exc:
-            if exc.__class__.__name__ + str(exc) != self._last_connect_error:
-                self.log(
-                    "error", f"connect failed: {exc}; retrying every {self.s.reconnect_period} s"
-                )
-                self._last_connect_error = exc.__class__.__name__ + str(exc)
-            self.fault = f"not connected: {exc}"
-            return
-        self._last_connect_error = ""
-        self.log("info", f"connected to the SO-101 on {self.bus.s.port}; holding its pose")
-        self._recover()
-
-    def _recover(self) -> None:
-        self.ranges = JointRanges(ARM, self.bus.lower[:5].copy(), self.bus.upper[:5].copy())
-        if self.estopped:  # an e-stop outlives a reconnection: torque stays off until hold
             try:
-                self.bus.torque_off()
-                self.fault = ""
-            except BusError as exc:
-                self.fault = f"silent: {exc}"
-            return
-        try:
-            q = self.bus.hold()
-            self.grip_limit = self.bus.set_torque_limit(5, STALL_TORQUE)
-        except BusError as exc:
-            self.fault = f"silent: {exc}"
-            return
-        self._hold_reference(q)
-        self.fault = ""
-        self.estopped = False
-        self.jaw.reset()
+                if self.mode != "unconfigured":
+                    self._cycle(now)
+            except Exception as exc:  # any bug must end in a safe fault
+                self.log("error", f"bus loop failed: {exc!r}\n{traceback.format_exc()}")
+                self._fault(f"internal error in the bus loop: {exc!r}", hold=True)
+            jaw = JawEstimate(False, 0.0, 0.0)
+            if self.reading is not None and self.mode == "active":
+                r = self.reading
+                jaw = self.jaw.update(
+                    r.position[5],
+                    self.gripper.setpoint,
+                    r.velocity[5],
+                    r.torque[5],
+                    self.grip_limit,
+                    dt,
+                )
+                self._relax(jaw, now)
+            return Snapshot(
+                now, self.reading, jaw, self.health, self.mode, self.fault, self.grip_limit
+            )
 
-    def _io(self, now: float, dt: float) -> None:
+    def _cycle(self, now: float) -> None:
+        if not self.bus.connected:
+            self._reconnect(now)
+            return
         try:
             reading = self.bus.read_state()
         except PortUnavailable as exc:
-            self._port_lost(exc)
+            self._port_lost(str(exc))
             return
-        except ServoSilent as exc:
-            if now - self.last_good <= self.s.stale_timeout:
-                return  # a lost or corrupted reply: try again next cycle
-            try:
-                ids = self.bus.silent_ids()
-            except PortUnavailable as lost:
-                self._port_lost(lost)
-                return
-            if ids:
-                self._fail(f"silent servo(s) {ids}: {exc}", ids)
-                self.fault = f"silent servo(s) {ids}"
-            else:
-                self.log("warn", f"no good state for {self.s.stale_timeout} s ({exc}); retrying")
-                self.last_good = now
+        except BusError as exc:
+            if now - self.last_good > self.s.stale_timeout:
+                self.reading = None  # never publish a stale state as current
+                self._silent(now, str(exc))
             return
+        if self._implausible(reading, now):
+            return
+        if self.fault.startswith("silent") or self.fault.startswith("port lost"):
+            self._resume_after_loss(now, reading)
         self.reading, self.last_good = reading, now
         self.cycles += 1
         if self.cycles % self.s.health_every == 1:
             self._check_health()
-        if self.estopped or self.fault:
+        if self.mode != "active" or self.rearm_needed or self.fault or self.stopped:
             return
-        self._advance_arm(now, reading)
+        q, qd = reading.position, reading.velocity
+        self.ends += self.arm.update(now, q[:5], qd[:5])
+        self.ends += self.gripper.update(now, q[5], qd[5])
         try:
-            self._send(now)
+            self._command()
         except PortUnavailable as exc:
-            self._port_lost(exc)
-        except ServoSilent as exc:
-            self.log("warn", f"command write failed: {exc}")
+            self._port_lost(str(exc))
+        except BusError as exc:  # a lost reply: the next cycle writes again
+            self.log("warn", f"command write failed, retrying: {exc}")
+
+    def _implausible(self, reading: JointReading, now: float) -> bool:
+        """A reading no joint could have reached since the last good one (faster than
+        ``MAX_SPEED``): a garbled reply (a desynchronised bus), dropped like a lost one. A
+        jump that persists past ``stale_timeout`` is believed (the arm was moved)."""
+        last = self.reading
+        if last is None or now - self.last_good > self.s.stale_timeout:
+            return False
+        reach = MAX_SPEED * max(now - self.last_good, 0.0) + 0.05
+        jump = np.abs(reading.position - last.position)
+        if not np.any(jump > reach):
+            return False
+        j = int(np.argmax(jump))
+        self.log("warn", f"reading dropped: {JOINTS[j]} jumped {jump[j]:.3f} rad in one cycle")
+        return True
+
+    def _command(self) -> None:
+        """Write the controllers' reference, and the gripper's effort, when they change."""
+        goal = np.append(self.arm.ref[0], self.gripper.setpoint)
+        if self.sent is None or np.any(np.abs(goal - self.commanded) > 1e-9):
+            self.sent = self.bus.send_positions(goal)
+            self.commanded = goal
+        limit = min(self.gripper.effort, self.grip_safe)
+        if self.gripper.effort > self.grip_safe and self._warned_effort != self.gripper.effort:
+            self._warned_effort = self.gripper.effort
+            self.log(
+                "warn",
+                f"gripper effort {self.gripper.effort:.3f} N·m is above the overload protection "
+                f"(held for 2 s it trips the servo): squeezing with {self.grip_safe:.3f} N·m",
+            )
+        if self.s.relax_torque > 0.0 and self.relaxed:
+            limit = min(limit, self.s.relax_torque)
+        if abs(limit - self.grip_requested) > 1e-9:
+            self.grip_limit = self.bus.set_torque_limit(5, limit)
+            self.grip_requested = limit
+
+    def _relax(self, jaw: JawEstimate, now: float) -> None:
+        """Once the grasp formed, lower the gripper torque to the least squeeze that carries
+        the object (only when its mass and friction were given: ``relax_torque`` > 0)."""
+        if not jaw.contact:
+            self.contact_since, self.relaxed = None, False
+            return
+        if self.contact_since is None:
+            self.contact_since = now
+        if (
+            self.s.relax_torque > 0.0
+            and not self.relaxed
+            and now - self.contact_since >= self.s.relax_delay
+        ):
+            self.relaxed = True
+            self.log("info", f"grasp formed: gripper torque limit -> {self.s.relax_torque:.3f} N·m")
 
     def _check_health(self) -> None:
         try:
@@ -391,108 +434,132 @@ class ServoLoop:
         except BusError as exc:
             self.log("warn", f"health read failed: {exc}")
             return
-        new = self.health.status & ~self.reported_flags
+        status = self.health.status.astype(int)
+        new = status & ~self._reported_flags
+        self._reported_flags = status.copy()
         for i in np.flatnonzero(new):
-            flags = fp.ErrorBit(int(self.health.status[i]))
-            self.log("warn", f"servo {IDS[i]} ({JOINTS[i]}) reports {flags!r}")
-            if i < 5 and flags & (fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT):
-                self._end_traj("aborted", f"servo {IDS[i]} ({JOINTS[i]}) {flags!r}")
-        self.reported_flags = self.health.status.copy()
-
-    def _advance_arm(self, now: float, reading: JointReading) -> None:
-        if self.traj is None:
+            self.log("warn", f"servo {IDS[i]} ({JOINTS[i]}) reports {flag_names(status[i])}")
+        if self.mode != "active" or self.rearm_needed:
             return
-        if self.watchdog_deadline is not None and now > self.watchdog_deadline:
-            self.log("warn", f"watchdog: no command for {self.s.watchdog_timeout} s, stopping")
-            self._end_traj("aborted", "watchdog: commands stopped arriving")
-            self._hold_reference(np.append(reading.position[:5], self.grip_goal))
+        bad = [
+            f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(f)}"
+            for i, f in enumerate(status)
+            if int(f) & FAULT_FLAGS
+        ]
+        if bad:
+            self._fault(f"servo error: {', '.join(bad)}", hold=True)
             return
-        t = now - self.traj_start
-        self.traj.sample(t, self.ref)
-        state = check_goal(
-            t,
-            self.traj,
-            self.ref[0],
-            reading.position[:5],
-            reading.velocity[:5],
-            self.traj_tolerances,
-        )
-        if state.outcome != "running":
-            ok = state.outcome == "succeeded"
-            self.traj_outcome = Outcome("succeeded" if ok else "aborted", state.message)
-            self.traj = None
-            self.watchdog_deadline = None
-            if not ok:  # hold where the arm is, not where it failed to go
-                self.ref[0] = reading.position[:5]
-                self.ref[1:] = 0.0
+        if self.armed and not self.bus.torque_enabled().all():  # a brief power loss reset them
+            self.armed = False
+            self._fault("power loss: servos found with torque off (they were reset)", hold=False)
 
-    def feed_watchdog(self, now: float) -> None:
+    # --- faults --------------------------------------------------------------------------
+    def _end_goals(self, reason: str) -> None:
+        self.ends += self.arm.deactivate(reason)
+        self.ends += self.gripper.deactivate(reason)
+
+    def _need_rearm(self, reason: str) -> None:
+        self.fault, self.rearm_needed = reason, True
+        self._end_goals(reason)
+
+    def _fault(self, reason: str, hold: bool) -> None:
+        """Abort goals with ``reason``; hold the present pose if the bus allows; re-arm."""
+        self.log("error", f"{reason}: goals aborted; re-arm needed (lifecycle activate)")
+        self._need_rearm(reason)
+        if hold and self.armed and self.bus.connected:
+            try:
+                self._hold_present()
+            except BusError as exc:
+                self.log("error", f"hold after the fault failed: {exc}")
+
+    def _hold_present(self) -> None:
+        present = self.bus.read_state().position
+        self.sent = self.bus.send_positions(present)
+        self.commanded = self.sent.copy()
+
+    def _port_lost(self, reason: str) -> None:
+        self.bus.close()
+        self.reading = None
+        if not self.fault.startswith("port lost"):
+            self.log("error", f"port lost: {reason}; servos keep their last goal; reconnecting")
+            self.fault = f"port lost: {reason}"
+            self._end_goals(self.fault)
+
+    def _silent(self, now: float, reason: str) -> None:
+        if not self.fault.startswith("silent"):
+            self.log("error", f"servos silent for {self.s.stale_timeout} s: {reason}")
+            self.fault = f"silent servos: {reason}"
+            self._end_goals(self.fault)
+
+    def _reconnect(self, now: float) -> None:
+        if now - self.last_attempt < self.s.reconnect_period:
+            return
+        self.last_attempt = now
+        try:
+            self.bus.open()
+        except BusError as exc:
+            if not self.fault.startswith("port lost"):
+                self.fault = f"port lost: {exc}"
+            return
+        self.log("info", f"port {self.bus.s.port} is back; reading the servos")
+
+    def _resume_after_loss(self, now: float, reading: JointReading) -> None:
+        """The bus answers again: resume reading; hold what the servos already hold. Torque
+        found off on an armed arm = the servos lost power: never re-energise, re-arm."""
+        was = self.fault
+        if not self.armed or self.rearm_needed:
+            self.fault = ""
+            self.log("info", f"servos answer again after: {was}")
+            return
+        try:  # one answer is not yet a bus that answers: any failed read keeps the fault
+            torque = self.bus.torque_enabled()
+            held = self.bus.read_goal()
+        except BusError as exc:
+            self.log("warn", f"servos answer again but not every read does ({exc}); retrying")
+            return
+        self.fault = ""
+        if not torque.all():
+            off = [JOINTS[i] for i in np.flatnonzero(~torque)]
+            self.armed = False
+            self._fault(
+                f"power loss: {off} answer with torque off (the arm may have fallen)", False
+            )
+            return
+        self.sent, self.commanded = held, held.copy()
+        if self.mode == "active" and not self.stopped:
+            self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=held[:5])
+            self.gripper.activate(now, float(reading.position[5]), hold=float(held[5]))
+        self.log("info", f"servos answer again after: {was}; holding their goal, goals accepted")
+
+    def take_ends(self) -> list[GoalEnd | GripperEnd]:
         with self.lock:
-            if self.watchdog_deadline is not None:
-                self.watchdog_deadline = now + self.s.watchdog_timeout
-
-    def _send(self, now: float) -> None:
-        goal = np.append(self.ref[0], self.grip_goal)
-        self.bus.send_positions(goal)
-        pending = self._pending_limit
-        if pending is not None:
-            self._pending_limit = None
-            self.grip_limit = self.bus.set_torque_limit(5, pending)
-
-    def _jaw_inputs(self):
-        r = self.reading
-        return r.position[5], self.grip_goal, r.velocity[5], r.torque[5], self.grip_limit
-
-    def _after_jaw(self, jaw: JawEstimate, now: float) -> None:
-        if self.grip_outcome and self.grip_outcome.state == "running" and self.reading is not None:
-            reached, stalled = self.gripper_monitor.update(
-                self.reading.position[5],
-                self.grip_goal,
-                self.reading.velocity[5],
-                0.0 if self._grip_last is None else now - self._grip_last,
-            )
-            if reached:
-                self.grip_outcome = Outcome("succeeded", "reached_goal")
-            elif stalled and self.s.allow_stalling:
-                self.grip_outcome = Outcome("succeeded", "stalled")
-            elif now - self.grip_started > self.s.gripper_timeout:
-                self.grip_outcome = Outcome("aborted", "timeout: neither reached nor stalled")
-        self._grip_last = now
-        if not jaw.contact:
-            self.contact_since = None
-            return
-        if self.contact_since is None:
-            self.contact_since = now
-        if (
-            self.s.relax
-            and not self.relaxed
-            and now - self.contact_since >= self.s.relax_delay
-            and self.s.relax_torque < self.grip_limit
-        ):
-            self.relaxed = True
-            self._pending_limit = self.s.relax_torque
-            self.log(
-                "info",
-                f"grasp formed: gripper torque limit {self.grip_limit:.3f} -> "
-                f"{self.s.relax_torque:.3f} N·m (least squeeze with margin)",
-            )
+            ends, self.ends = self.ends, []
+            return ends
 
 
-class ServoReport(NamedTuple):
-    """One servo's line of the diagnostics: level is ok | warn | error | stale; values are
-    temperature [°C], voltage [V], current [A], error flags and load [N·m] when known."""
+class Report(NamedTuple):
+    """One line of /diagnostics: name, hardware id, level ok | warn | error | stale, message,
+    values (temperature [°C], voltage [V], current [A], error flags, load [N·m])."""
 
-    servo_id: int
-    joint: str
+    name: str
+    hardware_id: str
     level: str
     message: str
     values: dict[str, float]
 
 
-def servo_reports(snap: Snapshot) -> list[ServoReport]:
-    """Health of each servo from one cycle: a bus fault outranks a stale state, which outranks
-    the servo's own error flags."""
-    reports = []
+def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
+    """The driver's state, then each servo's health. A fault outranks a stale state, which
+    outranks a servo's own error flags."""
+    if snap.fault:
+        level, message = "error", snap.fault + ("; re-arm needed" if rearm_needed else "")
+    elif snap.mode == "active":
+        level, message = (
+            ("warn", "stopped: goals refused until resume") if stopped else ("ok", "active")
+        )
+    else:
+        level, message = "warn", f"{snap.mode}: not commanding the servos"
+    out = [Report("so101/driver", "so101", level, message, {})]
     h = snap.health
     for i, (sid, joint) in enumerate(zip(IDS, JOINTS, strict=True)):
         flags = 0 if h is None else int(h.status[i])
@@ -502,8 +569,8 @@ def servo_reports(snap: Snapshot) -> list[ServoReport]:
         elif snap.reading is None:
             level, message = "stale", "no fresh state"
         elif flags:
-            level, message = "warn", f"error flags 0x{flags:02x}"
-        values = {}
+            level, message = "warn", f"error flags {flag_names(flags)}"
+        values: dict[str, float] = {}
         if h is not None:
             values = {
                 "temperature_C": h.temperature[i],
@@ -511,7 +578,9 @@ def servo_reports(snap: Snapshot) -> list[ServoReport]:
                 "current_A": h.current[i],
                 "error_flags": flags,
             }
-            if snap.reading is not None:
-                values["load_Nm"] = snap.reading.torque[i]
-        reports.append(ServoReport(sid, joint, level, message, values))
-    return reports
+        if snap.reading is not None:
+            values["load_Nm"] = snap.reading.torque[i]
+        out.append(
+            Report(f"so101/servo {sid} ({joint})", f"sts3215 id {sid}", level, message, values)
+        )
+    return out

@@ -183,6 +183,36 @@ class TimedTrajectory:
         p[2] = (0.0, 0.0, 2.0, 6.0 * tau, 12.0 * t2, 20.0 * t3)
         np.dot(p, self.coeffs[k], out=out)
 
+    def __call__(self, t: np.ndarray, order: int = 0) -> np.ndarray:
+        """The ``order``-th time derivative (0..3) at times ``t`` [s], shape (len(t), n): the
+        ``Reference`` protocol of ``physai_ros.core.limits`` (so goals are checked with the
+        same sampled test as every other reference). Before 0 the start state continues at
+        its velocity; after the end the last point is held at rest."""
+        t = np.asarray(t, dtype=float)
+        knots = self.knots
+        k = np.clip(np.searchsorted(knots, t, side="right") - 1, 0, len(knots) - 2)
+        tau = np.clip(t - knots[k], 0.0, None)
+        c = self.coeffs[k]  # (m, 6, n)
+        powers = np.arange(6)
+        factor = np.ones(6)
+        for i in range(order):
+            factor = factor * np.maximum(powers - i, 0)
+        exps = np.maximum(powers - order, 0)
+        basis = factor * tau[:, None] ** exps  # (m, 6)
+        out = np.einsum("mk,mkn->mn", basis, c)
+        before, after = t < 0.0, t >= knots[-1]
+        # the start state's velocity (a linear trajectory ignores it: it starts at rest)
+        v0 = self.coeffs[0, 1] if self.degree > 1 else np.zeros(self.coeffs.shape[2])
+        if order == 0:
+            out[before] = self.coeffs[0, 0] + np.outer(t[before], v0)
+            out[after] = self.final[0]
+        elif order == 1:
+            out[before] = v0
+            out[after] = 0.0
+        else:
+            out[before | after] = 0.0
+        return out
+
     def sample(self, t: float, out: np.ndarray) -> None:
         """Desired (position, velocity, acceleration) at ``t`` [s] since the start into ``out``."""
         if t >= self._knot_list[-1]:
@@ -292,16 +322,23 @@ def plan_trajectory(
 class Tolerances:
     """Execution tolerances per joint (robot order); ``inf`` = not checked.
 
-    path_position: |desired − actual| [rad] allowed while the trajectory runs.
-    goal_position: |final − actual| [rad] for success at the end.
-    goal_velocity: |actual velocity| [rad/s] for success at the end.
-    goal_time: [s] how long after the last waypoint the goal may take to be reached.
+    path_position: |desired − actual| [rad] allowed while the trajectory runs;
+    path_velocity: |desired − actual| velocity [rad/s] allowed while it runs;
+    goal_position: |final − actual| [rad] for success at the end;
+    goal_velocity: |actual velocity| [rad/s] for success at the end;
+    goal_time: [s] how long after the last waypoint the goal may take to be reached
+    (inf = wait for ever, joint_trajectory_controller's ``goal_time: 0``).
     """
 
     path_position: np.ndarray
     goal_position: np.ndarray
     goal_velocity: np.ndarray
     goal_time: float
+    path_velocity: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.path_velocity is None:
+            object.__setattr__(self, "path_velocity", np.full_like(self.path_position, np.inf))
 
 
 class JointTolerance(NamedTuple):
@@ -310,16 +347,25 @@ class JointTolerance(NamedTuple):
     name: str
     position: float
     velocity: float
+    acceleration: float = 0.0
 
 
-def _override(value: float, default: float, what: str) -> float:
+FLT_EPSILON = 1.1920929e-07  # C's FLT_EPSILON: ros2_controllers compares -1 with it
+
+
+def _resolve(default: float, value: float) -> float:
+    """joint_trajectory_controller's rule (tolerances.hpp ``resolve_tolerance_source``):
+    > 0 sets the value, 0 keeps the default, −1 erases it (not checked), any other value is
+    illegal (``ValueError``). Here "not checked" is ``inf``."""
     if not math.isfinite(value):
-        raise InvalidInput(
-            f"{what} tolerance {value!r} must be finite (> 0 set, 0 default, < 0 off)"
-        )
+        raise ValueError(f"{value!r} is not finite")
     if value > 0.0:
         return value
-    return default if value == 0.0 else math.inf
+    if abs(value + 1.0) < FLT_EPSILON:
+        return math.inf
+    if value == 0.0:
+        return default
+    raise ValueError(f"{value!r} is negative and not -1")
 
 
 def merge_tolerances(
@@ -328,36 +374,57 @@ def merge_tolerances(
     path: Sequence[JointTolerance],
     goal: Sequence[JointTolerance],
     goal_time: float,
-) -> Tolerances:
-    """A goal's tolerances over the defaults, joint_trajectory_controller style (> 0 sets the
-    value, 0 keeps the default, < 0 disables the check; goal_time 0 keeps the default)."""
+) -> tuple[Tolerances, str]:
+    """A goal's tolerances over the defaults, as ros2_controllers 5.17 merges them
+    (``get_segment_tolerances``): > 0 sets, 0 keeps the default, −1 disables; a goal_time of 0
+    keeps the default. An illegal value or an unknown joint anywhere makes the whole goal use
+    the defaults (the goal is still accepted). Returns ``(tolerances, warning)``; the warning
+    says why the goal's own values were dropped ("" when they were used). Acceleration
+    tolerances are accepted and not checked: no backend measures acceleration."""
     path_pos = defaults.path_position.copy()
+    path_vel = defaults.path_velocity.copy()
     goal_pos = defaults.goal_position.copy()
     goal_vel = defaults.goal_velocity.copy()
-    for entries, kind in ((path, "path"), (goal, "goal")):
+    try:
+        gt = _resolve(defaults.goal_time, goal_time)
+    except ValueError:
+        return (
+            defaults,
+            f"Specified illegal goal_time_tolerance: {goal_time:f}. Using default tolerances",
+        )
+    for entries, kind in ((path, "path_tolerance"), (goal, "goal_tolerance")):
         for entry in entries:
             if entry.name not in ranges.names:
-                raise InvalidInput(
-                    f"{kind} tolerance for unknown joint {entry.name!r}; "
-                    f"valid: {list(ranges.names)}"
+                return defaults, (
+                    f"joint '{entry.name}' specified in goal.{kind} does not exist. "
+                    "Using default tolerances."
                 )
             j = ranges.names.index(entry.name)
-            if kind == "path":
-                path_pos[j] = _override(entry.position, path_pos[j], f"path {entry.name}")
-            else:
-                goal_pos[j] = _override(entry.position, goal_pos[j], f"goal {entry.name}")
-                goal_vel[j] = _override(entry.velocity, goal_vel[j], f"goal velocity {entry.name}")
-    if not math.isfinite(goal_time) or goal_time < 0.0:
-        raise InvalidInput(f"goal_time_tolerance {goal_time!r} s must be finite and >= 0")
-    return Tolerances(path_pos, goal_pos, goal_vel, goal_time or defaults.goal_time)
+            fields = ("position", "velocity", "acceleration")
+            pos_arr, vel_arr = (
+                (path_pos, path_vel) if kind == "path_tolerance" else (goal_pos, goal_vel)
+            )
+            for field, array in zip(fields, (pos_arr, vel_arr, None), strict=True):
+                try:
+                    value = _resolve(math.inf if array is None else array[j], getattr(entry, field))
+                except ValueError:
+                    return defaults, (
+                        f"joint '{entry.name}' specified in goal.{kind} has a invalid {field} "
+                        "tolerance. Using default tolerances."
+                    )
+                if array is not None:
+                    array[j] = value
+    return Tolerances(path_pos, goal_pos, goal_vel, gt, path_vel), ""
 
 
 class GoalState(NamedTuple):
     """Outcome of one check: ``running``, ``succeeded``, ``path_tolerance_violated`` or
-    ``goal_tolerance_violated``; ``message`` names the joint and the numbers."""
+    ``goal_tolerance_violated``; ``message`` names the joint and the numbers; ``late``: time
+    past the last waypoint [s]."""
 
     outcome: str
     message: str
+    late: float = 0.0
 
 
 def check_goal(
@@ -367,23 +434,38 @@ def check_goal(
     actual: np.ndarray,
     velocity: np.ndarray,
     tolerances: Tolerances,
+    desired_velocity: np.ndarray | None = None,
+    path: bool = False,
 ) -> GoalState:
-    """Judge a running goal at ``t`` [s] since its start, as the controller does every cycle.
+    """Judge a running goal at ``t`` [s] since its start, as joint_trajectory_controller does
+    every cycle: path tolerances before the last point (and on a trajectory's first sample,
+    ``path``), goal tolerances from it on.
 
-    desired: reference positions at ``t``; actual, velocity: measured state (robot order).
+    desired, desired_velocity: reference at ``t``; actual, velocity: measured (robot order).
     """
     names = trajectory.joint_names
-    if t < trajectory.duration:
+    if t < trajectory.duration or path:
         error = np.abs(desired - actual)
         bad = np.flatnonzero(error > tolerances.path_position)
         if bad.size:
             j = int(bad[0])
             return GoalState(
                 "path_tolerance_violated",
-                f"{names[j]} is {error[j]:.4f} from the reference at t = {t:.3f} s "
+                f"{names[j]} is {error[j]:.4f} rad from the reference at t = {t:.3f} s "
                 f"(path tolerance {tolerances.path_position[j]:g})",
             )
-        return GoalState("running", "")
+        if desired_velocity is not None:
+            verror = np.abs(desired_velocity - velocity)
+            bad = np.flatnonzero(verror > tolerances.path_velocity)
+            if bad.size:
+                j = int(bad[0])
+                return GoalState(
+                    "path_tolerance_violated",
+                    f"{names[j]} velocity is {verror[j]:.4f} rad/s from the reference at "
+                    f"t = {t:.3f} s (path velocity tolerance {tolerances.path_velocity[j]:g})",
+                )
+        if t < trajectory.duration:
+            return GoalState("running", "")
     error = np.abs(trajectory.positions_end - actual)
     speed = np.abs(velocity)
     pos_bad = np.flatnonzero(error > tolerances.goal_position)
@@ -399,13 +481,11 @@ def check_goal(
     if pos_bad.size:
         j = int(pos_bad[0])
         limit = tolerances.goal_position[j]
-        detail = f"{names[j]} is {error[j]:.4f} from its goal (tolerance {limit:g})"
+        detail = f"{names[j]} is {error[j]:.4f} rad from its goal (tolerance {limit:g})"
     else:
         j = int(vel_bad[0])
         detail = (
-            f"{names[j]} still moves at {speed[j]:.4f} (tolerance {tolerances.goal_velocity[j]:g})"
+            f"{names[j]} still moves at {speed[j]:.4f} rad/s "
+            f"(tolerance {tolerances.goal_velocity[j]:g})"
         )
-    return GoalState(
-        "goal_tolerance_violated",
-        f"{detail} {late:.3f} s after the end (goal_time_tolerance {tolerances.goal_time:g} s)",
-    )
+    return GoalState("goal_tolerance_violated", detail, late)

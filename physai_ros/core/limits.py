@@ -34,16 +34,16 @@ __all__ = [
     "RateLimited",
     "RateReport",
     "check_trajectory",
+    "check_waypoints",
     "duration_bounds",
     "limit_rate",
+    "load_gripper_limits",
     "load_limits",
     "plan_move",
     "sampled_peaks",
     "shortest_duration",
 ]
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
-"""Where ``limits_<robot>.yaml`` live (the package's ``config/`` folder)."""
 
 RATE_NAMES = ("velocity", "acceleration", "jerk")
 """Limited derivatives, by order 1..3."""
@@ -82,6 +82,27 @@ class JointLimits:
     torque: np.ndarray
     torque_rate: np.ndarray
     control_period: float
+
+    @classmethod
+    def ranges_only(
+        cls, joint_names: Sequence[str], lower: np.ndarray, upper: np.ndarray, period: float
+    ) -> JointLimits:
+        """Position ranges and no rate limit (a controller that knows only its ranges)."""
+        n = len(joint_names)
+        free = np.full(n, np.inf)
+        return cls(
+            "controller",
+            "ranges",
+            tuple(joint_names),
+            np.asarray(lower, float),
+            np.asarray(upper, float),
+            free,
+            free,
+            free,
+            free,
+            free,
+            period,
+        )
 
     def rate(self, order: int) -> np.ndarray:
         """The limit on the ``order``-th derivative (1 velocity, 2 acceleration, 3 jerk)."""
@@ -128,14 +149,23 @@ def _vector(data: dict, key: str, n: int, source: str) -> np.ndarray:
     return arr
 
 
+def _limits_file(robot: str, path: str | Path | None) -> Path:
+    """``path``, or ``config/limits_<robot>.yaml``; if missing, name the robots that have one."""
+    from physai_ros.paths import share_dir  # colcon, pip and source installs alike
+
+    config_dir = share_dir() / "config"
+    file = Path(path) if path is not None else config_dir / f"limits_{robot}.yaml"
+    if not file.is_file():
+        valid = sorted(p.stem.removeprefix("limits_") for p in config_dir.glob("limits_*.yaml"))
+        raise InvalidInput(f"no limits file {file} for robot {robot!r}; valid robots: {valid}")
+    return file
+
+
 def load_limits(
     robot: str, set_name: str | None = None, path: str | Path | None = None
 ) -> JointLimits:
     """Read ``config/limits_<robot>.yaml`` (or ``path``) and pick ``set_name`` (default set)."""
-    file = Path(path) if path is not None else CONFIG_DIR / f"limits_{robot}.yaml"
-    if not file.is_file():
-        valid = sorted(p.stem.removeprefix("limits_") for p in CONFIG_DIR.glob("limits_*.yaml"))
-        raise InvalidInput(f"no limits file {file} for robot {robot!r}; valid robots: {valid}")
+    file = _limits_file(robot, path)
     data = yaml.safe_load(file.read_text())
     sets = data.get("sets", {})
     name = set_name or data.get("default_set")
@@ -163,6 +193,33 @@ def load_limits(
         torque_rate=_vector(chosen, "torque_rate", n, src),
         control_period=period,
     )
+
+
+def load_gripper_limits(
+    robot: str, path: str | Path | None = None
+) -> dict[str, tuple[float, float]]:
+    """Joint -> (velocity, acceleration) of the gripper joints that the limits file keeps apart
+    from ``joints`` (its ``gripper`` block: the Panda's fingers, [m/s], [m/s²]); empty if none.
+
+    They are outside ``JointLimits`` because no arm trajectory moves them; the URDF and MoveIt
+    still need their speeds.
+    """
+    file = _limits_file(robot, path)
+    data = yaml.safe_load(file.read_text())
+    block = data.get("gripper")
+    if block is None:
+        return {}
+    joints = tuple(block["joints"])
+    twice = sorted(set(joints) & set(data["joints"]))
+    if twice:
+        raise InvalidInput(f"{file}: gripper joint(s) {twice} are in `joints` already")
+    src = f"{file} gripper"
+    velocity = _vector(block, "velocity", len(joints), src)
+    acceleration = _vector(block, "acceleration", len(joints), src)
+    return {
+        name: (float(v), float(a))
+        for name, v, a in zip(joints, velocity, acceleration, strict=True)
+    }
 
 
 class Peaks(NamedTuple):
@@ -251,6 +308,54 @@ def check_trajectory(reference: Reference, limits: JointLimits, dt: float | None
     if problems:
         raise LimitViolation("; ".join(problems))
     return peaks
+
+
+def check_waypoints(
+    joint_names: Sequence[str], times: np.ndarray, positions: np.ndarray, limits: JointLimits
+) -> None:
+    """Raise ``LimitViolation`` unless a piecewise-linear reference stays within ``limits``.
+
+    A positions-only trajectory is linear between its points (``times`` [s], ``positions``
+    (k, n), the first at rest): its positions peak at the points, its velocity is each
+    segment's slope, and each velocity step is judged as an acceleration over the mean of the
+    two segments around it (the reference is at rest before the first and after the last
+    point, over a segment as long as its neighbour). Sampling it at a control period instead
+    would make every step a spike of step/period, however gentle the motion it describes.
+    """
+    sub = limits.select(joint_names)
+    names = sub.joint_names
+    q = np.asarray(positions, dtype=float)
+    spans = np.diff(np.asarray(times, dtype=float))
+    problems = []
+    for j in np.flatnonzero(np.any(q < sub.position_min - RTOL, axis=0)):
+        k = int(np.argmin(q[:, j]))
+        problems.append(
+            f"joint {names[j]!r} position {q[k, j]:.4f} rad is below its limit "
+            f"{sub.position_min[j]:.4f} rad at t = {times[k]:.3f} s"
+        )
+    for j in np.flatnonzero(np.any(q > sub.position_max + RTOL, axis=0)):
+        k = int(np.argmax(q[:, j]))
+        problems.append(
+            f"joint {names[j]!r} position {q[k, j]:.4f} rad is above its limit "
+            f"{sub.position_max[j]:.4f} rad at t = {times[k]:.3f} s"
+        )
+    slopes = np.diff(q, axis=0) / spans[:, None]  # (k-1, n)
+    rest = np.zeros((1, q.shape[1]))
+    steps = np.diff(np.vstack([rest, slopes, rest]), axis=0)  # at each point (k, n)
+    padded = np.concatenate([spans[:1], spans, spans[-1:]])
+    accel = np.abs(steps) / (0.5 * (padded[:-1] + padded[1:]))[:, None]
+    for name, values, limit, at in (
+        ("velocity", np.abs(slopes), sub.velocity, times[:-1]),
+        ("acceleration", accel, sub.acceleration, times),
+    ):
+        for j in np.flatnonzero(np.any(values > limit * (1 + RTOL), axis=0)):
+            k = int(np.argmax(values[:, j]))
+            problems.append(
+                f"joint {names[j]!r} {name} {values[k, j]:.4g} {UNITS[name]} exceeds its limit "
+                f"{limit[j]:.4g} {UNITS[name]} (set {sub.set_name!r}) at t = {at[k]:.3f} s"
+            )
+    if problems:
+        raise LimitViolation("; ".join(problems))
 
 
 def _spike_gain(n: int) -> int:

@@ -1,6 +1,9 @@
 """The scripted pick as a pure state machine: time and sensed inputs in, arm/jaw targets out.
 
-settle → pre → down → close → lift → hold → done; abort → aborted on trouble.
+[home →] settle → pre → down → close → lift → hold → done; abort → aborted on trouble.
+``home`` brings the arm from wherever it was measured to its home pose, slowly enough for the
+configured peak speed and acceleration (a real arm starts folded at rest); it is skipped when
+the arm already is home, as in the simulation and the lesson's sweeps.
 Timed states end after their duration. ``close`` ends on a *sensed* condition — both jaws touch
 and the jaw is still for ``still_time`` — because how long a jaw takes to seat depends on its
 torque cap and the object (0.9 s to 2.7 s in lesson 16); a fixed timer would either lift too
@@ -28,10 +31,13 @@ from physai_ros.errors import InvalidInput
 
 TIMED = ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
 NEXT = {"settle": "pre", "pre": "down", "down": "close", "close": "lift", "lift": "hold"}
-NEXT.update(hold="done", abort="aborted")
+NEXT.update(home="settle", hold="done", abort="aborted")
 MOVES = {"settle": ("home", "home"), "pre": ("home", "pre"), "down": ("pre", "down")}
+MOVES["home"] = ("start", "home")
 MOVES.update(lift=("down", "lift"), hold=("lift", "lift"))
-JAW_OPEN_STATES = frozenset({"settle", "pre", "down", "abort", "aborted"})
+JAW_OPEN_STATES = frozenset({"home", "settle", "pre", "down", "abort", "aborted"})
+MINJERK_PEAK_SPEED = 1.875  # peak of s'(u) for s = 10u³ − 15u⁴ + 6u⁵
+MINJERK_PEAK_ACCEL = 10.0 * math.sqrt(3.0) / 3.0  # peak of |s''(u)|
 TERMINAL = frozenset({"done", "aborted"})
 IKSolver = Callable[[np.ndarray, np.ndarray], IKResult]
 
@@ -49,7 +55,10 @@ class PickConfig:
     jaw_open: float = 0.85
     jaw_closed: float = -0.17453
     min_lift: float = 0.04
+    empty_margin: float = 0.05
     eject_distance: float = 0.30
+    home_speed: float = 1.0
+    home_accel: float = 2.0
     ik: dict[str, float] = field(default_factory=dict)
     robot: dict[str, object] = field(default_factory=dict)
     ros: dict[str, float] = field(default_factory=dict)
@@ -64,13 +73,20 @@ class PickConfig:
         for key in ("pre", "down", "lift"):
             if key not in self.offsets:
                 raise InvalidInput(f"pick offsets lack {key!r}; required: ['pre', 'down', 'lift']")
-        for key in ("close_timeout", "still_speed", "still_time", "pose_timeout"):
+        for key in (
+            "close_timeout",
+            "still_speed",
+            "still_time",
+            "pose_timeout",
+            "home_speed",
+            "home_accel",
+        ):
             if getattr(self, key) <= 0.0:
                 raise InvalidInput(f"{key} must be > 0, got {getattr(self, key)!r}")
 
 
-def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
-    """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig`."""
+def load_pick_tree(path: str | Path | None = None) -> dict:
+    """The ``/**: ros__parameters`` tree of ``config/pick.yaml`` (or ``path``)."""
     if path is None:
         from physai_ros.paths import config_path
 
@@ -78,23 +94,36 @@ def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> Pi
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
+        return dict(raw["/**"]["ros__parameters"])
     except OSError as err:
         raise InvalidInput(f"cannot read pick config {path}: {err}") from err
-    if robot not in raw:
-        robots = [k for k, v in raw.items() if isinstance(v, dict) and "arm_joints" in v]
+    except (KeyError, TypeError) as err:
+        raise InvalidInput(f"{path} is not a ROS parameters file with a '/**' section") from err
+
+
+def pick_config(tree: dict, robot: str = "so101") -> PickConfig:
+    """A frozen :class:`PickConfig` from a parameters tree (``load_pick_tree``, or the pick
+    node's declared parameters, nested again)."""
+    if robot not in tree:
+        robots = [k for k, v in tree.items() if isinstance(v, dict) and "arm_joints" in v]
         raise InvalidInput(f"pick config has no robot {robot!r}; valid: {robots}")
     nested = ("durations", "offsets", "ik", "robot", "ros")
     scalars = {
-        k: float(raw[k]) for k in PickConfig.__dataclass_fields__ if k in raw and k not in nested
+        k: float(tree[k]) for k in PickConfig.__dataclass_fields__ if k in tree and k not in nested
     }
     return PickConfig(
-        durations={k: float(v) for k, v in raw["durations"].items()},
-        offsets={k: float(v) for k, v in raw["offsets"].items()},
-        ik={k: float(v) for k, v in raw.get("ik", {}).items()},
-        robot=dict(raw[robot]),
-        ros={k: float(v) for k, v in raw.get("ros", {}).items()},
+        durations={k: float(v) for k, v in tree["durations"].items()},
+        offsets={k: float(v) for k, v in tree["offsets"].items()},
+        ik={k: float(v) for k, v in tree.get("ik", {}).items()},
+        robot=dict(tree[robot]),
+        ros={k: float(v) for k, v in tree.get("ros", {}).items()},
         **scalars,
     )
+
+
+def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
+    """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig`."""
+    return pick_config(load_pick_tree(path), robot)
 
 
 class PickCommand(NamedTuple):
@@ -118,18 +147,46 @@ class PickSensing(NamedTuple):
     cube_stamp: float | None = None
 
 
+def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: float) -> float:
+    """Shortest min-jerk move [s] from ``start`` to ``home`` [rad] whose peak joint speed stays
+    within ``speed`` [rad/s] and peak acceleration within ``accel`` [rad/s²] (0 if there)."""
+    dq = float(np.max(np.abs(np.asarray(home, dtype=float) - np.asarray(start, dtype=float))))
+    return max(MINJERK_PEAK_SPEED * dq / speed, math.sqrt(MINJERK_PEAK_ACCEL * dq / accel))
+
+
 class PickMachine:
-    """settle → pre → down → close → lift → hold → done, with a sensed close and an abort path.
+    """[home →] settle → pre → down → close → lift → hold → done, with a sensed close and an
+    abort path.
 
     config: timings and thresholds; ik: ``ik(target_pos [m], q_init) -> IKResult`` for the arm
-    joints (orientation fixed by the caller); home: arm joints at rest [rad]; t0: start [s].
-    Targets for pre/down/lift are solved once, from the cube pose seen when settle ends.
+    joints (orientation fixed by the caller); home: arm joints at rest [rad]; t0: start [s];
+    start: the measured arm joints [rad] (default: at home). Targets for pre/down/lift are
+    solved once, from the cube pose seen when settle ends.
     """
 
-    def __init__(self, config: PickConfig, ik: IKSolver, home: np.ndarray, t0: float = 0.0):
+    HOME_TOLERANCE = 1e-3  # [rad] an arm this close to home skips the home move
+
+    def __init__(
+        self,
+        config: PickConfig,
+        ik: IKSolver,
+        home: np.ndarray,
+        t0: float = 0.0,
+        start: np.ndarray | None = None,
+    ):
         self.cfg, self.ik = config, ik
         self.poses: dict[str, np.ndarray] = {"home": np.asarray(home, dtype=float).copy()}
-        self.state, self.t_state = "settle", float(t0)
+        self.poses["start"] = self.poses["home"] if start is None else np.asarray(start, float)
+        if self.poses["start"].shape != self.poses["home"].shape or not np.all(
+            np.isfinite(self.poses["start"])
+        ):
+            raise InvalidInput(f"start pose {start!r} must match home {home!r} and be finite")
+        travel = home_duration(self.poses["start"], home, config.home_speed, config.home_accel)
+        self.durations = dict(config.durations, home=travel)
+        first = (
+            "home" if np.max(np.abs(self.poses["start"] - home)) > self.HOME_TOLERANCE else "settle"
+        )
+        self.state, self.t_state = first, float(t0)
         self.still_since: float | None = None
         self.close_s = math.nan  # [s] time in close when the grip was sensed (nan: never)
         self.closed = False  # close ended on the sensed condition, not the timeout
@@ -160,7 +217,7 @@ class PickMachine:
             a, b = MOVES.get(self.state, ("lift", "lift"))  # done: stay at lift
             qa = self.poses[a]
             jaw = cfg.jaw_open if self.state in JAW_OPEN_STATES else cfg.jaw_closed
-            self._segment = (qa, self.poses[b] - qa, cfg.durations.get(self.state, 1.0), jaw)
+            self._segment = (qa, self.poses[b] - qa, self.durations.get(self.state, 1.0), jaw)
         qa, dq, duration, jaw = self._segment
         return PickCommand(qa + minjerk(t / duration) * dq, jaw)
 
@@ -197,7 +254,7 @@ class PickMachine:
                 self._enter("lift", now)
             elif t > cfg.close_timeout:
                 self._enter("lift", now)  # lift anyway; the outcome test will tell
-        elif t >= cfg.durations[self.state] - 1e-9:
+        elif t >= self.durations[self.state] - 1e-9:
             if self.state == "settle":
                 self._plan(now, sensed)
                 if self.state == "abort":
@@ -205,11 +262,12 @@ class PickMachine:
             self._enter(NEXT[self.state], now)
         return self.state
 
-    def abort(self, now: float, reason: str) -> None:
-        """Open the jaw and return home from wherever the arm was commanded to be."""
+    def abort(self, now: float, reason: str, start: np.ndarray | None = None) -> None:
+        """Open the jaw and return home from ``start`` [rad] (default: wherever the arm was
+        commanded to be; a controller that stopped the arm holds it elsewhere: pass that)."""
         if self.state in TERMINAL or self.state == "abort":
             return
-        self._abort_from = self.command(now).arm
+        self._abort_from = self.command(now).arm if start is None else np.asarray(start, float)
         self.abort_reason = reason
         self._enter("abort", now)
 
@@ -288,7 +346,7 @@ def phase_trajectory(machine: PickMachine, now: float, dt: float) -> tuple[np.nd
     if dt <= 0.0 or not math.isfinite(dt):
         raise InvalidInput(f"dt must be > 0 [s], got {dt!r}")
     key = "abort" if machine.state == "abort" else machine.state
-    end = machine.t_state + machine.cfg.durations[key]
+    end = machine.t_state + machine.durations[key]
     times = np.arange(now + dt, end, dt)
     times = np.append(times, end) if times.size == 0 or end - times[-1] > 1e-9 else times
     q = np.array([machine.command(t).arm for t in times])

@@ -62,9 +62,10 @@ SHAPE_NAMES = (*SHAPES, "ruckig")
 
 @cache
 def load_trajectory_config() -> dict[str, Any]:
-    """``config/trajectory.yaml`` as a dict (read once): the trajectory node's defaults."""
+    """The trajectory node's defaults: the ``/**: ros__parameters`` tree of
+    ``config/trajectory.yaml`` (a ROS parameters file)."""
     with config_path("trajectory.yaml").open(encoding="utf-8") as stream:
-        return yaml.safe_load(stream)
+        return yaml.safe_load(stream)["/**"]["ros__parameters"]
 
 
 def limits_path(robot: str, limits_file: str = "") -> Path:

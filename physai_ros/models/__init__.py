@@ -2,7 +2,8 @@
 
 ``load_robot_spec`` gives a robot as an editable ``MjSpec`` (embedded primitive-shape model, or a
 Menagerie checkout via ``model_path``); ``build_scene`` adds the table and the cube;
-``physai_ros.models.urdf`` turns the compiled model into the URDF that TF/RViz use.
+``physai_ros.models.urdf`` turns the compiled model into the URDF that TF/RViz use, and
+``physai_ros.models.moveit_config`` writes the MoveIt configuration (config/moveit/<robot>/).
 """
 
 from physai_ros.models.loader import ROBOTS, load_robot_model, load_robot_spec, robot_model_file

@@ -9,6 +9,8 @@ Mapping (MuJoCo -> URDF):
     site            -> fixed child link (same name)
     camera          -> fixed child link (same name, MuJoCo convention: looks along -z, +y up) and
                        ``<camera>_optical`` (ROS optical convention: +z forward, +y down, +x right)
+    joint equality  -> ``<mimic>`` on the joint that follows (the Panda's ``finger_joint2``)
+    actuators       -> ``<limit effort>`` and a ``<ros2_control>`` block of the actuated joints
 
 Every link named after a body, site or camera is exactly that MuJoCo frame, so TF from the URDF
 equals ``xpos/xmat``, ``site_xpos``, ``cam_xpos``. A URDF joint rotates its child about an axis
@@ -35,18 +37,20 @@ from scipy.spatial.transform import Rotation
 
 from physai_ros.errors import ModelError
 from physai_ros.models.loader import ROBOTS, load_robot_model
+from physai_ros.models.urdf_ros import (
+    Mimic,
+    joint_effort,
+    joint_mimics,
+    joint_velocity_limits,
+    ros2_control_element,
+)
+from physai_ros.models.urdf_ros import number_text as _num
 
 OPTICAL_SUFFIX = "_optical"
 OPTICAL_RPY = (math.pi, 0.0, 0.0)
 """MuJoCo camera -> optical frame, a half turn about x: (x, y, z)_mujoco = (x, -y, -z)_optical."""
 
 _VISUAL_GROUPS = (0, 1, 2)
-
-
-def _num(value: float) -> str:
-    """Shortest text that reads back as the same float (FK through the URDF stays exact)."""
-    value = float(value)
-    return "0" if value == 0.0 else repr(value)
 
 
 def _vec(values: np.ndarray | tuple[float, ...]) -> str:
@@ -73,28 +77,6 @@ def _anchor(model: mujoco.MjModel, body: int) -> np.ndarray:
         if int(model.jnt_type[joint]) == mujoco.mjtJoint.mjJNT_HINGE:
             return model.jnt_pos[joint].copy()
     return np.zeros(3)
-
-
-def _joint_effort(model: mujoco.MjModel, joint: int) -> float:
-    """Largest generalized force the actuators can apply to ``joint`` [N m or N]."""
-    effort = 0.0
-    for act in range(model.nu):
-        if not model.actuator_forcelimited[act]:
-            continue
-        force = np.abs(model.actuator_forcerange[act]).max() * abs(model.actuator_gear[act, 0])
-        target = model.actuator_trnid[act, 0]
-        trntype = int(model.actuator_trntype[act])
-        if trntype == mujoco.mjtTrn.mjTRN_JOINT and target == joint:
-            effort = max(effort, force)
-        elif trntype == mujoco.mjtTrn.mjTRN_TENDON:
-            start, count = model.tendon_adr[target], model.tendon_num[target]
-            for wrap in range(start, start + count):
-                if (
-                    int(model.wrap_type[wrap]) == mujoco.mjtWrap.mjWRAP_JOINT
-                    and model.wrap_objid[wrap] == joint
-                ):
-                    effort = max(effort, force * abs(model.wrap_prm[wrap]))
-    return effort
 
 
 def _add_geom(link: ET.Element, model: mujoco.MjModel, geom: int, materials: dict) -> None:
@@ -161,6 +143,7 @@ def urdf_from_model(
     if len(roots) != 1:
         raise ModelError(f"{name}: URDF needs one root body under the world, found {len(roots)}")
     names: set[str] = set()
+    mimics = joint_mimics(model)
 
     def claim(link_name: str) -> str:
         if not link_name or link_name in names:
@@ -191,7 +174,7 @@ def urdf_from_model(
         ):
             _add_geom(link, model, geom, materials)
         if body != roots[0]:
-            _add_joint(robot, model, body, limits, claim)
+            _add_joint(robot, model, body, limits, claim, mimics)
         elif np.any(model.body_pos[body]) or np.any(model.body_quat[body] != [1, 0, 0, 0]):
             ET.SubElement(robot, "link", name=claim("world"))
             joint = _fixed(robot, body_name, "world", model.body_pos[body], model.body_quat[body])
@@ -216,6 +199,9 @@ def urdf_from_model(
         joint = _fixed(robot, optical, cam_name, np.zeros(3), None)
         joint.find("origin").set("rpy", _vec(OPTICAL_RPY))
 
+    control = ros2_control_element(model, name)
+    if control is not None:
+        robot.append(control)
     for index, (rgba, material) in enumerate(materials.items()):
         element = ET.Element("material", name=material)
         ET.SubElement(element, "color", rgba=rgba)
@@ -225,7 +211,12 @@ def urdf_from_model(
 
 
 def _add_joint(
-    robot: ET.Element, model: mujoco.MjModel, body: int, limits: dict, claim: Callable[[str], str]
+    robot: ET.Element,
+    model: mujoco.MjModel,
+    body: int,
+    limits: dict,
+    claim: Callable[[str], str],
+    mimics: Mapping[str, Mimic],
 ) -> None:
     """The URDF joint from the parent body's link to ``body``'s link.
 
@@ -269,7 +260,7 @@ def _add_joint(
     ET.SubElement(element, "child", link=joint_child)
     ET.SubElement(element, "axis", xyz=_vec(model.jnt_axis[joint]))
     limit = {
-        "effort": _num(_joint_effort(model, joint)),
+        "effort": _num(joint_effort(model, joint)),
         "velocity": _num(limits.get(joint_name, limits.get("default", 0.0))),
     }
     if limited:
@@ -282,14 +273,20 @@ def _add_joint(
         damping=_num(model.dof_damping[dof]),
         friction=_num(model.dof_frictionloss[dof]),
     )
+    if joint_name in mimics:
+        mimic = mimics[joint_name]
+        ET.SubElement(
+            element,
+            "mimic",
+            joint=mimic.joint,
+            multiplier=_num(mimic.multiplier),
+            offset=_num(mimic.offset),
+        )
 
 
 def generate_urdf(robot: str, model_path: str | Path | None = None) -> str:
-    """URDF of ``robot``'s model (embedded by default); velocity limits from config/scene.yaml."""
-    from physai_ros.models.scene import load_scene_config  # config is only needed here
-
-    limits = load_scene_config()["robots"][robot].get("joint_velocity_limits", {})
-    return urdf_from_model(load_robot_model(robot, model_path), robot, limits)
+    """URDF of ``robot``'s model (embedded by default), velocity limits from the config."""
+    return urdf_from_model(load_robot_model(robot, model_path), robot, joint_velocity_limits(robot))
 
 
 def main(argv: list[str] | None = None) -> int:

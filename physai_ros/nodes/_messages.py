@@ -1,6 +1,5 @@
 """Message helpers the nodes share (not a node itself): stamps from seconds, pre-serialised
-messages patched in place for the high-rate streams, the RViz contact markers, and trajectory
-goals to the plain values of physai_ros.core.joint_trajectory.
+messages patched in place for the high-rate streams, and the RViz contact markers.
 
 Kept out of the node modules so that each node stays a thin shell over its backend, and so that
 the byte-patching trick is written (and reviewed) once.
@@ -19,7 +18,6 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from physai_ros.backends.mujoco_sim import ContactPoint
 from physai_ros.core.contact import friction_cone_mesh
-from physai_ros.core.joint_trajectory import JointTolerance, TrajectoryPoint
 from physai_ros.errors import PhysaiError
 
 
@@ -100,7 +98,7 @@ def contact_markers(
 ) -> MarkerArray:
     """RViz markers of jaw contacts in ``world``: a force arrow (``force_scale`` [m/N]) and a
     friction cone (``cone_height`` [m], ``cone_segments``) per contact, after a DELETEALL so
-    contacts that ended disappear. ``cfg`` is the ``markers`` section of config/sim_bridge.yaml."""
+    contacts that ended disappear. ``cfg`` holds the sim bridge's ``markers.*`` parameters."""
     markers = [Marker(action=Marker.DELETEALL)]
     markers[0].header.frame_id = "world"
     for i, c in enumerate(contacts):
@@ -122,30 +120,3 @@ def contact_markers(
             m.header.stamp, m.header.frame_id = header_stamp, "world"
             markers.append(m)
     return MarkerArray(markers=markers)
-
-
-def trajectory_points(trajectory) -> list[TrajectoryPoint]:
-    """A ``JointTrajectory``'s points as plain values (times [s], lists per joint)."""
-    return [
-        TrajectoryPoint(
-            seconds(pt.time_from_start),
-            list(pt.positions),
-            list(pt.velocities),
-            list(pt.accelerations),
-        )
-        for pt in trajectory.points
-    ]
-
-
-def tolerance_entries(request) -> tuple[list[JointTolerance], list[JointTolerance], float]:
-    """A FollowJointTrajectory goal's path and goal tolerances and its goal_time_tolerance [s],
-    as ``merge_tolerances`` takes them."""
-
-    def entries(items) -> list[JointTolerance]:
-        return [JointTolerance(t.name, t.position, t.velocity) for t in items]
-
-    return (
-        entries(request.path_tolerance),
-        entries(request.goal_tolerance),
-        seconds(request.goal_time_tolerance),
-    )

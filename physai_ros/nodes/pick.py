@@ -1,11 +1,19 @@
-"""Pick node: the lesson-16 pick over ROS, against the sim bridge or a real SO-101 driver.
+"""Pick node: the lesson-16 pick over ROS, against the sim bridge or the real SO-101 driver.
 
-It runs the same pure ``PickMachine`` as the in-process runner. Inputs: ``/joint_states``
-(jaw speed), the per-jaw contact wrenches (``/jaw_contact/<jaw>``) and the cube's pose from
-``/tf``. Outputs: each arm phase as a ``FollowJointTrajectory`` goal, the jaw through
-``GripperCommand`` (``max_effort`` = the jaw torque cap), its state on ``/pick/state`` and the
-measured outcome (lift, squeeze, close time) on ``/pick/outcome`` (latched JSON). The close
-state ends on the sensed contact and stillness, never on a timer alone.
+It runs the same pure ``PickMachine`` as the in-process runner. Inputs: ``joint_states`` (jaw
+speed, and the arm's own forward kinematics), ``arm_controller/controller_state`` (where the
+arm is held: the first move starts there), the per-jaw contact wrenches
+(``jaw_contact/<jaw>``: forces in the simulation, the driver's estimate on a real arm) and,
+when something publishes it, the cube's pose from TF (the simulation, a detector, motion
+capture). Outputs: each arm phase as a ``FollowJointTrajectory`` goal, the jaw through
+``GripperCommand`` (``max_effort`` = the jaw torque cap), the state on ``pick/state`` and the
+outcome on ``pick/outcome`` (latched JSON).
+
+Where the cube is: a fresh pose from TF when one is published, else ``cube_position`` (the
+position the user placed it at, a target, not a measurement). Whether it was held is judged by
+``physai_ros.core.pick_judge`` from measurements only -- the robot's own (gripper stalled on
+the object, lift by forward kinematics) and the cube pose when fresh -- and the outcome names
+the witness. A controller that rejects or aborts a goal ends the pick with its reason.
 """
 
 from __future__ import annotations
@@ -13,14 +21,15 @@ from __future__ import annotations
 import json
 import math
 
+import mujoco
 import numpy as np
-import rclpy
+from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionClient
-from rclpy.executors import ExternalShutdownException
+from rclpy.duration import Duration as RclDuration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -29,21 +38,30 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
-from physai_ros.core.grasp import pick_outcome
 from physai_ros.core.pick import (
     PickMachine,
     PickSensing,
     arm_ik,
-    load_pick_config,
+    load_pick_tree,
     phase_trajectory,
+    pick_config,
 )
+from physai_ros.core.pick_judge import RobotReading, final_verdict, pose_verdict, robot_verdict
 from physai_ros.errors import PhysaiError
-from physai_ros.models import load_robot_spec, load_scene_config, place_robot
-from physai_ros.nodes._common import declare_robot_params
+from physai_ros.models import load_robot_spec, place_robot
+from physai_ros.nodes._common import (
+    declare_robot_params,
+    declare_table,
+    flatten,
+    run_node,
+    unflatten,
+)
 
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
 )
+FJT = FollowJointTrajectory.Result
+PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 
 
 def duration_msg(seconds: float) -> Duration:
@@ -51,50 +69,113 @@ def duration_msg(seconds: float) -> Duration:
     return Duration(sec=int(sec), nanosec=round((seconds - sec) * 1e9))
 
 
+def stamp_seconds(stamp) -> float:
+    return stamp.sec + stamp.nanosec * 1e-9
+
+
+S, M, RAD = "[s]", "[m]", "[rad]"
+PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, max), read-only)
+    **{
+        f"durations.{k}": (f"{k} state duration {S}", (0.001, 60.0), True)
+        for k in ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
+    },
+    "close_timeout": (f"lift anyway if the grip never settles within this {S}", (0.1, 60.0), True),
+    "still_speed": ("|jaw speed| below this counts as still [rad/s]", (0.0001, 10.0), True),
+    "still_time": (f"touching and still this long = grip formed {S}", (0.001, 10.0), True),
+    "pose_timeout": (f"a cube pose older than this is stale at planning {S}", (0.01, 10.0), True),
+    "home_speed": ("peak joint speed of the move to home [rad/s]", (0.01, 5.0), True),
+    "home_accel": ("peak joint acceleration of the move to home [rad/s^2]", (0.01, 50.0), True),
+    **{
+        f"offsets.{k}": (f"gripper site height above the cube centre in {k} {M}", (-0.5, 0.5), True)
+        for k in ("pre", "down", "lift")
+    },
+    "jaw_open": (f"gripper joint when open {RAD}", (-3.2, 3.2), True),
+    "jaw_closed": (f"gripper joint target when closing (its stop) {RAD}", (-3.2, 3.2), True),
+    "min_lift": (f"held: cube bottom at least this far above the table {M}", (0.0, 1.0), True),
+    "empty_margin": (f"a jaw this close to jaw_closed holds nothing {RAD}", (0.0, 1.0), True),
+    "eject_distance": (f"a cube farther than this from its start was thrown {M}", (0.0, 5.0), True),
+    "ik.damping": (f"damped least squares damping {M}", (0.0, 1.0), True),
+    "ik.tol": (f"IK position tolerance {M}", (1e-9, 0.01), True),
+    "ik.rot_tol": (f"IK orientation tolerance {RAD}", (1e-9, 0.1), True),
+    "ik.max_iters": ("IK iterations", (1, 10000), True),
+    "so101.site": ("model site the IK places (between the jaw tips)", None, True),
+    "so101.arm_joints": ("the arm's joints, controller order", None, True),
+    "so101.jaw_joint": ("the gripper joint", None, True),
+    "so101.fixed_jaw_body": ("body of the fixed jaw", None, True),
+    "so101.moving_jaw_body": ("body of the moving jaw", None, True),
+    "so101.home": (f"arm joints at home {RAD}", None, True),
+    "so101.approach": ("site x axis in the world while grasping (top-down)", None, True),
+    "so101.closing": (
+        "site z axis in the world while grasping (jaw closing direction)",
+        None,
+        True,
+    ),
+    "ros.control_rate": ("PickMachine update rate [Hz, node clock]", (1.0, 1000.0), True),
+    "ros.trajectory_dt": (f"sampling of each phase into a trajectory goal {S}", (0.001, 1.0), True),
+    "ros.command_lead": (f"arm goals are stamped this far ahead {S}", (0.0, 5.0), True),
+    "ros.touch_force": (
+        "a jaw pushing harder than this touches the object [N]",
+        (0.0, 100.0),
+        True,
+    ),
+    "jaw_torque_cap": ("GripperCommand max_effort while closing [N m]", (0.0, 10.0), True),
+    "frame_prefix": ("prefix of the robot's TF frames (the cube's too)", None, True),
+    "cube_frame": ("TF frame of the object, after frame_prefix", None, True),
+    "world_frame": ("fixed frame the cube pose is given in", None, True),
+    "cube_position": (
+        "where the cube was placed, world frame [m], used when no cube pose is published (a "
+        "real arm without a camera); z < 0 = none: wait for the pose on TF",
+        None,
+        True,
+    ),
+    "cube_size": (f"object edge, for its bottom height {M}", (0.001, 0.5), True),
+    "max_age": (
+        f"a measurement older than this is stale and judges nothing {S}",
+        (0.01, 10.0),
+        True,
+    ),
+}
+
+
 class PickNode(Node):
     def __init__(self) -> None:
         super().__init__("pick")
         robot, model_path, base_pos, base_yaw = declare_robot_params(self)
         try:
-            self.cfg = load_pick_config(robot=robot)
+            tree = load_pick_tree()
+            p = declare_table(self, flatten(tree), PARAMETERS)
+            self.cfg = pick_config(unflatten(p), robot)
         except PhysaiError as exc:
             raise SystemExit(f"pick: {exc}") from exc
+        self.cap, self.world = p["jaw_torque_cap"], p["world_frame"]
+        self.frame_prefix = p["frame_prefix"]
+        self.cube_frame = self.frame_prefix + p["cube_frame"]
+        self.target, self.cube_size, self.max_age = p["cube_position"], p["cube_size"], p["max_age"]
         ros = self.cfg.ros
-        self.cap = self.declare_parameter(
-            "jaw_torque_cap",
-            ros["jaw_torque_cap"],
-            ParameterDescriptor(description="GripperCommand max_effort while closing [N m]"),
-        ).value
-        self.cube_frame = self.declare_parameter(
-            "cube_frame", "cube", ParameterDescriptor(description="TF frame of the object")
-        ).value
-        self.fixed_cube = self.declare_parameter(
-            "cube_position",
-            [0.0, 0.0, -1.0],
-            ParameterDescriptor(
-                read_only=True,
-                description="cube centre in the world [m] when nothing measures it (a real arm "
-                "without motion capture); z < 0 = take the pose from TF",
-            ),
-        ).value
-        self.cube_size = self.declare_parameter(
-            "cube_size",
-            float(load_scene_config()["cube"]["size"]),
-            ParameterDescriptor(description="object edge [m], for its bottom height"),
-        ).value
         rob = self.cfg.robot
         self.arm_joints = list(rob["arm_joints"])
         self.jaw_joint = str(rob["jaw_joint"])
         self.jaws = ("fixed_jaw", "moving_jaw")
         spec = load_robot_spec(robot, model_path)
         place_robot(spec, base_pos, base_yaw)
-        self.ik = arm_ik(spec.compile(), self.cfg)  # the world frame is TF's "world"
+        model = spec.compile()
+        self.ik = arm_ik(model, self.cfg)  # the world frame is TF's "world"
+        self.fk_model, self.fk_data = model, mujoco.MjData(model)
+        self.fk_site = model.site(str(rob["site"])).id
+        self.fk_qadr = [model.jnt_qposadr[model.joint(j).id] for j in self.arm_joints]
 
         self.joints: dict[str, tuple[float, float]] = {}
+        self.joints_stamp = -math.inf  # [s] receipt time of the last joint state
         self.jaw_force = dict.fromkeys(self.jaws, 0.0)
-        self.cube: tuple[np.ndarray, float] | None = None  # (position [m], stamp [s])
+        self.jaw_stamp = dict.fromkeys(self.jaws, -math.inf)
+        self.cube: tuple[np.ndarray, float] | None = None  # (position [m], receipt time [s])
         self.machine: PickMachine | None = None
         self.squeeze = math.nan
+        self.site_at_grip = math.nan  # [m] gripper-site height when the close ended
+        self.reference: np.ndarray | None = None  # where the arm controller holds the arm
+        self.create_subscription(
+            JointTrajectoryControllerState, interfaces.CONTROLLER_STATE, self.on_controller, 10
+        )
         self.create_subscription(JointState, interfaces.JOINT_STATES, self.on_joints, 10)
         self.create_subscription(TFMessage, interfaces.TF, self.on_tf, 100)
         for jaw in self.jaws:
@@ -109,118 +190,230 @@ class PickNode(Node):
         self.pub_state = self.create_publisher(String, interfaces.PICK_STATE, LATCHED)
         self.pub_outcome = self.create_publisher(String, interfaces.PICK_OUTCOME, LATCHED)
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
-        self.get_logger().info("waiting for joint states, the cube pose and the controllers")
+        self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
+        self.phase = 0  # counts the goals sent, so a stale goal's reply is recognised
+        self.trouble: str | None = None  # a controller's rejection or abort, acted on at tick
+        self.get_logger().info("waiting for joint states, the cube and the controllers")
 
     # --- sensing -------------------------------------------------------------------------
     def on_joints(self, msg: JointState) -> None:
         velocity = list(msg.velocity) or [0.0] * len(msg.name)
         for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
             self.joints[name] = (q, v)
+        self.joints_stamp = self.now()
+
+    def on_controller(self, msg: JointTrajectoryControllerState) -> None:
+        if list(msg.joint_names) == self.arm_joints and len(msg.reference.positions) == len(
+            self.arm_joints
+        ):
+            self.reference = np.array(msg.reference.positions)
 
     def on_wrench(self, jaw: str, msg: WrenchStamped) -> None:
         f = msg.wrench.force
         self.jaw_force[jaw] = math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)
+        self.jaw_stamp[jaw] = self.now()
 
     def on_tf(self, msg: TFMessage) -> None:
         for t in msg.transforms:
-            if t.child_frame_id == self.cube_frame and t.header.frame_id == "world":
+            if t.child_frame_id == self.cube_frame and t.header.frame_id == self.world:
                 p = t.transform.translation
-                stamp = t.header.stamp.sec + t.header.stamp.nanosec * 1e-9
-                self.cube = (np.array([p.x, p.y, p.z]), stamp)
+                self.cube = (np.array([p.x, p.y, p.z]), self.now())
 
-    def known_cube(self) -> None:
-        """A given cube position stands in for a measurement, fresh at every tick."""
-        if self.fixed_cube[2] >= 0.0:
-            self.cube = (np.asarray(self.fixed_cube, dtype=float), self.now())
+    def cube_target(self, now: float) -> tuple[np.ndarray, float] | None:
+        """The cube position to plan for and when it was measured: a fresh TF pose, else the
+        given position (fresh by definition: it is where the user put the cube)."""
+        if self.cube is not None and now - self.cube[1] <= self.max_age:
+            return self.cube
+        if self.target[2] >= 0.0:
+            return np.asarray(self.target, dtype=float), now
+        return self.cube
 
-    def sensed(self) -> PickSensing:
+    def both_touch(self) -> bool:
         touch = self.cfg.ros["touch_force"]
+        return all(self.jaw_force[j] > touch for j in self.jaws)
+
+    def sensed(self, now: float) -> PickSensing:
+        cube = self.cube_target(now)
         return PickSensing(
-            both_touch=all(self.jaw_force[j] > touch for j in self.jaws),
+            both_touch=self.both_touch(),
             jaw_speed=self.joints.get(self.jaw_joint, (0.0, 0.0))[1],
-            cube_pos=None if self.cube is None else self.cube[0],
-            cube_stamp=None if self.cube is None else self.cube[1],
+            cube_pos=None if cube is None else cube[0],
+            cube_stamp=None if cube is None else cube[1],
         )
+
+    def arm_positions(self) -> np.ndarray:
+        return np.array([self.joints[j][0] for j in self.arm_joints])
+
+    def site_height(self) -> float:
+        """Gripper-site height [m] in the world from the measured arm joints (forward
+        kinematics of the same model the IK uses)."""
+        self.fk_data.qpos[self.fk_qadr] = self.arm_positions()
+        mujoco.mj_kinematics(self.fk_model, self.fk_data)
+        return float(self.fk_data.site_xpos[self.fk_site][2])
 
     # --- acting --------------------------------------------------------------------------
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def ready(self) -> bool:
+    def ready(self, now: float) -> bool:
         have_joints = all(n in self.joints for n in [*self.arm_joints, self.jaw_joint])
         return (
             have_joints
-            and self.cube is not None
+            and self.reference is not None
+            and self.cube_target(now) is not None
             and self.arm.server_is_ready()
             and self.gripper.server_is_ready()
         )
 
     def send_phase(self, now: float) -> None:
+        now = self.now()  # the stamp below is this instant
         times, q = phase_trajectory(self.machine, now, self.cfg.ros["trajectory_dt"])
         if times.size == 0:
             return
         goal = FollowJointTrajectory.Goal()
+        # stamped command_lead ahead: the controller runs each phase on the pick's clock, so
+        # phases join exactly where the previous one ended, however late a goal arrives
+        start = self.get_clock().now() + RclDuration(seconds=self.lead)
+        goal.trajectory.header.stamp = start.to_msg()
         goal.trajectory.joint_names = self.arm_joints
         goal.trajectory.points = [
             JointTrajectoryPoint(positions=row.tolist(), time_from_start=duration_msg(t))
             for t, row in zip(times, q, strict=True)
         ]
-        self.arm.send_goal_async(goal)
+        what = f"{self.machine.state} arm goal"
+        self._watch(self.arm.send_goal_async(goal), what, self._arm_done)
 
     def send_jaw(self, position: float, effort: float) -> None:
+        """Command the jaw ``command_lead`` from now, when the arm's phase starts too."""
         goal = GripperCommand.Goal()
         goal.command.position, goal.command.max_effort = float(position), float(effort)
-        self.gripper.send_goal_async(goal)
+
+        def send() -> None:
+            self.destroy_timer(timer)
+            self._watch(self.gripper.send_goal_async(goal), "gripper goal", None)
+
+        timer = self.create_timer(self.lead, send)
+
+    def _watch(self, future, what: str, on_result) -> None:
+        """Note a rejected goal (and, for the arm, an aborted one) as trouble for the next
+        tick: the pick then aborts with the controller's reason instead of waiting blind."""
+        phase = self.phase
+
+        def responded(f) -> None:
+            handle = f.result()
+            if not handle.accepted:
+                if phase == self.phase:
+                    self.trouble = f"the controller rejected the {what}"
+                return
+            if on_result is not None:
+                handle.get_result_async().add_done_callback(lambda r: on_result(r, what, phase))
+
+        future.add_done_callback(responded)
+
+    def _arm_done(self, future, what: str, phase: int) -> None:
+        response = future.result()
+        result = response.result
+        if response.status == GoalStatus.STATUS_SUCCEEDED or response.status == PREEMPTED:
+            return
+        if phase == self.phase and self.machine is not None and not self.machine.finished:
+            self.trouble = f"{what} ended with error {result.error_code}: {result.error_string}"
 
     def enter(self, state: str, now: float) -> None:
+        self.phase += 1
         self.pub_state.publish(String(data=state))
         self.get_logger().info(f"state {state} at t = {now:.3f} s")
         if state == "close":
             self.send_jaw(self.cfg.jaw_closed, self.cap)
-        elif state in ("settle", "abort"):
+        elif state in ("home", "settle", "abort"):
             self.send_jaw(self.cfg.jaw_open, self.cap)
         self.send_phase(now)
 
     def tick(self) -> None:
         now = self.now()
-        self.known_cube()
         if self.machine is None:
-            if not self.ready():
+            if not self.ready(now):
                 return
             home = np.asarray(self.cfg.robot["home"], dtype=float)
-            self.machine = PickMachine(self.cfg, self.ik, home, t0=now)
-            self.start = self.cube[0].copy()
-            self.enter("settle", now)
+            # the first move starts where the controller holds the arm (inside its ranges)
+            self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.reference)
+            self.enter(self.machine.state, now)
             return
-        if self.machine.finished:
+        machine = self.machine
+        if machine.finished:
             return
-        sensed = self.sensed()
-        before = self.machine.state
-        state = self.machine.update(now, sensed)
+        if self.trouble is not None:
+            trouble, self.trouble = self.trouble, None
+            self.get_logger().error(trouble)
+            if machine.state == "abort":  # even the way back failed: stop here
+                machine.abort_reason = f"{machine.abort_reason}; {trouble}"
+                machine.state = "aborted"
+                self.finish(now)
+                return
+            machine.abort(now, trouble, start=self.reference)  # where the controller holds it
+            self.enter("abort", now)
+            return
+        before = machine.state
+        state = machine.update(now, self.sensed(now))
         if before == "close" and state != "close":
             self.squeeze = sum(self.jaw_force.values())
+            self.site_at_grip = self.site_height()
         if state != before:
-            if self.machine.finished:
+            if machine.finished:
                 self.finish(now)
             else:
                 self.enter(state, now)
 
     def finish(self, now: float) -> None:
-        m = self.machine
-        lift = float(self.cube[0][2] - self.cube_size / 2.0) if self.cube else math.nan
-        touch = self.cfg.ros["touch_force"]
-        both = all(self.jaw_force[j] > touch for j in self.jaws)
-        outcome = pick_outcome(lift, both, m.closed, self.cfg.min_lift)
+        m, cfg = self.machine, self.cfg
+        touch = self.both_touch()
+        reading = None
+        if all(n in self.joints for n in [*self.arm_joints, self.jaw_joint]):
+            jaw, jaw_speed = self.joints[self.jaw_joint]
+            lift = self.site_height() - self.site_at_grip if m.closed else math.nan
+            ages = [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
+            reading = RobotReading(lift if m.closed else 0.0, jaw, jaw_speed, touch, max(ages))
+        robot = robot_verdict(
+            reading,
+            closed=m.closed,
+            jaw_closed=cfg.jaw_closed,
+            empty_margin=cfg.empty_margin,
+            still_speed=cfg.still_speed,
+            min_lift=cfg.min_lift,
+            max_age=self.max_age,
+        )
+        pose = None
+        if self.cube is not None:
+            bottom = float(self.cube[0][2] - self.cube_size / 2.0)
+            pose = pose_verdict(
+                bottom,
+                now - self.cube[1],
+                touch,
+                closed=m.closed,
+                min_lift=cfg.min_lift,
+                max_age=self.max_age,
+                source=f"TF frame {self.cube_frame!r}",
+            )
+        final, judge = final_verdict(robot, pose)
+        if pose is not None and robot.outcome != pose.outcome:
+            self.get_logger().warning(
+                f"witnesses disagree: robot says {robot.outcome} ({robot.reason}), "
+                f"cube pose says {pose.outcome} ({pose.reason})"
+            )
         report = {
-            "outcome": str(outcome),
+            "outcome": final.outcome if m.state != "aborted" else "aborted",
+            "judged_by": judge,
+            "reason": final.reason,
             "state": m.state,
             "abort_reason": m.abort_reason,
-            "lift_cm": round(lift * 100.0, 3),
-            "close_s": None if math.isnan(m.close_s) else round(m.close_s, 4),
+            "lift_cm": None if math.isnan(final.lift) else round(final.lift * 100.0, 3),
+            "robot": robot.as_dict(),
+            "cube_pose": None if pose is None else pose.as_dict(),
+            # the jaw started command_lead after the close state did
+            "close_s": None if math.isnan(m.close_s) else round(m.close_s - self.lead, 4),
             "squeeze_N": None if math.isnan(self.squeeze) else round(self.squeeze, 3),
             "jaw_forces_N": [round(self.jaw_force[j], 3) for j in self.jaws],
             "ik_error_mm": None if math.isnan(m.ik_error) else round(m.ik_error * 1e3, 4),
-            "sim_time_s": round(now, 3),
+            "time_s": round(now, 3),
         }
         self.pub_state.publish(String(data=m.state))
         self.pub_outcome.publish(String(data=json.dumps(report)))
@@ -228,11 +421,7 @@ class PickNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            rclpy.spin(PickNode())
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(PickNode, args)
 
 
 if __name__ == "__main__":

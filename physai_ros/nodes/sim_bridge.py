@@ -1,174 +1,190 @@
 """sim_bridge: the MuJoCo robot behind ros2_control's interfaces, so every other node (pick,
 trajectory, users' tools) runs unchanged on the simulation and on hardware.
 
-Publishes /clock, /joint_states, /cube_pose, /jaw_contact/<jaw>, /contact_markers and
-/arm_controller/tracking_error at configured SIM-time rates; serves FollowJointTrajectory,
-GripperCommand and /sim/reset; takes JointTrajectory on the controller's topic. Physics runs in
-its own thread paced by ``real_time_factor``; the maths lives in physai_ros.backends.mujoco_sim
-and physai_ros.core.joint_trajectory.
+Publishes /clock, joint_states, cube_pose, jaw_contact/<jaw>, contact_markers and
+arm_controller/tracking_error at configured SIM-time rates; the shared controllers
+(``physai_ros.nodes._controllers``: arm_controller/follow_joint_trajectory, its topic and
+controller_state, gripper_controller/gripper_cmd) run inside the physics steps; sim/reset
+puts robot and cube back. Physics runs in its own thread paced by ``real_time_factor``; the
+maths lives in physai_ros.backends.mujoco_sim and physai_ros.core.
+
+Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_controller_name``,
+``franka_gripper`` one by one): joint and controller names as franka_ros2's, the FR3's limits,
+and franka_gripper's actions (``physai_ros.nodes._franka_gripper``), so that code written for a
+real Franka runs unchanged on the simulated Panda.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 
+import numpy as np
 import rclpy
-from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rcl_interfaces.msg import SetParametersResult
+from rclpy._rclpy_pybind11 import RCLError
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from visualization_msgs.msg import MarkerArray
 
 from physai_ros import interfaces as names
 from physai_ros.backends.mujoco_sim import MujocoSim, load_sim_config
-from physai_ros.core.joint_trajectory import (
-    TrajectoryPoint,
-    check_goal,
-    merge_tolerances,
-)
+from physai_ros.core.controllers.jtc import Rejected
+from physai_ros.core.joint_names import JointPrefix
+from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
+from physai_ros.franka import FRANKA_PARAMETERS, PROFILE_PARAMETERS, franka_profile
 from physai_ros.models import load_scene_config
-from physai_ros.nodes._common import declare_param
-from physai_ros.nodes._messages import (
-    PatchedMessage,
-    contact_markers,
-    seconds,
-    stamp,
-    tolerance_entries,
+from physai_ros.nodes._common import declare_param, declare_table, node_defaults, run_node
+from physai_ros.nodes._controllers import (
+    CONTROLLER_NAME,
+    ControllerServers,
+    declare_gac,
+    declare_jtc,
 )
+from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
 
-FJT = FollowJointTrajectory.Result
 MAX_STAMP_AHEAD = 10.0  # [s] a goal stamped further ahead of sim time has a clock mismatch
-QUIET = ("succeeded", "canceled", "preempted")
-# ros2_control's joint_trajectory_controller reports canceled and preempted goals as SUCCESSFUL
-# (the goal status says CANCELED/ABORTED); other aborts (reset, replaced, diverged) as INVALID_GOAL.
-ERROR_CODES = {
-    "succeeded": FJT.SUCCESSFUL,
-    "canceled": FJT.SUCCESSFUL,
-    "preempted": FJT.SUCCESSFUL,
-    "path_tolerance_violated": FJT.PATH_TOLERANCE_VIOLATED,
-    "goal_tolerance_violated": FJT.GOAL_TOLERANCE_VIOLATED,
-}
 STREAMS = ("clock", "joint_states", "tracking_error", "cube_pose", "contacts", "markers")
-
-
-@dataclass
-class Goal:
-    """An accepted goal; the physics thread decides its outcome, the execute callback reports."""
-
-    handle: object
-    trajectory: object = None
-    tolerances: object = None
-    done: threading.Event = field(default_factory=threading.Event)
-    outcome: str = ""
-    message: str = ""
-
-    def finish(self, outcome: str, message: str) -> None:
-        if not self.done.is_set():
-            self.outcome, self.message = outcome, message
-            self.done.set()
+PARAMETERS = {  # name: (description with units, (min, max) or None, read_only)
+    "robot": ("robot to simulate: so101 | panda", None, True),
+    "model_path": ("MJCF file or Menagerie folder; '' = embedded", None, True),
+    "real_time_factor": (
+        "sim seconds per wall second; 0 = as fast as possible",
+        (0.0, 1000.0),
+        False,
+    ),
+    "viewer": ("open MuJoCo's passive viewer if a display exists", None, True),
+    "controller_rate": ("controllers' cycle [Hz sim time]", (1.0, 10000.0), True),
+    "history_depth": ("samples each stream keeps for reliable subscribers", (1, 10000), True),
+    "max_publish_delay": (
+        "longest a stamped message waits to be sent in a burst when ahead of real time [s "
+        "wall]; 0 = send every tick",
+        (0.0, 0.1),
+        True,
+    ),
+    "arm_controller.action_monitor_rate": ("action feedback rate [Hz]", (0.1, 1000.0), True),
+    "arm_controller.state_publish_rate": ("controller_state rate [Hz]", (0.1, 1000.0), True),
+    "arm_controller.check_limits": ("check goals against config/limits_<robot>.yaml", None, True),
+    "markers.force_scale": ("force arrow length per newton [m/N]", (0.0, 1.0), True),
+    "markers.cone_height": ("drawn friction cone height [m]", (0.0, 1.0), True),
+    "markers.cone_segments": ("triangles per friction cone", (3, 64), True),
+    **FRANKA_PARAMETERS,
+} | {f"{s}_rate": (f"{s} rate [Hz sim time]; 0 = off", (0.0, 1000.0), True) for s in STREAMS}
 
 
 class SimBridge(Node):
     def __init__(self) -> None:
         super().__init__("sim_bridge")
-        cfg, scene = load_sim_config(), load_scene_config()
-        robot = declare_param(
-            self, "robot", "so101", "robot to simulate: so101 | panda", read_only=True
-        )
-        model_path = declare_param(
-            self,
-            "model_path",
-            "",
-            "MJCF file or Menagerie folder; empty = embedded",
-            read_only=True,
-        )
-        rtf = declare_param(
-            self,
-            "real_time_factor",
-            float(cfg["real_time_factor"]),
-            "sim seconds per wall second; 0 = as fast as possible",
-            (0.0, 1000.0),
-        )
-        self.max_publish_delay = declare_param(
-            self,
-            "max_publish_delay",
-            float(cfg["max_publish_delay"]),
-            "longest a stamped message waits to be sent in a burst when running faster than "
-            "real time [s wall]; 0 = send every tick",
-            (0.0, 0.1),
-            read_only=True,
-        )
-        self.rates = {
-            s: declare_param(
-                self,
-                f"{s}_rate",
-                float(cfg["rates"][s]),
-                f"/{s} rate [Hz sim time]; 0 = off",
-                (0.0, 1000.0),
-                read_only=True,
-            )
-            for s in STREAMS
+        scene = load_scene_config()
+        self.p = p = declare_table(self, node_defaults("sim_bridge.yaml"), PARAMETERS)
+        robot = p["robot"]
+        if robot not in load_sim_config()["robots"]:
+            raise SystemExit(f"sim_bridge: unknown robot {robot!r}; choose so101 or panda")
+        try:
+            profile = franka_profile(p["franka_profile"])
+        except PhysaiError as exc:
+            raise SystemExit(f"sim_bridge: {exc}") from exc
+        p |= {
+            name: declare_param(self, name, getattr(profile, field), text, read_only=True)
+            for name, (text, field) in PROFILE_PARAMETERS.items()
         }
+        if robot != "panda" and (p["franka_profile"] != "none" or p["franka_gripper"]):
+            raise SystemExit(
+                f"sim_bridge: franka_profile and franka_gripper need robot panda, not {robot!r}"
+            )
         cube = scene["cube"]
-        cube_xy = scene["robots"].get(robot, scene["robots"]["so101"])["cube_pos"]
-        x = declare_param(
-            self, "cube_x", float(cube_xy[0]), "cube centre x, base frame [m]", read_only=True
-        )
-        y = declare_param(
-            self, "cube_y", float(cube_xy[1]), "cube centre y, base frame [m]", read_only=True
-        )
-        size = declare_param(
-            self, "cube_size", float(cube["size"]), "cube edge [m]", (1e-3, 0.2), True
-        )
-        mass = declare_param(
-            self, "cube_mass", float(cube["mass"]), "cube mass [kg]", (1e-4, 10.0), True
-        )
-        mu = declare_param(
-            self, "cube_mu", float(cube["mu"]), "cube sliding friction [-]", (1e-4, 5.0), True
-        )
-        cap = declare_param(
-            self,
-            "jaw_torque_cap",
-            0.0,
-            "gripper force cap [N m SO-101 | N Panda]; 0 = model's own",
-            (0.0, 1000.0),
-            read_only=True,
-        )
-        viewer = declare_param(
-            self, "viewer", False, "open MuJoCo's passive viewer if a display exists"
-        )
-        self.sim = MujocoSim(
-            robot,
-            model_path=model_path or None,
-            cube_pos=(x, y),
-            cube_size=size,
-            cube_mass=mass,
-            cube_mu=mu,
-            jaw_torque_cap=cap or None,
-        )
-        self.rtf = rtf
-        self.monitor_period = 1.0 / float(cfg["action_monitor_rate"])
-        self.marker_cfg = cfg["markers"]
+        cube_xy = scene["robots"][robot]["cube_pos"]
+        cube_table = {
+            "cube_x": ("cube centre x, base frame [m]", (-2.0, 2.0), True),
+            "cube_y": ("cube centre y, base frame [m]", (-2.0, 2.0), True),
+            "cube_size": ("cube edge [m]", (1e-3, 0.2), True),
+            "cube_mass": ("cube mass [kg]", (1e-4, 10.0), True),
+            "cube_mu": ("cube sliding friction [-]", (1e-4, 5.0), True),
+            "jaw_torque_cap": (
+                "gripper force cap [N m SO-101 | N Panda]; 0 = model's own",
+                (0.0, 1000.0),
+                True,
+            ),
+        }
+        cube_defaults = {
+            "cube_x": cube_xy[0],
+            "cube_y": cube_xy[1],
+            "cube_size": cube["size"],
+            "cube_mass": cube["mass"],
+            "cube_mu": cube["mu"],
+            "jaw_torque_cap": 0.0,
+        }
+        c = declare_table(self, cube_defaults, cube_table)
+        self.rtf = p["real_time_factor"]
+        self.rates = {s: p[f"{s}_rate"] for s in STREAMS}
+        self.marker_cfg = {
+            k: p[f"markers.{k}"] for k in ("force_scale", "cone_height", "cone_segments")
+        }
+        try:
+            self.sim = MujocoSim(
+                robot,
+                model_path=p["model_path"] or None,
+                cube_pos=(c["cube_x"], c["cube_y"]),
+                cube_size=c["cube_size"],
+                cube_mass=c["cube_mass"],
+                cube_mu=c["cube_mu"],
+                jaw_torque_cap=c["jaw_torque_cap"] or None,
+                controller_rate=p["controller_rate"],
+            )
+        except PhysaiError as exc:
+            raise SystemExit(f"sim_bridge: {exc}") from exc
+        # the controllers' parameters: config/sim_robots.yaml's defaults, declared so that a
+        # params file or `ros2 param set` changes them
+        jtc = declare_jtc(self, self.sim.arm.p)
+        if p["arm_controller.check_limits"]:  # position, velocity, acceleration (not jerk)
+            limits = load_limits(profile.limits or robot).select(self.sim.arm_joints)
+            limits = dataclasses.replace(limits, jerk=np.full(len(jtc.joints), math.inf))
+            jtc = dataclasses.replace(
+                jtc,
+                limits=limits,
+                limit_period=1.0 / p["controller_rate"],
+                # the model's ranges and the limits file's, both (they differ for the FR3)
+                lower=np.maximum(jtc.lower, limits.position_min),
+                upper=np.minimum(jtc.upper, limits.position_max),
+            )
+        self.sim.arm.p = jtc
+        self.sim.gripper.p = declare_gac(self, self.sim.gripper.p)
         self.lock = threading.RLock()
-        self.arm_goal: Goal | None = None
-        self.grip_goal: Goal | None = None
         self.instabilities = 0
-
-        depth = int(cfg["history_depth"])
+        try:
+            self.prefix = JointPrefix(p["joint_prefix"], self.sim.state_names)
+            self.servers = ControllerServers(
+                self,
+                self.sim.arm,
+                self.sim.gripper,
+                self.lock,
+                now=lambda: self.sim.time,
+                to_loop_time=self._stamp_to_sim,
+                ros_stamp=stamp,
+                monitor_rate=p["arm_controller.action_monitor_rate"],
+                state_rate=p["arm_controller.state_publish_rate"],
+                arm_name=p["arm_controller_name"],
+                gripper_name=p["gripper_controller_name"],
+                names=self.prefix,
+            )
+        except PhysaiError as exc:
+            raise SystemExit(f"sim_bridge: {exc}") from exc
+        if p["franka_gripper"]:
+            self._serve_franka_gripper(p)
+        depth = int(p["history_depth"])
         self.pub = {
             "clock": self.create_publisher(Clock, names.CLOCK, depth),
             "joint_states": self.create_publisher(JointState, names.JOINT_STATES, depth),
-            "tracking_error": self.create_publisher(JointState, names.TRACKING_ERROR, depth),
+            "tracking_error": self.create_publisher(
+                JointState, names.under(p["arm_controller_name"], names.TRACKING_ERROR), depth
+            ),
             "cube_pose": self.create_publisher(PoseStamped, names.CUBE_POSE, depth),
             "markers": self.create_publisher(MarkerArray, names.CONTACT_MARKERS, 10),
         }
@@ -176,42 +192,62 @@ class SimBridge(Node):
             jaw: self.create_publisher(WrenchStamped, f"{names.JAW_CONTACT_PREFIX}/{jaw}", depth)
             for jaw in self.sim.jaw_names
         }
-        group = ReentrantCallbackGroup()
-        ActionServer(
-            self,
-            FollowJointTrajectory,
-            names.FOLLOW_JOINT_TRAJECTORY,
-            self._execute_arm,
-            goal_callback=self._check_arm_goal,
-            handle_accepted_callback=self._accept_arm,
-            cancel_callback=self._cancel_arm,
-            callback_group=group,
-        )
-        ActionServer(
-            self,
-            GripperCommand,
-            names.GRIPPER_COMMAND,
-            self._execute_gripper,
-            goal_callback=self._check_gripper_goal,
-            handle_accepted_callback=self._accept_gripper,
-            cancel_callback=self._cancel_gripper,
-            callback_group=group,
-        )
-        self.create_subscription(
-            JointTrajectory, names.JOINT_TRAJECTORY, self._on_trajectory, 10, callback_group=group
-        )
-        self.create_service(Trigger, names.SIM_RESET, self._on_reset, callback_group=group)
-        self.viewer = self._open_viewer() if viewer else None
+        self.create_service(Trigger, names.SIM_RESET, self._on_reset)
+        self.add_on_set_parameters_callback(self._on_parameters)
+        self.viewer = self._open_viewer() if p["viewer"] else None
         self.now = self.sim.time
         self.outbox: list[tuple[object, object]] = []  # (publisher, bytes | message), in order
         self._make_messages()
         self.running = True
+        self._repace = False
         self.thread = threading.Thread(target=self._physics_loop, name="physics", daemon=True)
         self.thread.start()
         self.get_logger().info(
             f"simulating {robot} ({self.sim.model.nq} qpos, dt {self.sim.dt * 1e3:g} ms) at "
-            f"real_time_factor {rtf:g}; arm joints {list(self.sim.arm_joints)}"
+            f"real_time_factor {self.rtf:g}; arm joints {self.prefix.to_wire(self.sim.arm_joints)}"
+            f" under {p['arm_controller_name']}; franka_profile {p['franka_profile']}"
         )
+
+    def _serve_franka_gripper(self, p: dict) -> None:
+        """franka_gripper's actions on the simulated hand (franka_msgs is imported only here:
+        a ROS install without franka_ros2 runs the bridge without them)."""
+        try:
+            from physai_ros.nodes import _franka_gripper as franka
+        except ImportError as exc:
+            raise SystemExit(
+                f"sim_bridge: franka_gripper needs franka_msgs ({exc}); build "
+                "ros_interfaces/franka_msgs (make setup does) or franka_ros2's"
+            ) from exc
+        namespace = p["franka_gripper"]
+        if not CONTROLLER_NAME.fullmatch(namespace):
+            raise SystemExit(f"sim_bridge: franka_gripper {namespace!r} is not a ROS name")
+        self.franka = franka.serve_simulated_hand(
+            self,
+            self.sim,
+            self.lock,
+            self.servers,
+            franka.franka_settings(p),
+            namespace,
+            self.prefix.to_wire(self.sim.gripper_joints),
+            stamp,
+        )
+
+    def _stamp_to_sim(self, stamp_s: float) -> float:
+        """Goal stamps are sim time here (the nodes run with use_sim_time)."""
+        if stamp_s > self.sim.time + MAX_STAMP_AHEAD:
+            raise Rejected(
+                f"header.stamp {stamp_s:.3f} s is {stamp_s - self.sim.time:.1f} s ahead of sim "
+                "time (a wall-clock stamp? use sim time or leave it zero)"
+            )
+        return stamp_s
+
+    def _on_parameters(self, params) -> SetParametersResult:
+        for param in params:
+            if param.name == "real_time_factor":
+                self.rtf = float(param.value)
+                self._repace = True  # the physics loop restarts its pacing from now
+                self.get_logger().info(f"real_time_factor -> {self.rtf:g}")
+        return SetParametersResult(successful=True)
 
     def _open_viewer(self):
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
@@ -243,8 +279,7 @@ class SimBridge(Node):
                 if sim.instabilities != self.instabilities:
                     self.instabilities = sim.instabilities
                     log.error(sim.last_instability)
-                    self._finish_all("aborted", sim.last_instability)
-                self._monitor_goals(now)
+                ends, sim.ends = sim.ends, []
                 if not self.outbox:
                     oldest = time.monotonic()
                 try:
@@ -260,9 +295,16 @@ class SimBridge(Node):
                 if self.viewer is not None and time.monotonic() - last_view > 1 / 30:
                     self.viewer.sync()
                     last_view = time.monotonic()
+            if ends:
+                try:
+                    self.servers.deliver(ends)
+                except RCLError:  # shutting down
+                    return
+            if self._repace:  # real_time_factor changed: pace from here
+                wall0, sim0, self._repace = time.monotonic(), sim.time, False
             wall = time.monotonic()
             ahead = wall0 + (sim.time - sim0) / self.rtf - wall if self.rtf > 0 else -1.0
-            if self.outbox and (ahead > 0 or wall - oldest >= self.max_publish_delay):
+            if self.outbox and (ahead > 0 or wall - oldest >= self.p["max_publish_delay"]):
                 if not self._flush():
                     return
                 if ahead > 0:
@@ -297,12 +339,12 @@ class SimBridge(Node):
         self.out_clock = PatchedMessage(self.pub["clock"], Clock(), {})
         self.out_joints = PatchedMessage(
             self.pub["joint_states"],
-            JointState(name=list(sim.state_names)),
+            JointState(name=self.prefix.to_wire(sim.state_names)),
             {"position": n, "velocity": n, "effort": n},
         )
         self.out_error = PatchedMessage(
             self.pub["tracking_error"],
-            JointState(name=list(sim.arm_joints)),
+            JointState(name=self.prefix.to_wire(sim.arm_joints)),
             {"position": m, "velocity": m},
         )
         self.out_cube = PatchedMessage(self.pub["cube_pose"], PoseStamped(), {"pose": 7}, "world")
@@ -354,203 +396,12 @@ class SimBridge(Node):
             markers = contact_markers(self.sim.contact_points(), self.marker_cfg, stamp(self.now))
             self.outbox.append((self.pub["markers"], markers))
 
-    def _monitor_goals(self, now: float) -> None:
-        goal, sim = self.arm_goal, self.sim
-        if goal is not None and not goal.done.is_set():
-            t = sim.trajectory_time()
-            state = sim.arm_state()
-            result = check_goal(
-                t, goal.trajectory, sim.reference()[0], state.q, state.qd, goal.tolerances
-            )
-            if result.outcome != "running":
-                if result.outcome == "path_tolerance_violated":
-                    sim.hold()
-                goal.finish(result.outcome, result.message)
-        goal = self.grip_goal
-        if goal is not None and not goal.done.is_set():
-            status, settings = sim.gripper_status(), sim.gripper
-            if status.reached_goal:
-                goal.finish("succeeded", f"reached {status.position:.4f}")
-            elif status.stalled:
-                ok = "succeeded" if settings.allow_stalling else "aborted"
-                goal.finish(ok, f"stalled at {status.position:.4f}, effort {status.effort:.3f}")
-            elif sim.gripper_elapsed() > settings.timeout:
-                goal.finish("aborted", f"not reached within {settings.timeout:g} s")
-
-    def _finish_all(self, outcome: str, message: str) -> None:
-        for goal in (self.arm_goal, self.grip_goal):
-            if goal is not None:
-                goal.finish(outcome, message)
-
-    # ------------------------------------------------------------------ arm interface
-    def _plan(self, traj: JointTrajectory):
-        points = [
-            TrajectoryPoint(seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
-            for p in traj.points
-        ]
-        start = seconds(traj.header.stamp)
-        if start > self.sim.time + MAX_STAMP_AHEAD:
-            raise PhysaiError(
-                f"header.stamp {start:.3f} s is {start - self.sim.time:.1f} s ahead of sim time "
-                "(a wall-clock stamp? use sim time or leave it zero)"
-            )
-        return self.sim.plan(traj.joint_names, points), (start or None)
-
-    def _tolerances(self, request):
-        return merge_tolerances(
-            self.sim.default_tolerances, self.sim.ranges, *tolerance_entries(request)
-        )
-
-    def _check_arm_goal(self, request) -> GoalResponse:
-        try:
-            with self.lock:
-                self._plan(request.trajectory)
-                self._tolerances(request)
-        except PhysaiError as exc:
-            self.get_logger().warning(f"rejected trajectory goal: {exc}")
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
-
-    def _accept_arm(self, handle) -> None:
-        goal = Goal(handle)
-        with self.lock:
-            if self.arm_goal is not None:
-                self.arm_goal.finish("preempted", "preempted by a new goal")
-            try:
-                goal.trajectory, start = self._plan(handle.request.trajectory)
-                goal.tolerances = self._tolerances(handle.request)
-                self.sim.follow(goal.trajectory, start)
-            except PhysaiError as exc:
-                goal.finish("invalid", str(exc))
-            self.arm_goal = goal
-        handle.execute()
-
-    def _cancel_arm(self, handle) -> CancelResponse:
-        with self.lock:
-            goal = self.arm_goal
-            if goal is not None and goal.handle is handle and not goal.done.is_set():
-                self.sim.hold()
-                goal.finish("canceled", "canceled; holding the current position")
-        return CancelResponse.ACCEPT
-
-    def _execute_arm(self, handle):
-        goal = self.arm_goal if self.arm_goal and self.arm_goal.handle is handle else None
-        while goal is not None and not goal.done.wait(self.monitor_period):
-            with self.lock:
-                fb = self._arm_feedback()
-            handle.publish_feedback(fb)
-        outcome, message = (goal.outcome, goal.message) if goal else ("preempted", "superseded")
-        log = self.get_logger().info if outcome in QUIET else self.get_logger().warning
-        log(f"trajectory goal {outcome}: {message}")
-        self._end(handle, outcome)
-        return FJT(error_code=ERROR_CODES.get(outcome, FJT.INVALID_GOAL), error_string=message)
-
-    def _arm_feedback(self):
-        sim, state, ref = self.sim, self.sim.arm_state(), self.sim.reference()
-        fb = FollowJointTrajectory.Feedback(joint_names=list(sim.arm_joints))
-        fb.header.stamp = stamp(sim.time)
-        fb.desired = JointTrajectoryPoint(
-            positions=ref[0].tolist(), velocities=ref[1].tolist(), accelerations=ref[2].tolist()
-        )
-        fb.actual = JointTrajectoryPoint(
-            positions=state.q.tolist(), velocities=state.qd.tolist(), effort=state.effort.tolist()
-        )
-        fb.error = JointTrajectoryPoint(
-            positions=(ref[0] - state.q).tolist(), velocities=(ref[1] - state.qd).tolist()
-        )
-        return fb
-
-    def _end(self, handle, outcome: str) -> None:
-        """Put the goal in its terminal state (cancel: after rclpy marks it CANCELING)."""
-        if not handle.is_active:
-            return
-        if outcome == "succeeded":
-            handle.succeed()
-            return
-        if outcome == "canceled":
-            deadline = time.monotonic() + 1.0
-            while not handle.is_cancel_requested and time.monotonic() < deadline:
-                time.sleep(0.005)  # the cancel callback returned; its state change is imminent
-            if handle.is_cancel_requested:
-                handle.canceled()
-                return
-        handle.abort()
-
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
-        with self.lock:
-            if not msg.points:
-                self.sim.hold()
-                self._finish_all_arm("aborted", "stopped by an empty trajectory on the topic")
-                return
-            try:
-                traj, start = self._plan(msg)
-            except PhysaiError as exc:
-                self.get_logger().warning(f"ignored trajectory on {names.JOINT_TRAJECTORY}: {exc}")
-                return
-            self._finish_all_arm("aborted", f"replaced by a trajectory on {names.JOINT_TRAJECTORY}")
-            self.sim.follow(traj, start)
-
-    def _finish_all_arm(self, outcome: str, message: str) -> None:
-        if self.arm_goal is not None:
-            self.arm_goal.finish(outcome, message)
-
-    # ------------------------------------------------------------------ gripper interface
-    def _check_gripper_goal(self, request) -> GoalResponse:
-        try:
-            self.sim.check_gripper_goal(request.command.position, request.command.max_effort)
-        except PhysaiError as exc:
-            self.get_logger().warning(f"rejected gripper goal: {exc}")
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
-
-    def _accept_gripper(self, handle) -> None:
-        goal = Goal(handle)
-        with self.lock:
-            if self.grip_goal is not None:
-                self.grip_goal.finish("preempted", "preempted by a new gripper goal")
-            command = handle.request.command
-            self.sim.gripper_command(command.position, command.max_effort)
-            self.grip_goal = goal
-        handle.execute()
-
-    def _cancel_gripper(self, handle) -> CancelResponse:
-        with self.lock:
-            goal = self.grip_goal
-            if goal is not None and goal.handle is handle and not goal.done.is_set():
-                self.sim.gripper_stop()
-                goal.finish("canceled", "canceled; jaw holds where it is")
-        return CancelResponse.ACCEPT
-
-    def _execute_gripper(self, handle):
-        goal = self.grip_goal if self.grip_goal and self.grip_goal.handle is handle else None
-        while goal is not None and not goal.done.wait(self.monitor_period):
-            with self.lock:
-                status = self.sim.gripper_status()
-            handle.publish_feedback(
-                GripperCommand.Feedback(
-                    position=status.position,
-                    effort=status.effort,
-                    stalled=status.stalled,
-                    reached_goal=status.reached_goal,
-                )
-            )
-        with self.lock:
-            status = self.sim.gripper_status()
-        outcome = goal.outcome if goal else "preempted"
-        self.get_logger().info(f"gripper goal {outcome}: {goal.message if goal else ''}")
-        self._end(handle, outcome)
-        return GripperCommand.Result(
-            position=status.position,
-            effort=status.effort,
-            stalled=status.stalled,
-            reached_goal=status.reached_goal,
-        )
-
     # ------------------------------------------------------------------ reset
     def _on_reset(self, _request, response):
         with self.lock:
             self.sim.reset()
-            self._finish_all("aborted", "simulation reset")
+            ends, self.sim.ends = self.sim.ends, []
+        self.servers.deliver(ends)
         response.success, response.message = True, f"reset at sim time {self.sim.time:.3f} s"
         self.get_logger().info(response.message)
         return response
@@ -562,18 +413,8 @@ class SimBridge(Node):
             self.viewer.close()
 
 
-def main(args=None) -> None:
-    try:
-        with rclpy.init(args=args):
-            node = SimBridge()
-            executor = MultiThreadedExecutor(num_threads=4)
-            executor.add_node(node)
-            try:
-                executor.spin()
-            finally:
-                node.stop()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+def main(args: list[str] | None = None) -> None:
+    run_node(SimBridge, args, cleanup=SimBridge.stop)
 
 
 if __name__ == "__main__":

@@ -1,112 +1,143 @@
-"""SO-101 driver: a real arm through LeRobot's Feetech bus, behind the sim bridge's interfaces.
+"""SO-101 driver: a real arm through LeRobot's Feetech bus, as a ROS 2 lifecycle node.
 
-``/joint_states`` (radians from LeRobot's calibrated degrees, gripper included; effort = servo
-load [N·m]), ``FollowJointTrajectory`` for the arm (interpolated at the bus loop rate) and the
-``JointTrajectory`` topic (with a watchdog), ``GripperCommand`` (max_effort = the gripper
-servo's torque limit, capped by LeRobot's protection), per-jaw contact estimated from the
-gripper servo on ``/jaw_contact/<jaw>``, servo health on ``/diagnostics``, and the services
-``~/torque_off`` (e-stop) and ``~/hold``. The bus runs in its own thread (``ServoLoop`` in
-``physai_ros.backends.so101_loop``); this node only translates messages.
+    configure   open the port, find the servos, verify the calibration and the registers,
+                read the present pose -- no torque change; joint_states start
+    activate    arm: torque on at the present pose; refused, with the joint and its value or
+                the register named, when the pose is outside the limits, the calibration
+                differs from the servos, or a servo reports an error
+    deactivate  stop following and hold the present pose (goals refused)
+    cleanup     close the port; shutdown / Ctrl-C: ``on_exit`` (hold: torque stays on and the
+                servos keep their last goal; release: torque off) -- said in the log either way
+
+``autostart:=true`` (the launch files) configures and activates by itself, retrying the port.
+Interfaces: ``joint_states`` (effort = servo load [N·m]), the shared controllers
+(``arm_controller/follow_joint_trajectory`` + topic + ``controller_state``,
+``gripper_controller/gripper_cmd``), the jaw contact estimate on ``jaw_contact/<jaw>``,
+``/diagnostics``, and the services ``~/stop`` (hold, refuse goals), ``~/resume`` and
+``~/release`` (torque off: the arm goes limp). A fault (see ``physai_ros.backends.so101_loop``)
+aborts goals with the reason, is reported as ERROR on /diagnostics and deactivates the node:
+a person re-arms it (``ros2 lifecycle set /so101_driver activate``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import threading
 import time
 
 import rclpy
-import yaml
-from control_msgs.action import FollowJointTrajectory, GripperCommand
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy._rclpy_pybind11 import RCLError
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
-from rclpy.node import Node
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory
 
 from physai_ros import interfaces
-from physai_ros.backends.so101_config import bus_settings, flatten_config, loop_settings
-from physai_ros.backends.so101_lerobot import JOINTS, BusError, So101Bus
-from physai_ros.backends.so101_loop import ServoLoop, servo_reports
-from physai_ros.core.joint_trajectory import Tolerances
-from physai_ros.core.joint_trajectory import merge_tolerances as merge
+from physai_ros.backends.so101_config import (
+    CONTROLLERS,
+    PARAMETERS,
+    arm_limits,
+    bus_settings,
+    loop_settings,
+)
+from physai_ros.backends.so101_lerobot import ARM, JOINTS, STALL_TORQUE, BusError, So101Bus
+from physai_ros.backends.so101_loop import GRIPPER_SLACK, Refused, ServoLoop, Snapshot, reports
+from physai_ros.core.controllers.gac import GripperActionController, gac_params
+from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
+from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._messages import tolerance_entries, trajectory_points
-from physai_ros.paths import config_path
+from physai_ros.nodes._common import declare_table, node_defaults, node_tree, run_node
+from physai_ros.nodes._controllers import ControllerServers, declare_gac, declare_jtc
 
-FJT = FollowJointTrajectory.Result
-DIAGNOSTIC_LEVELS = {
+OK, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
+LEVELS = {
     "ok": DiagnosticStatus.OK,
     "warn": DiagnosticStatus.WARN,
     "error": DiagnosticStatus.ERROR,
     "stale": DiagnosticStatus.STALE,
 }
+JAW_FRAMES = {"fixed_jaw": "gripper", "moving_jaw": "moving_jaw_so101_v1"}
 
 
-class So101Driver(Node):
+class So101Driver(LifecycleNode):
     def __init__(self) -> None:
         super().__init__("so101_driver")
-        with config_path("so101_driver.yaml").open() as f:
-            cfg = yaml.safe_load(f)
-        with config_path("limits_so101.yaml").open() as f:
-            limits = yaml.safe_load(f)
-        self.frames = cfg["jaw"]["frames"]
-        p = {}
-        for name, default in flatten_config(cfg).items():
-            if isinstance(default, list):
-                default = [float(v) for v in default]
-            desc = ParameterDescriptor(
-                description=f"see config/so101_driver.yaml: {name}",
-                read_only=name not in ("fault_policy", "grasp.relax"),
-            )
-            p[name] = self.declare_parameter(name, default, desc).value
-        self.p = p
+        defaults = node_defaults("so101_driver.yaml")
+        self.p = p = declare_table(self, defaults, PARAMETERS | CONTROLLERS)
+        if p["on_exit"] not in ("hold", "release"):
+            raise SystemExit(f"so101_driver: on_exit must be hold or release, not {p['on_exit']!r}")
         try:
-            bus = So101Bus(bus_settings(p, cfg, limits))
-            self.loop = ServoLoop(bus, loop_settings(p), self._log)
+            limits = load_limits("so101", p["limits_set"] or None)
+            self.bus = So101Bus(bus_settings(p, limits))
+            period = 1.0 / p["loop_rate"]
+            tree = node_tree("so101_driver.yaml")
+            arm_cfg = tree["arm_controller"]  # the every-joint tolerances as declared
+            arm_cfg["constraints"] |= {
+                k: p[f"arm_controller.constraints.{k}"] for k in ("trajectory", "goal")
+            }
+            jtc = JtcParams.from_config(arm_cfg, ARM, self.bus.lower[:5], self.bus.upper[:5])
+            jtc = declare_jtc(self, jtc)
+            if p["arm_controller.check_limits"]:
+                jtc = dataclasses.replace(jtc, limits=arm_limits(p), limit_period=period)
+            low, high = self.bus.lower[5] - GRIPPER_SLACK, self.bus.upper[5] + GRIPPER_SLACK
+            grip = gac_params(tree["gripper_controller"], JOINTS[5], low, high, STALL_TORQUE)
+            gac = declare_gac(self, grip)
+            self.loop = ServoLoop(
+                self.bus,
+                JointTrajectoryController(jtc),
+                GripperActionController(gac),
+                loop_settings(p),
+                self._log,
+            )
         except PhysaiError as exc:
             raise SystemExit(f"so101_driver: {exc}") from exc
-        group = ReentrantCallbackGroup()
+        self.servers = ControllerServers(
+            self,
+            self.loop.arm,
+            self.loop.gripper,
+            self.loop.lock,
+            now=time.monotonic,
+            to_loop_time=self._to_loop_time,
+            ros_stamp=self._ros_stamp,
+            monitor_rate=p["arm_controller.action_monitor_rate"],
+            state_rate=p["arm_controller.state_publish_rate"],
+        )
         self.pub_js = self.create_publisher(JointState, interfaces.JOINT_STATES, 10)
         self.pub_jaw = {
             jaw: self.create_publisher(WrenchStamped, f"{interfaces.JAW_CONTACT_PREFIX}/{jaw}", 10)
-            for jaw in self.frames
+            for jaw in JAW_FRAMES
         }
-        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.create_subscription(
-            JointTrajectory, interfaces.JOINT_TRAJECTORY, self.on_topic, 10, callback_group=group
-        )
-        ActionServer(
-            self,
-            FollowJointTrajectory,
-            interfaces.FOLLOW_JOINT_TRAJECTORY,
-            self.execute_arm,
-            goal_callback=self.check_arm,
-            cancel_callback=lambda _: CancelResponse.ACCEPT,
-            callback_group=group,
-        )
-        ActionServer(
-            self,
-            GripperCommand,
-            interfaces.GRIPPER_COMMAND,
-            self.execute_gripper,
-            goal_callback=self.check_gripper,
-            cancel_callback=lambda _: CancelResponse.ACCEPT,
-            callback_group=group,
-        )
-        self.create_service(Trigger, "~/torque_off", self.on_torque_off, callback_group=group)
-        self.create_service(Trigger, "~/hold", self.on_hold, callback_group=group)
-        self.create_timer(1.0 / p["diagnostics_rate"], self.publish_diagnostics)
-        self.snapshot = None
+        self.pub_diag = self.create_publisher(DiagnosticArray, interfaces.DIAGNOSTICS, 10)
+        self.create_service(Trigger, "~/stop", self._on_stop)
+        self.create_service(Trigger, "~/resume", self._on_resume)
+        self.create_service(Trigger, "~/release", self._on_release)
+        self.create_timer(1.0 / p["diagnostics_rate"], self._publish_diagnostics)
+        self.create_timer(0.1, self._supervise)
+        self.snapshot: Snapshot | None = None
         self.running = True
-        self.thread = threading.Thread(target=self.bus_thread, daemon=True)
+        self.thread = threading.Thread(target=self._bus_thread, name="so101-bus", daemon=True)
         self.thread.start()
-        self.get_logger().info(f"driving the SO-101 on {p['port']} at {p['loop_rate']} Hz")
+        self.autostart = p["autostart"]
+        self._next_configure = 0.0
+        self._configure_error = ""
+        self._activation_retries = 3  # autostart: tries when the bus fails while arming
+        domain = os.environ.get("ROS_DOMAIN_ID", "0")
+        scope = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET (ROS default)")
+        self.get_logger().info(
+            f"SO-101 driver on {p['port']}, ROS_DOMAIN_ID={domain}, discovery range {scope}: "
+            + ("configuring and activating" if self.autostart else "waiting for ros2 lifecycle set")
+        )
+
+    # --- clocks --------------------------------------------------------------------------
+    def _to_loop_time(self, stamp: float) -> float:
+        return stamp - self.get_clock().now().nanoseconds * 1e-9 + time.monotonic()
+
+    def _ros_stamp(self, loop_time: float) -> Time:
+        ns = self.get_clock().now().nanoseconds - round((time.monotonic() - loop_time) * 1e9)
+        return Time(sec=ns // 1_000_000_000, nanosec=ns % 1_000_000_000)
 
     def _log(self, level: str, message: str) -> None:
         # one call site per severity: rclpy refuses a severity change at one call site
@@ -118,18 +149,94 @@ class So101Driver(Node):
         else:
             logger.info(message)
 
-    def now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
+    # --- lifecycle -----------------------------------------------------------------------
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self.get_logger().info(self.loop.configure(time.monotonic()))
+        except (BusError, PhysaiError) as exc:
+            text = f"configure failed: {exc}"
+            if text != self._configure_error:  # autostart retries: say it once
+                self.get_logger().error(text)
+                self._configure_error = text
+            return FAILURE
+        self._configure_error = ""
+        return OK
 
-    # --- the bus thread --------------------------------------------------------------------
-    def bus_thread(self) -> None:
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        try:
+            self.get_logger().info(self.loop.activate(time.monotonic()))
+        except Refused as exc:  # the arm is not safe to arm: a person must act
+            self.get_logger().error(f"activation refused: {exc}")
+            self._activation_retries = 0
+            return FAILURE
+        except (BusError, PhysaiError) as exc:  # the bus: autostart tries again
+            self.get_logger().error(f"activation failed: {exc}")
+            return FAILURE
+        self._activation_retries = 0
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.get_logger().info(f"deactivated: {self.loop.deactivate()}")
+        self.servers.deliver(self.loop.take_ends())
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.loop.cleanup()
+        self.servers.deliver(self.loop.take_ends())
+        return OK
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.exit_policy()
+        return OK
+
+    def exit_policy(self) -> None:
+        """What happens to torque when the driver goes away: announced either way."""
+        loop = self.loop
+        if not loop.bus.connected:
+            return
+        if self.p["on_exit"] == "release" and loop.armed:
+            try:
+                self.get_logger().warning(f"on_exit=release: {loop.release('driver exiting')}")
+            except BusError as exc:
+                self.get_logger().error(f"on_exit=release failed: {exc}")
+        elif loop.armed:
+            self.get_logger().warning(
+                "on_exit=hold: the servos keep holding their last goal with torque on; power "
+                "them off, or run with on_exit:=release to let the arm go limp"
+            )
+        loop.cleanup()
+
+    def _supervise(self) -> None:
+        """Autostart, and a fault that needs a re-arm → deactivate (in the executor)."""
+        label = self._state_machine.current_state[1]
+        if self.loop.rearm_needed and label == "active":
+            self.trigger_deactivate()
+        if not self.autostart or time.monotonic() < self._next_configure:
+            return
+        if label == "unconfigured":
+            if self.trigger_configure() != OK:
+                self._next_configure = time.monotonic() + self.loop.s.reconnect_period
+                return
+            label = "inactive"
+        if label == "inactive":
+            self.trigger_activate()
+            self._activation_retries -= 1
+            if self._activation_retries <= 0:  # once armed, or refused, or given up: a later
+                self.autostart = False  # deactivation is the user's (or a fault's)
+            else:
+                self._next_configure = time.monotonic() + self.loop.s.reconnect_period
+
+    # --- the bus thread ------------------------------------------------------------------
+    def _bus_thread(self) -> None:
         period = 1.0 / self.p["loop_rate"]
         next_t = time.monotonic()
         while self.running and rclpy.ok(context=self.context):
-            snap = self.loop.cycle(time.monotonic())
-            self.snapshot = snap
+            snap = self.snapshot = self.loop.cycle(time.monotonic())
+            ends = self.loop.take_ends()
             try:
-                self.publish(snap)
+                if ends:
+                    self.servers.deliver(ends)
+                self._publish(snap)
             except RCLError:  # the context went down under us (shutdown)
                 return
             next_t += period
@@ -139,7 +246,9 @@ class So101Driver(Node):
             else:
                 next_t = time.monotonic()
 
-    def publish(self, snap) -> None:
+    def _publish(self, snap: Snapshot) -> None:
+        if snap.mode == "unconfigured":
+            return
         stamp = self.get_clock().now().to_msg()
         if snap.reading is not None:
             r = snap.reading
@@ -151,153 +260,57 @@ class So101Driver(Node):
             )
             js.header.stamp = stamp
             self.pub_js.publish(js)
-        for jaw, frame in self.frames.items():
+        for jaw, frame in JAW_FRAMES.items():
             msg = WrenchStamped()
             msg.header.stamp, msg.header.frame_id = stamp, frame
             # squeeze along the jaw's closing axis: fixed jaw pushes +z, moving jaw -z
             msg.wrench.force.z = snap.jaw.normal_n * (1.0 if jaw == "fixed_jaw" else -1.0)
             self.pub_jaw[jaw].publish(msg)
 
-    def publish_diagnostics(self) -> None:
+    def _publish_diagnostics(self) -> None:
         snap = self.snapshot
         if snap is None:
             return
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
-        for report in servo_reports(snap):
+        for report in reports(snap, self.loop.rearm_needed, self.loop.stopped):
             status = DiagnosticStatus(
-                name=f"so101/servo {report.servo_id} ({report.joint})",
-                hardware_id=f"sts3215 id {report.servo_id}",
-                level=DIAGNOSTIC_LEVELS[report.level],
+                name=report.name,
+                hardware_id=report.hardware_id,
+                level=LEVELS[report.level],
                 message=report.message,
             )
             status.values = [KeyValue(key=k, value=f"{v:.4g}") for k, v in report.values.items()]
             array.status.append(status)
         self.pub_diag.publish(array)
 
-    # --- arm -------------------------------------------------------------------------------
-    def check_arm(self, goal) -> GoalResponse:
+    # --- services ------------------------------------------------------------------------
+    def _service(self, action, response: Trigger.Response) -> Trigger.Response:
         try:
-            self.loop.plan(goal.trajectory.joint_names, trajectory_points(goal.trajectory))
-            self._tolerances(goal)
-        except PhysaiError as exc:
-            self.get_logger().error(f"trajectory goal rejected: {exc}")
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
-
-    def _tolerances(self, goal) -> Tolerances:
-        return merge(self.loop.s.tolerances, self.loop.ranges, *tolerance_entries(goal))
-
-    def execute_arm(self, handle) -> FollowJointTrajectory.Result:
-        goal = handle.request
-        try:
-            traj = self.loop.plan(goal.trajectory.joint_names, trajectory_points(goal.trajectory))
-            token = self.loop.start_trajectory(traj, time.monotonic(), self._tolerances(goal))
-        except PhysaiError as exc:
-            handle.abort()
-            return FJT(error_code=FJT.INVALID_GOAL, error_string=str(exc))
-        wait = threading.Event()
-        while True:
-            if handle.is_cancel_requested:
-                self.loop.cancel_trajectory(token)
-                handle.canceled()
-                return FJT(error_code=FJT.SUCCESSFUL, error_string="cancelled")
-            outcome = self.loop.trajectory_outcome(token)
-            if outcome.state != "running":
-                break
-            wait.wait(0.02)
-        if outcome.state == "succeeded":
-            handle.succeed()
-            return FJT(error_code=FJT.SUCCESSFUL, error_string=outcome.message)
-        handle.abort()
-        code = (
-            FJT.PATH_TOLERANCE_VIOLATED
-            if "reference" in outcome.message
-            else (FJT.GOAL_TOLERANCE_VIOLATED if "goal" in outcome.message else FJT.INVALID_GOAL)
-        )
-        return FJT(error_code=code, error_string=outcome.message)
-
-    def on_topic(self, msg: JointTrajectory) -> None:
-        now = time.monotonic()
-        try:
-            traj = self.loop.plan(msg.joint_names, trajectory_points(msg))
-        except PhysaiError as exc:
-            self.get_logger().error(f"{interfaces.JOINT_TRAJECTORY} message dropped: {exc}")
-            return
-        self.loop.start_trajectory(traj, now, self.loop.s.tolerances, watchdog=True)
-
-    # --- gripper ---------------------------------------------------------------------------
-    def check_gripper(self, goal) -> GoalResponse:
-        try:
-            self.loop.check_gripper_goal(goal.command.position, goal.command.max_effort)
-        except PhysaiError as exc:
-            self.get_logger().error(f"gripper goal rejected: {exc}")
-            return GoalResponse.REJECT
-        return GoalResponse.ACCEPT
-
-    def execute_gripper(self, handle) -> GripperCommand.Result:
-        cmd = handle.request.command
-        try:
-            position = self.loop.check_gripper_goal(cmd.position, cmd.max_effort)
-        except PhysaiError as exc:
-            handle.abort()
-            self.get_logger().error(f"gripper goal aborted: {exc}")
-            return GripperCommand.Result()
-        token = self.loop.start_gripper(position, cmd.max_effort, time.monotonic())
-        wait = threading.Event()
-        while True:
-            if handle.is_cancel_requested:
-                self.loop.cancel_gripper(token)
-                handle.canceled()
-                break
-            outcome = self.loop.gripper_outcome(token)
-            if outcome.state != "running":
-                (handle.succeed if outcome.state == "succeeded" else handle.abort)()
-                break
-            wait.wait(0.02)
-        snap = self.snapshot
-        result = GripperCommand.Result()
-        if snap is not None and snap.reading is not None:
-            result.position = float(snap.reading.position[5])
-            result.effort = float(snap.reading.torque[5])
-        result.stalled = outcome.message == "stalled"
-        result.reached_goal = outcome.message == "reached_goal"
-        return result
-
-    # --- services --------------------------------------------------------------------------
-    def on_torque_off(self, _request, response: Trigger.Response) -> Trigger.Response:
-        response.message = self.loop.estop()
-        response.success = True
-        self.get_logger().warning(f"e-stop: {response.message}")
+            response.message, response.success = action(), True
+        except (BusError, PhysaiError) as exc:
+            response.message, response.success = str(exc), False
+        self.servers.deliver(self.loop.take_ends())
+        self._log("warn" if response.success else "error", response.message)
         return response
 
-    def on_hold(self, _request, response: Trigger.Response) -> Trigger.Response:
-        try:
-            response.message = self.loop.hold()
-            response.success = True
-        except BusError as exc:
-            response.success, response.message = False, f"hold failed: {exc}"
-        return response
+    def _on_stop(self, _request, response):
+        return self._service(self.loop.stop, response)
+
+    def _on_resume(self, _request, response):
+        return self._service(lambda: self.loop.resume(time.monotonic()), response)
+
+    def _on_release(self, _request, response):
+        return self._service(self.loop.release, response)
 
     def destroy_node(self) -> None:
         self.running = False
         self.thread.join(timeout=1.0)
-        self.loop.bus.disconnect(disable_torque=False)
         super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            node = So101Driver()
-            executor = MultiThreadedExecutor()
-            executor.add_node(node)
-            try:
-                executor.spin()
-            finally:
-                node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(So101Driver, args, cleanup=So101Driver.exit_policy)
 
 
 if __name__ == "__main__":

@@ -1,63 +1,115 @@
-"""SO-101 bus emulator node: six emulated STS3215 servos on a pty, plus motion capture.
+"""SO-101 bus emulator node: six emulated STS3215 servos on a pty, in place of a real arm.
 
 Runs ``physai_ros.backends.feetech_emulator`` (MuJoCo physics in real time behind the servos'
-serial protocol) and publishes the cube's true pose on ``/cube_pose`` (``PoseStamped``, frame
-``world``), as a motion-capture system would next to a real arm. Fault parameters can be
-changed at run time (``ros2 param set``): ``mute_ids`` (servos that stop answering),
-``corrupt_every`` (bad checksum every n-th reply) and ``port_connected`` (false = pull the
-cable: the pty closes; true = plug it back in: a new pty behind the same ``link``).
+serial protocol): the real-arm graph (``pick.launch.py sim:=false port:=<link>``) then runs
+unchanged against it; only the serial port is emulated.
+
+What really happens is published for tests and for RViz as an independent witness, never as
+an input of the graph: ``~/true_cube_pose`` (PoseStamped, world) and ``~/witness`` (JSON: true
+joint angles, gripper site, cube pose, cube in both jaws, torque per servo, power, EPROM
+writes). With ``mocap:=true`` the cube pose also goes to ``cube_pose``, as a motion-capture
+system beside a real arm would publish it.
+
+Faults, set at run time with ``ros2 param set /so101_emulator <name> <value>``:
+``port_connected`` (false = cable pulled), ``power`` (false = supply lost: servos silent and
+limp, the arm falls; true = back, reset with torque off), ``mute_ids`` (servos that stop
+answering), ``corrupt_every`` (bad checksum every n-th reply), ``overload_ids`` (latch
+OVERLOAD), ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way;
+[0.0] removes it).
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
+import json
+import os
+from pathlib import Path
 
-import rclpy
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
-from rclpy.executors import ExternalShutdownException
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
+from std_msgs.msg import String
 
 from physai_ros import interfaces
-from physai_ros.backends.feetech_emulator import emulator_from_args, write_calibration
+from physai_ros.backends.feetech_emulator import FeetechBusEmulator, write_calibration
+from physai_ros.backends.so101_physics import JOINTS
+from physai_ros.errors import InvalidInput
+from physai_ros.nodes._common import declare_table, node_defaults, run_node
+
+
+def parse_homing_error(items: list[str]) -> dict[str, int]:
+    """``["elbow_flex:60"]`` → ``{"elbow_flex": 60}`` (the ``homing_error`` parameter)."""
+    out = {}
+    for item in items:
+        if not item:
+            continue
+        joint, sep, steps = item.partition(":")
+        if not sep or joint not in JOINTS:
+            raise InvalidInput(
+                f"homing_error entry {item!r} is not JOINT:STEPS, JOINT one of {JOINTS}"
+            )
+        out[joint] = int(steps)
+    return out
+
+
+PARAMETERS = {  # config/so101_emulator.yaml: (description, range, read-only)
+    "link": ("symlink kept pointing at the emulator's pty ('' = none)", None, True),
+    "calibration_out": ("write the arm's LeRobot calibration JSON here ('' = no)", None, True),
+    "cube_pos": ("cube centre in the robot base frame (x, y) [m]", None, True),
+    "baudrate": ("bus rate of the servos [bit/s]", (9600, 1_000_000), True),
+    "initial_pose": ("joint angles at power-up [rad]", None, True),
+    "power_on_torque": ("servos hold the initial pose at power-up (a real arm: false)", None, True),
+    "calibrated": ("the servos' EPROM holds the calibration", None, True),
+    "configured": ("the EPROM holds LeRobot's configure() registers", None, True),
+    "homing_error": ("JOINT:STEPS: that servo's homing differs from the file", None, True),
+    "mechanical_margin": ("joint stops this far beyond the ranges [rad]", (0.0, 0.5), True),
+    "mocap": ("also publish the true cube pose on cube_pose (motion capture)", None, True),
+    "witness_rate": ("~/witness and cube pose rate [Hz]", (1.0, 500.0), True),
+    "port_connected": ("false = cable pulled (pty closed)", None, False),
+    "power": ("false = servo supply lost (silent, limp)", None, False),
+    "mute_ids": ("servo ids that do not answer (0 = none)", None, False),
+    "corrupt_every": ("bad checksum on every n-th reply (0 = never)", (0, 1000), False),
+    "overload_ids": ("servo ids whose OVERLOAD latches (0 = none)", None, False),
+    "obstacle": ("[x, y, z, half edge] world [m] puts a box in the way; [0.0] = none", None, False),
+}
 
 
 class So101Emulator(Node):
     def __init__(self) -> None:
         super().__init__("so101_emulator")
 
-        def declare(name, default, description, read_only=True):
-            desc = ParameterDescriptor(description=description, read_only=read_only)
-            return self.declare_parameter(name, default, desc).value
-
-        link = declare("link", "", "symlink kept pointing at the emulator's pty ('' = none)")
-        cal = declare("calibration_out", "", "write the arm's LeRobot calibration JSON here")
-        cube = declare("cube_pos", [0.22, 0.0], "cube centre in the base frame [m] (x, y)")
-        baud = declare("baudrate", 1_000_000, "bus rate of the servos [bit/s]")
-        torque = declare("power_on_torque", True, "servos hold the initial pose at power-up")
-        rate = declare("cube_pose_rate", 50.0, "motion-capture rate of /cube_pose [Hz]")
-        declare("mute_ids", [0], "servo ids that do not answer (0 = none)", read_only=False)
-        declare("corrupt_every", 0, "bad checksum on every n-th reply (0 = never)", False)
-        declare("port_connected", True, "false = cable pulled (pty closed)", False)
-        args = argparse.Namespace(
-            baudrate=baud,
-            link=link or None,
-            calibration_out=None,
-            cube_pos=list(cube),
-            uncalibrated=False,
-            no_power_on_torque=not torque,
-            mute_ids=[],
-            corrupt_every=0,
-        )
-        self.emulator = emulator_from_args(args)
+        p = declare_table(self, node_defaults("so101_emulator.yaml"), PARAMETERS)
+        link, cal, cube, baud = p["link"], p["calibration_out"], p["cube_pos"], p["baudrate"]
+        initial, torque, calibrated = p["initial_pose"], p["power_on_torque"], p["calibrated"]
+        configured, homing, margin = p["configured"], p["homing_error"], p["mechanical_margin"]
+        self.mocap, rate = p["mocap"], p["witness_rate"]
+        try:
+            self.emulator = FeetechBusEmulator(
+                baudrate=baud,
+                link=link or None,
+                scene_kwargs={"cube_pos": [float(v) for v in cube]},
+                initial=[float(v) for v in initial],
+                calibrated=calibrated,
+                configured=configured,
+                power_on_torque=torque,
+                homing_error=parse_homing_error(list(homing)),
+                mechanical_margin=margin,
+            )
+        except InvalidInput as exc:
+            raise SystemExit(f"so101_emulator: {exc}") from exc
         if cal:
-            from pathlib import Path
-
             write_calibration(Path(cal), self.emulator.calibration)
+        # Real servos run on their own microcontrollers and never pause; on a shared machine
+        # the emulator asks for a higher scheduling priority so that its physics does not
+        # stall behind the nodes it serves (allowed for root; otherwise it runs as it is).
+        with contextlib.suppress(OSError):
+            os.nice(-10)
         port = self.emulator.start()
         self.add_on_set_parameters_callback(self.on_parameters)
-        self.pub = self.create_publisher(PoseStamped, interfaces.CUBE_POSE, 10)
-        self.create_timer(1.0 / rate, self.publish_cube)
+        self.pub_truth = self.create_publisher(PoseStamped, "~/true_cube_pose", 10)
+        self.pub_mocap = self.create_publisher(PoseStamped, interfaces.CUBE_POSE, 10)
+        self.pub_witness = self.create_publisher(String, "~/witness", 10)
+        self.create_timer(1.0 / rate, self.publish_witness)
         self.behind = (0, 0)  # (late replies dropped, physics lags) already reported
         self.create_timer(1.0, self.report_lag)
         self.get_logger().info(
@@ -65,28 +117,61 @@ class So101Emulator(Node):
         )
 
     def on_parameters(self, params) -> SetParametersResult:
-        faults = self.emulator.faults
+        emulator = self.emulator
         for param in params:
-            if param.name == "mute_ids":
-                faults.mute_ids = {int(i) for i in param.value if int(i) > 0}
-            elif param.name == "corrupt_every":
-                if param.value < 0:
+            name, value = param.name, param.value
+            if name == "mute_ids":
+                emulator.faults.mute_ids = {int(i) for i in value if int(i) > 0}
+            elif name == "corrupt_every":
+                if value < 0:
                     return SetParametersResult(successful=False, reason="corrupt_every >= 0")
-                faults.corrupt_every = int(param.value)
-            elif param.name == "port_connected":
-                (self.emulator.open_port if param.value else self.emulator.close_port)()
-            self.get_logger().warning(f"fault injection: {param.name} = {param.value}")
+                emulator.faults.corrupt_every = int(value)
+            elif name == "port_connected":
+                (emulator.open_port if value else emulator.close_port)()
+            elif name == "power":
+                (emulator.power_on if value else emulator.power_off)()
+            elif name == "overload_ids":
+                emulator.force_overload(int(i) for i in value if int(i) > 0)
+            elif name == "obstacle":
+                try:
+                    if len(value) == 4:
+                        emulator.place_obstacle(list(value[:3]), float(value[3]))
+                    else:
+                        emulator.place_obstacle(None)
+                except InvalidInput as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+            else:
+                continue
+            shown = value if isinstance(value, (bool, int, float, str)) else list(value)
+            self.get_logger().warning(f"fault injection: {name} = {shown}")
         return SetParametersResult(successful=True)
 
-    def publish_cube(self) -> None:
-        pos, quat = self.emulator.cube_pose()
+    def publish_witness(self) -> None:
+        w = self.emulator.witness()
         msg = PoseStamped()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = "world"
         p, q = msg.pose.position, msg.pose.orientation
-        p.x, p.y, p.z = (float(v) for v in pos)
-        q.w, q.x, q.y, q.z = (float(v) for v in quat)
-        self.pub.publish(msg)
+        p.x, p.y, p.z = (float(v) for v in w.cube_pos)
+        q.w, q.x, q.y, q.z = (float(v) for v in w.cube_quat)
+        self.pub_truth.publish(msg)
+        if self.mocap:
+            self.pub_mocap.publish(msg)
+        record = {
+            "stamp": msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9,
+            "sim_time": w.time,
+            "joints": list(JOINTS),
+            "positions": w.positions.tolist(),
+            "velocities": w.velocities.tolist(),
+            "cube_pos": w.cube_pos.tolist(),
+            "gripper_site": w.gripper_site.tolist(),
+            "cube_in_jaws": w.cube_in_jaws,
+            "torque_enabled": list(w.torque_enabled),
+            "powered": w.powered,
+            "eprom_writes": w.eprom_writes,
+            "acceleration": [servo.get("Acceleration") for servo in self.emulator.servos],
+        }
+        self.pub_witness.publish(String(data=json.dumps(record)))
 
     def report_lag(self) -> None:
         """Warn when the emulator fell behind real time (a busy machine): its physics fell
@@ -108,15 +193,7 @@ class So101Emulator(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            node = So101Emulator()
-            try:
-                rclpy.spin(node)
-            finally:
-                node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(So101Emulator, args)
 
 
 if __name__ == "__main__":

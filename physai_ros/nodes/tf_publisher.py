@@ -5,7 +5,8 @@ simulation steps (``physai_ros.core.robot_tf``), so RViz shows exactly what MuJo
 Moving links go on ``/tf`` stamped with the joint state's header stamp (sim time under
 ``use_sim_time``); the world→base placement, fixed mounts, sites, cameras and optical frames go
 once on ``/tf_static`` (transient local). Objects (the cube) become frames when their pose is
-published. Bad joint states are logged and dropped; the last good TF stays.
+published. Bad joint states are logged and dropped; the last good TF stays. Joint names may
+carry a prefix (``joint_prefix``: franka_ros2's ``panda_joint1``); frame names are the model's.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped, TransformStamped
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -24,18 +22,20 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from physai_ros import interfaces
+from physai_ros.core.joint_names import JointPrefix
 from physai_ros.core.robot_tf import Edge, load_robot_tf
 from physai_ros.core.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_robot_params
+from physai_ros.nodes._common import declare_robot_params, declare_table, node_defaults, run_node
 
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
 )
 
 
-def to_msgs(edges: list[Edge], stamp) -> list[TransformStamped]:
-    """TransformStamped messages of ``edges`` (rotations converted in one batch)."""
+def to_msgs(edges: list[Edge], stamp, prefix: str = "", world: str = "world"):
+    """TransformStamped messages of ``edges`` (rotations converted in one batch); every frame
+    but the shared ``world`` gets ``prefix`` (two robots in one tree: ``left/``, ``right/``)."""
     if not edges:
         return []
     quats = mats_to_quats(np.array([e.T[:3, :3] for e in edges]))
@@ -43,8 +43,8 @@ def to_msgs(edges: list[Edge], stamp) -> list[TransformStamped]:
     for edge, (w, x, y, z) in zip(edges, quats.tolist(), strict=True):
         msg = TransformStamped()
         msg.header.stamp = stamp
-        msg.header.frame_id = edge.parent
-        msg.child_frame_id = edge.child
+        msg.header.frame_id = edge.parent if edge.parent == world else prefix + edge.parent
+        msg.child_frame_id = prefix + edge.child
         t = msg.transform.translation
         t.x, t.y, t.z = edge.T[:3, 3].tolist()
         r = msg.transform.rotation
@@ -53,28 +53,42 @@ def to_msgs(edges: list[Edge], stamp) -> list[TransformStamped]:
     return out
 
 
+PARAMETERS = {  # config/tf_publisher.yaml: (description, range, read-only)
+    "world_frame": ("fixed frame of the scene, shared by every robot", None, True),
+    "frame_prefix": ("put before every robot frame (left/ for two arms); '' = none", None, True),
+    "object_topics": ("PoseStamped topics of objects to put in the tree", None, True),
+    "object_frames": ("their frame names (after frame_prefix), same order", None, True),
+    "joint_prefix": (
+        "before the model's joint names in joint_states (franka_ros2: panda_ | fr3_); '' = none",
+        None,
+        True,
+    ),
+}
+
+
 class TfPublisher(Node):
     def __init__(self) -> None:
         super().__init__("tf_publisher")
-        ro = ParameterDescriptor(read_only=True)
         robot, model_path, base_pos, base_yaw = declare_robot_params(self)
-        self.world = self.declare_parameter(
-            "world_frame",
-            "world",
-            ParameterDescriptor(read_only=True, description="fixed frame of the scene"),
-        ).value
-        topics = self.declare_parameter("object_topics", [interfaces.CUBE_POSE], ro).value
-        frames = self.declare_parameter("object_frames", ["cube"], ro).value
+        p = declare_table(self, node_defaults("tf_publisher.yaml"), PARAMETERS)
+        self.world, self.prefix = p["world_frame"], p["frame_prefix"]
+        topics, frames = p["object_topics"], p["object_frames"]
+        prefix = p["joint_prefix"]
         try:
             self.tf = load_robot_tf(robot, model_path, base_pos, base_yaw, self.world)
         except PhysaiError as exc:
             raise SystemExit(f"tf_publisher: cannot load the {robot} model: {exc}") from exc
+        try:
+            self.names = JointPrefix(prefix, self.tf.joint_names)
+        except PhysaiError as exc:
+            raise SystemExit(f"tf_publisher: {exc}") from exc
         self.pub_tf = self.create_publisher(TFMessage, interfaces.TF, 100)
         self.pub_static = self.create_publisher(TFMessage, interfaces.TF_STATIC, LATCHED)
         self.pub_description = self.create_publisher(String, interfaces.ROBOT_DESCRIPTION, LATCHED)
         self._publish_description(robot, model_path)
         stamp = self.get_clock().now().to_msg()
-        self.pub_static.publish(TFMessage(transforms=to_msgs(self.tf.static_edges(), stamp)))
+        static = to_msgs(self.tf.static_edges(), stamp, self.prefix, self.world)
+        self.pub_static.publish(TFMessage(transforms=static))
         self.create_subscription(JointState, interfaces.JOINT_STATES, self.on_joint_state, 10)
         if len(topics) != len(frames):
             raise SystemExit("tf_publisher: object_topics and object_frames differ in length")
@@ -94,9 +108,9 @@ class TfPublisher(Node):
 
     def on_joint_state(self, msg: JointState) -> None:
         try:
-            self.tf.update(msg.name, msg.position)
+            self.tf.update(self.names.to_model(msg.name), msg.position)
         except PhysaiError as exc:
-            text = f"joint state dropped, last good TF kept: {exc}"
+            text = f"joint state dropped, last good TF kept: {self.names.text(str(exc))}"
             if text != self._last_error:  # once per distinct problem, not at 100 Hz
                 self.get_logger().error(text)
                 self._last_error = text
@@ -104,7 +118,8 @@ class TfPublisher(Node):
         if not self.tf.complete:
             return
         stamp = msg.header.stamp
-        self.pub_tf.publish(TFMessage(transforms=to_msgs(self.tf.dynamic_edges(), stamp)))
+        moving = to_msgs(self.tf.dynamic_edges(), stamp, self.prefix, self.world)
+        self.pub_tf.publish(TFMessage(transforms=moving))
 
     def on_object(self, msg: PoseStamped, frame: str) -> None:
         p, q = msg.pose.position, msg.pose.orientation
@@ -116,7 +131,7 @@ class TfPublisher(Node):
         t.header = msg.header
         if not t.header.frame_id:
             t.header.frame_id = self.world
-        t.child_frame_id = frame
+        t.child_frame_id = self.prefix + frame
         t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = (
             p.x,
             p.y,
@@ -127,11 +142,7 @@ class TfPublisher(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            rclpy.spin(TfPublisher())
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(TfPublisher, args)
 
 
 if __name__ == "__main__":

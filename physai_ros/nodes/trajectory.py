@@ -19,13 +19,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import rclpy
 from builtin_interfaces.msg import Duration, Time
 from control_msgs.action import FollowJointTrajectory
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -46,7 +44,7 @@ from physai_ros.core.trajectory_goal import (
 )
 from physai_ros.core.trajectory_tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_param
+from physai_ros.nodes._common import declare_param, run_node
 
 FJT = FollowJointTrajectory
 LATCHED = QoSProfile(
@@ -54,7 +52,7 @@ LATCHED = QoSProfile(
 )
 POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")
 PARAMS = {  # name: (description with units, (min, max) or None, read_only); defaults: config/
-    "robot": ("robot: so101 | panda", None, True),
+    "robot": ("robot (limits file and joints): so101 | panda | fr3", None, True),
     "joints": ("the controller's joints (limits-file names), its order", None, True),
     "limits_file": ("limits YAML; '' = config/limits_<robot>.yaml", None, True),
     "limits_set": ("limit set in that file; '' = its default_set", None, True),
@@ -110,6 +108,10 @@ class TrajectoryNode(Node):
         robot = declare_param(self, "robot", cfg["robot"], *PARAMS["robot"])
         if robot not in cfg["robots"]:
             raise SystemExit(f"trajectory: unknown robot {robot!r}; choose {list(cfg['robots'])}")
+        for name, entry in cfg["robots"].items():  # declared: a params file may change them
+            entry["joints"] = declare_param(
+                self, f"robots.{name}.joints", entry["joints"], f"{name}'s arm joints", None, True
+            )
         defaults = cfg | cfg["robots"][robot]
         self.cfg = v = {"robot": robot} | {
             name: declare_param(self, name, defaults[name], *spec)
@@ -393,14 +395,7 @@ class TrajectoryNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    try:
-        with rclpy.init(args=args):
-            node = TrajectoryNode()
-            executor = SingleThreadedExecutor()  # goals run in threads of their own
-            executor.add_node(node)
-            executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(TrajectoryNode, args)
 
 
 if __name__ == "__main__":

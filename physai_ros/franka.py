@@ -1,0 +1,101 @@
+"""franka_ros2's names for the Panda and the FR3, in one place (the sim bridge's
+``franka_profile``, the launch files' ``franka`` argument, the trajectory node's defaults).
+
+Checked against franka_ros2 itself:
+
+* ``panda``: v0.1.13 (branch humble, commit 40cf08b), the last release with the Panda:
+  ``franka_moveit_config/config/panda_ros_controllers.yaml`` names the joint_trajectory_controller
+  ``panda_arm_controller`` on ``panda_joint1..7``; ``franka_gripper/launch/gripper.launch.py``
+  names the gripper node ``[arm_id, '_gripper']`` = ``panda_gripper``, so its actions are
+  ``/panda_gripper/{homing,move,grasp,gripper_action}`` and its joints ``panda_finger_joint1/2``.
+* ``fr3``: v3.4.0 (branch jazzy, commit 29cb85a): ``franka_fr3_moveit_config/config/
+  fr3_ros_controllers.yaml`` names it ``fr3_arm_controller`` on ``fr3_joint1..7``; since v2.0.0
+  the gripper node is called ``franka_gripper`` (in the robot's namespace), so its actions are
+  ``/franka_gripper/{homing,...}`` (v1.x: ``/fr3_gripper/...``, set ``franka_gripper`` to that).
+
+The simulated robot is always the Panda model: ``fr3`` means Panda kinematics and dynamics with
+the FR3's names and limits (``config/limits_fr3.yaml``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from physai_ros import interfaces
+from physai_ros.errors import InvalidInput
+
+
+class FrankaProfile(NamedTuple):
+    """joint_prefix: put before the model's joint names; arm_controller: the arm controller's
+    name; franka_gripper: namespace of the franka_gripper actions ('' = not served); limits:
+    the robot whose ``config/limits_<robot>.yaml`` the goals are checked against ('' = the
+    simulated robot's own)."""
+
+    joint_prefix: str
+    arm_controller: str
+    franka_gripper: str
+    limits: str
+
+
+FRANKA_PROFILES = {
+    "none": FrankaProfile("", interfaces.ARM_CONTROLLER, "", ""),
+    "panda": FrankaProfile("panda_", "panda_arm_controller", "panda_gripper", "panda"),
+    "fr3": FrankaProfile("fr3_", "fr3_arm_controller", "franka_gripper", "fr3"),
+}
+
+
+def franka_profile(name: str) -> FrankaProfile:
+    """The profile called ``name``; an unknown name lists the valid ones."""
+    if name not in FRANKA_PROFILES:
+        valid = list(FRANKA_PROFILES)
+        raise InvalidInput(f"unknown franka profile {name!r}; choose one of {valid}")
+    return FRANKA_PROFILES[name]
+
+
+# The sim bridge's parameters for the above: name -> (description with units, range, read_only)
+FRANKA_PARAMETERS = {
+    "franka_profile": (
+        f"franka_ros2's names and limits: {' | '.join(FRANKA_PROFILES)} (the defaults of "
+        "joint_prefix, arm_controller_name, franka_gripper; fr3: config/limits_fr3.yaml on the "
+        "Panda model)",
+        None,
+        True,
+    ),
+    "gripper_controller_name": ("gripper controller: <name>/gripper_cmd", None, True),
+    "franka_hand.default_speed": (
+        "franka_gripper's default_speed: homing and GripperCommand goals [m/s of the width]",
+        (1e-4, 1.0),
+        True,
+    ),
+    "franka_hand.default_grasp_epsilon.inner": (
+        "franka_gripper's epsilon.inner of GripperCommand grasps [m]",
+        (0.0, 0.08),
+        True,
+    ),
+    "franka_hand.default_grasp_epsilon.outer": (
+        "franka_gripper's epsilon.outer of GripperCommand grasps [m]",
+        (0.0, 0.08),
+        True,
+    ),
+    "franka_hand.state_publish_rate": ("<franka_gripper>/joint_states [Hz]", (0.1, 1000.0), True),
+    "franka_hand.feedback_publish_rate": (
+        "franka_gripper action feedback [Hz]",
+        (0.1, 1000.0),
+        True,
+    ),
+}
+PROFILE_PARAMETERS = {  # name: (description, profile field); the profile gives the default
+    "joint_prefix": (
+        "put before the model's joint names in every message (franka_ros2: panda_ | fr3_)",
+        "joint_prefix",
+    ),
+    "arm_controller_name": (
+        "arm controller: <name>/follow_joint_trajectory, /joint_trajectory, /controller_state",
+        "arm_controller",
+    ),
+    "franka_gripper": (
+        "namespace of franka_gripper's homing, move, grasp, gripper_action, stop, joint_states "
+        "(Panda only); '' = not served",
+        "franka_gripper",
+    ),
+}

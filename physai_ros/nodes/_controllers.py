@@ -1,0 +1,478 @@
+"""The ROS side of the shared controller layer (not a node itself).
+
+``ControllerServers`` puts a ``JointTrajectoryController`` and a ``GripperActionController``
+(``physai_ros.core.controllers``) behind the interfaces ros2_controllers gives them:
+``arm_controller/follow_joint_trajectory`` (FollowJointTrajectory), ``arm_controller/
+joint_trajectory`` (the topic), ``arm_controller/controller_state``
+(JointTrajectoryControllerState) and ``gripper_controller/gripper_cmd`` (GripperCommand), with
+their parameters (``arm_controller.*``, ``gripper_controller.*``, names as ros2_controllers').
+The sim bridge and the SO-101 driver both use it; their loops call the controllers' ``update``
+under ``lock`` and hand what ended to ``deliver``. The controller names and the joint names on
+the wire are the adapter's (``arm_name``, ``gripper_name``, ``names``: franka_ros2's
+``panda_arm_controller`` with ``panda_joint1``...); the controllers keep the model's names.
+
+Threading: the node spins a single-threaded executor. Action execute callbacks are coroutines
+that await a future per goal, completed by ``deliver`` from whichever thread ended the goal
+(the backend loop, or a callback) followed by a wake-up of the executor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+from control_msgs.msg import JointTrajectoryControllerState
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
+from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from physai_ros import interfaces
+from physai_ros.core.controllers.gac import GacParams, GripperActionController, GripperEnd
+from physai_ros.core.controllers.jtc import (
+    PREEMPTED,
+    GoalEnd,
+    GoalTolerances,
+    JointTrajectoryController,
+    JtcParams,
+    Rejected,
+    TrajectoryMsg,
+)
+from physai_ros.core.joint_names import JointPrefix
+from physai_ros.core.joint_trajectory import JointTolerance, TrajectoryPoint
+from physai_ros.errors import InvalidInput
+from physai_ros.nodes._common import declare_param
+from physai_ros.nodes._messages import seconds, stamp
+
+FJT = FollowJointTrajectory.Result
+CONTROLLER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
+JTC_LIVE = {
+    # name: (description, range); every one takes effect on the next goal
+    "allow_partial_joints_goal": ("a goal may name only some joints; the rest hold", None),
+    "allow_nonzero_velocity_at_trajectory_end": ("accept a last point that still moves", None),
+    "cmd_timeout": ("after the last point + this, give up and hold [s]; 0 = off", (0.0, 600.0)),
+    "start_tolerance": (
+        "a first point at t = 0 may be this far from the current position [rad] (safety: a "
+        "larger jump is refused; upstream jumps)",
+        (0.0, 3.2),
+    ),
+    "constraints.stopped_velocity_tolerance": (
+        "goal velocity tolerance [rad/s]; 0 = off",
+        (0.0, 100.0),
+    ),
+    "constraints.goal_time": (
+        "how long after the last point the goal may take [s]; 0 = for ever",
+        (0.0, 600.0),
+    ),
+    "constraints.blocked_error": (
+        "a joint this far from its reference [rad] and not moving is blocked; 0 = off",
+        (0.0, 10.0),
+    ),
+    "constraints.blocked_speed": ("... slower than this [rad/s] ...", (0.0, 10.0)),
+    "constraints.blocked_time": (
+        "... for this long [s]: the goal aborts, the arm holds",
+        (0.0, 10.0),
+    ),
+}
+GAC_LIVE = {
+    "goal_tolerance": ("reached when |goal - position| is below this [rad | m]", (0.0, 1.0)),
+    "allow_stalling": ("a stalled jaw (holding an object) ends the goal successfully", None),
+    "stall_velocity_threshold": (
+        "slower than this the jaw counts as still [rad/s | m/s]",
+        (0.0, 10.0),
+    ),
+    "stall_timeout": ("still for this long = stalled [s]", (0.0, 60.0)),
+    "max_effort": ("effort when a goal gives 0, and after a cancel [N m | N]", (0.0, 1000.0)),
+    "max_speed": (
+        "the setpoint travels to a goal at this speed [rad/s | m/s]; 0 = it jumps (upstream)",
+        (0.0, 100.0),
+    ),
+}
+
+
+def finish_goal(handle, status: str) -> None:
+    """Put an action goal in its terminal state. rclpy has no public server-side cancel, so a
+    goal the controller cancels by itself (preempted gripper goal) goes through CANCELING."""
+    if not handle.is_active:
+        return
+    if status == "succeeded":
+        handle.succeed()
+    elif status == "canceled":
+        if not handle.is_cancel_requested:
+            handle._update_state(_rclpy.GoalEvent.CANCEL_GOAL)  # see the docstring
+        handle.canceled()
+    else:
+        handle.abort()
+
+
+def trajectory_msg(traj: JointTrajectory) -> TrajectoryMsg:
+    """A JointTrajectory message as the controller's plain values."""
+    points = [
+        TrajectoryPoint(seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
+        for p in traj.points
+    ]
+    has_effort = any(len(p.effort) for p in traj.points)
+    return TrajectoryMsg(list(traj.joint_names), points, seconds(traj.header.stamp), has_effort)
+
+
+def goal_tolerances(goal, names: JointPrefix) -> GoalTolerances:
+    """A goal's tolerances, their joints named as the model names them."""
+
+    def entries(items) -> list[JointTolerance]:
+        model = names.to_model([t.name for t in items])
+        return [
+            JointTolerance(n, t.position, t.velocity, t.acceleration)
+            for n, t in zip(model, items, strict=True)
+        ]
+
+    return GoalTolerances(
+        entries(goal.path_tolerance),
+        entries(goal.goal_tolerance),
+        seconds(goal.goal_time_tolerance),
+    )
+
+
+def declare_jtc(node: Node, params: JtcParams) -> JtcParams:
+    """Declare ``arm_controller.*`` (upstream names, with descriptions and ranges) with
+    ``params``' values as defaults; returns the parameters as declared (overrides applied)."""
+    pre = "arm_controller."
+    now = {
+        "allow_partial_joints_goal": params.allow_partial_joints_goal,
+        "allow_nonzero_velocity_at_trajectory_end": params.allow_nonzero_velocity_at_trajectory_end,
+        "cmd_timeout": params.cmd_timeout,
+        "start_tolerance": params.start_tolerance,
+        "constraints.stopped_velocity_tolerance": params.stopped_velocity_tolerance,
+        "constraints.goal_time": params.goal_time,
+        "constraints.blocked_error": params.blocked_error,
+        "constraints.blocked_speed": params.blocked_speed,
+        "constraints.blocked_time": params.blocked_time,
+    }
+    values = {
+        name.removeprefix("constraints."): declare_param(node, pre + name, now[name], text, limits)
+        for name, (text, limits) in JTC_LIVE.items()
+    }
+    interp = declare_param(
+        node,
+        pre + "interpolate_from_desired_state",
+        params.interpolate_from_desired_state,
+        "start a new trajectory from the last reference, not the measured state",
+        read_only=True,
+    )
+    trajectory, goal = [], []
+    for j, joint in enumerate(params.joints):
+        c = f"{pre}constraints.{joint}."
+        path_text = f"path tolerance of {joint} [rad]; 0 = off"
+        goal_text = f"goal tolerance of {joint} [rad]; 0 = off"
+        trajectory.append(
+            declare_param(node, c + "trajectory", params.trajectory[j], path_text, (0.0, 10.0))
+        )
+        goal.append(declare_param(node, c + "goal", params.goal[j], goal_text, (0.0, 10.0)))
+    return dataclasses.replace(
+        params,
+        trajectory=np.array(trajectory),
+        goal=np.array(goal),
+        interpolate_from_desired_state=interp,
+        **values,
+    )
+
+
+def declare_gac(node: Node, params: GacParams) -> GacParams:
+    """Declare ``gripper_controller.*`` with ``params``' values as defaults."""
+    pre = "gripper_controller."
+    values = {
+        name: declare_param(node, pre + name, getattr(params, name), text, limits)
+        for name, (text, limits) in GAC_LIVE.items()
+    }
+    return dataclasses.replace(params, **values)
+
+
+class ControllerServers:
+    """Action servers, topic and state publisher of one arm and one gripper controller.
+
+    now: the backend's loop clock [s] (sim time in the bridge, monotonic in the driver);
+    to_loop_time: a message stamp [s, ROS time] on that clock; ros_stamp: loop time → a
+    ``builtin_interfaces/Time`` for outgoing headers; arm_name, gripper_name: the controllers'
+    names, under which their actions and topics are served (``<arm_name>/follow_joint_trajectory``
+    ...); names: joint names on the wire (default: the model's). Raises ``InvalidInput`` for a
+    controller name ROS cannot use.
+    """
+
+    def __init__(
+        self,
+        node: Node,
+        arm: JointTrajectoryController,
+        gripper: GripperActionController,
+        lock: threading.RLock,
+        now: Callable[[], float],
+        to_loop_time: Callable[[float], float],
+        ros_stamp: Callable[[float], object],
+        monitor_rate: float,
+        state_rate: float,
+        arm_name: str = interfaces.ARM_CONTROLLER,
+        gripper_name: str = interfaces.GRIPPER_CONTROLLER,
+        names: JointPrefix | None = None,
+    ) -> None:
+        for name in (arm_name, gripper_name):
+            if not CONTROLLER_NAME.fullmatch(name):
+                raise InvalidInput(
+                    f"controller name {name!r} is not a ROS name (letters, digits, '_', and '/' "
+                    "between parts; not starting with a digit)"
+                )
+        self.node, self.arm, self.gripper, self.lock = node, arm, gripper, lock
+        self.now, self.to_loop_time, self.ros_stamp = now, to_loop_time, ros_stamp
+        self.names = names or JointPrefix("", (*arm.p.joints, gripper.p.joint))
+        self.topic = interfaces.under(arm_name, interfaces.JOINT_TRAJECTORY)
+        self.log = node.get_logger()
+        self.goals: dict[bytes, tuple[object, object]] = {}  # uuid -> (handle, future)
+        # more action servers on these controllers (the franka_gripper actions): they get every
+        # end too, since a goal of one can end a goal of another (a new gripper goal preempts)
+        self.also_deliver: list[Callable[[Sequence[GoalEnd | GripperEnd]], None]] = []
+        ActionServer(
+            node,
+            FollowJointTrajectory,
+            interfaces.under(arm_name, interfaces.FOLLOW_JOINT_TRAJECTORY),
+            self._execute,
+            goal_callback=self._check_arm,
+            handle_accepted_callback=self._accept_arm,
+            cancel_callback=self._cancel_arm,
+        )
+        ActionServer(
+            node,
+            GripperCommand,
+            interfaces.under(gripper_name, interfaces.GRIPPER_COMMAND),
+            self._execute,
+            goal_callback=self._check_gripper,
+            handle_accepted_callback=self._accept_gripper,
+            cancel_callback=self._cancel_gripper,
+        )
+        node.create_subscription(JointTrajectory, self.topic, self._on_topic, 10)
+        self.pub_state = node.create_publisher(
+            JointTrajectoryControllerState,
+            interfaces.under(arm_name, interfaces.CONTROLLER_STATE),
+            10,
+        )
+        node.create_timer(1.0 / monitor_rate, self._feedback)
+        node.create_timer(1.0 / state_rate, self._publish_state)
+        node.add_on_set_parameters_callback(self._on_parameters)
+
+    # --- delivery ----------------------------------------------------------------------------
+    def deliver(self, ends: Sequence[GoalEnd | GripperEnd]) -> None:
+        """Complete the futures of goals that ended (any thread); logs failures."""
+        if not ends:
+            return
+        for end in ends:
+            entry = self.goals.get(end.goal_id)
+            if entry is None or entry[1].done():
+                continue
+            text = self.names.text(end.error_string if isinstance(end, GoalEnd) else end.message)
+            if end.status == "aborted" and text != PREEMPTED:
+                self.log.warning(f"goal aborted: {text}")
+            else:
+                self.log.info(f"goal {end.status}: {text}")
+            entry[1].set_result(end)
+        for deliver in self.also_deliver:
+            deliver(ends)
+        self.node.executor.wake()
+        self.flush_warnings()
+
+    def flush_warnings(self) -> None:
+        while self.arm.warnings:
+            self.log.warning(self.names.text(self.arm.warnings.pop(0)))
+
+    async def _execute(self, handle):
+        key = bytes(handle.goal_id.uuid)
+        entry = self.goals.get(key)
+        end = await entry[1] if entry is not None else None
+        self.goals.pop(key, None)
+        if end is None:  # never registered: cannot happen unless accepted elsewhere
+            handle.abort()
+            return self._empty_result(handle)
+        finish_goal(handle, end.status)
+        if isinstance(end, GoalEnd):
+            return FJT(error_code=end.error_code, error_string=self.names.text(end.error_string))
+        return GripperCommand.Result(
+            position=end.position,
+            effort=end.effort,
+            stalled=end.stalled,
+            reached_goal=end.reached_goal,
+        )
+
+    @staticmethod
+    def _empty_result(handle):
+        if isinstance(handle.request, FollowJointTrajectory.Goal):
+            return FJT(error_code=FJT.INVALID_GOAL, error_string="goal lost")
+        return GripperCommand.Result()
+
+    def _register(self, handle) -> bytes:
+        key = bytes(handle.goal_id.uuid)
+        self.goals[key] = (handle, self.node.executor.create_future())
+        return key
+
+    # --- arm -----------------------------------------------------------------------------
+    def _check_arm(self, goal) -> GoalResponse:
+        self.log.info("Received new action goal")
+        try:
+            with self.lock:
+                self.arm.prepare(self._trajectory(self._timed(goal.trajectory)), self.now())
+        except Rejected as exc:
+            self.log.error(f"goal rejected: {self.names.text(str(exc))}")
+            return GoalResponse.REJECT
+        self.log.info("Accepted new action goal")
+        return GoalResponse.ACCEPT
+
+    def _trajectory(self, traj: JointTrajectory) -> TrajectoryMsg:
+        """The message as the controller's plain values, its joints named as the model's."""
+        msg = trajectory_msg(traj)
+        return msg._replace(joint_names=self.names.to_model(msg.joint_names))
+
+    def _timed(self, traj: JointTrajectory) -> JointTrajectory:
+        """The stamp moved onto the loop clock (0 stays 0: "now")."""
+        t = seconds(traj.header.stamp)
+        if t != 0.0:
+            traj.header.stamp = stamp(self.to_loop_time(t))
+        return traj
+
+    def _accept_arm(self, handle) -> None:
+        key = self._register(handle)
+        with self.lock:
+            now = self.now()
+            try:
+                prepared = self.arm.prepare(self._trajectory(handle.request.trajectory), now)
+            except Rejected as exc:  # the state changed since the goal was checked
+                ends = self.arm.stop(str(exc))
+                ends.append(GoalEnd(key, "aborted", FJT.INVALID_GOAL, str(exc)))
+            else:
+                tolerances = goal_tolerances(handle.request, self.names)
+                ends = self.arm.accept(key, prepared, tolerances)
+        handle.execute()
+        self.deliver(ends)
+
+    def _cancel_arm(self, handle) -> CancelResponse:
+        self.log.info("Got request to cancel goal")
+        with self.lock:
+            ends = self.arm.cancel(bytes(handle.goal_id.uuid))
+        self.deliver(ends)
+        return CancelResponse.ACCEPT
+
+    def _on_topic(self, msg: JointTrajectory) -> None:
+        with self.lock:
+            try:
+                self.arm.follow(self.arm.prepare(self._trajectory(self._timed(msg)), self.now()))
+            except Rejected as exc:
+                self.log.error(f"{self.topic} message ignored: {self.names.text(str(exc))}")
+
+    def _feedback(self) -> None:
+        with self.lock:
+            arm = self.arm
+            entry = self.goals.get(arm.goal_id) if arm.goal_id is not None else None
+            if entry is not None:
+                fb = FollowJointTrajectory.Feedback(joint_names=self.names.to_wire(arm.p.joints))
+                fb.header.stamp = self.ros_stamp(arm.time)
+                err = arm.error()
+                fb.desired = JointTrajectoryPoint(
+                    positions=arm.ref[0].tolist(),
+                    velocities=arm.ref[1].tolist(),
+                    accelerations=arm.ref[2].tolist(),
+                )
+                fb.actual = JointTrajectoryPoint(
+                    positions=arm.q.tolist(), velocities=arm.qd.tolist()
+                )
+                fb.error = JointTrajectoryPoint(
+                    positions=err[0].tolist(), velocities=err[1].tolist()
+                )
+                fb.index = arm.segment_index()
+                entry[0].publish_feedback(fb)
+            grip = self.gripper
+            entry = self.goals.get(grip.goal_id) if grip.goal_id is not None else None
+            if entry is not None:
+                entry[0].publish_feedback(
+                    GripperCommand.Feedback(position=grip.position, effort=grip.effort)
+                )
+
+    def _publish_state(self) -> None:
+        with self.lock:
+            arm = self.arm
+            if not arm.active:
+                return
+            msg = JointTrajectoryControllerState(joint_names=self.names.to_wire(arm.p.joints))
+            msg.header.stamp = self.ros_stamp(arm.time)
+            err = arm.error()
+            msg.reference = JointTrajectoryPoint(
+                positions=arm.ref[0].tolist(),
+                velocities=arm.ref[1].tolist(),
+                accelerations=arm.ref[2].tolist(),
+            )
+            msg.feedback = JointTrajectoryPoint(
+                positions=arm.q.tolist(), velocities=arm.qd.tolist()
+            )
+            msg.error = JointTrajectoryPoint(positions=err[0].tolist(), velocities=err[1].tolist())
+            msg.output = JointTrajectoryPoint(positions=arm.ref[0].tolist())
+            msg.speed_scaling_factor = 1.0
+        self.pub_state.publish(msg)
+
+    # --- gripper -------------------------------------------------------------------------
+    def _check_gripper(self, goal) -> GoalResponse:
+        try:
+            with self.lock:
+                self.gripper.check(goal.command.position, goal.command.max_effort)
+        except Rejected as exc:
+            self.log.error(f"gripper goal rejected: {self.names.text(str(exc))}")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _accept_gripper(self, handle) -> None:
+        key = self._register(handle)
+        command = handle.request.command
+        with self.lock:
+            try:
+                self.gripper.check(command.position, command.max_effort)
+            except Rejected as exc:
+                position = self.gripper.position
+                ends = [GripperEnd(key, "aborted", position, 0.0, False, False, str(exc))]
+            else:
+                ends = self.gripper.accept(key, command.position, command.max_effort, self.now())
+        handle.execute()
+        self.deliver(ends)
+
+    def _cancel_gripper(self, handle) -> CancelResponse:
+        with self.lock:
+            ends = self.gripper.cancel(bytes(handle.goal_id.uuid))
+        self.deliver(ends)
+        return CancelResponse.ACCEPT
+
+    # --- parameters ----------------------------------------------------------------------
+    def _on_parameters(self, params) -> SetParametersResult:
+        """Live controller parameters take effect on the next goal (as ros2_controllers');
+        an invalid value is refused with the reason."""
+        arm_changes, grip_changes, constraint = {}, {}, {}
+        for param in params:
+            name = param.name
+            if name.startswith("arm_controller.constraints.") and name.count(".") == 3:
+                _, _, joint, kind = name.split(".")
+                constraint[(joint, kind)] = param.value
+            elif name.startswith("arm_controller.") and name[15:] in JTC_LIVE:
+                key = name[15:].replace("constraints.", "")
+                arm_changes[key] = param.value
+            elif name.startswith("gripper_controller.") and name[19:] in GAC_LIVE:
+                grip_changes[name[19:]] = param.value
+        if not (arm_changes or grip_changes or constraint):
+            return SetParametersResult(successful=True)
+        with self.lock:
+            try:
+                p = self.arm.p
+                trajectory, goal = p.trajectory.copy(), p.goal.copy()
+                for (joint, kind), value in constraint.items():
+                    if joint not in p.joints or kind not in ("trajectory", "goal"):
+                        continue
+                    (trajectory if kind == "trajectory" else goal)[p.joints.index(joint)] = value
+                new_arm = dataclasses.replace(p, trajectory=trajectory, goal=goal, **arm_changes)
+                new_grip = dataclasses.replace(self.gripper.p, **grip_changes)
+            except (ValueError, TypeError) as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            self.arm.p, self.gripper.p = new_arm, new_grip
+        return SetParametersResult(successful=True)
