@@ -7,7 +7,9 @@ brute force over every triangle of a ``--subset``-point sphere (brute force on 5
 would take C(5000, 3) ≈ 2·10¹⁰ evaluations); both are run on the subset too, and must return
 the same triangle. The speed-up printed is brute force's time per evaluated triangle times
 C(n, 3), over the pruned search's time, on the same machine in the same run. Then one closing
-simulation (a soft cube squeezed by two tips) is timed. Last line: ``selection_speedup``.
+simulation (a soft cube squeezed by two tips) is timed, and the same cube squeezed 2 mm by two
+spheres is simulated by our lattice and by MuJoCo's flexcomp (times and the force difference).
+Last line: ``selection_speedup``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from physai_ros.core.grasp_planning.closing import Finger, close, node_contact_s
 from physai_ros.core.grasp_planning.contact_law import contact_law
 from physai_ros.core.grasp_planning.contacts import select_triangle, select_triangle_brute
 from physai_ros.core.grasp_planning.lattice import build_network, material
+from physai_ros.core.grasp_planning.mujoco_flex import Setup, flex_squeeze, lattice_squeeze
 from physai_ros.core.grasp_planning.objects import box, ellipsoid
 
 
@@ -81,6 +84,16 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"closing: {len(net.x0)} nodes, {result.steps} finger steps, {closing_cpu:.2f} s CPU; "
         f"squeeze {result.squeeze.sum():.3f} N vs rigid least {rigid:.3f} N"
+    )
+    flex_setup = Setup()
+    flex = flex_squeeze(flex_setup, (0.002,), settle=0.2)
+    ours = lattice_squeeze(flex_setup, (0.002,))
+    print(
+        f"squeeze 2 mm, 40 mm cube, 4 cells: ours {ours.force[0]:.3f} N, face "
+        f"{ours.indentation[0] * 1e3:.2f} mm, {ours.seconds:.2f} s wall; MuJoCo flex "
+        f"{flex.force[0]:.3f} N, face {flex.indentation[0] * 1e3:.2f} mm, "
+        f"{flex.seconds:.2f} s wall; force difference "
+        f"{(flex.force[0] / ours.force[0] - 1) * 100:+.1f} %"
     )
     print(f"selection_speedup = {speedup:.3g}")
     return 0 if same else 1
