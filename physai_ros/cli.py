@@ -4,6 +4,7 @@
     physai bench <area> [...]      benchmark ratios measured in one run (last line: metric = value)
     physai bringup <graph> [...]   start a node graph where launch_ros is absent
     physai trials [...]            record pick trials (real or emulated arm) with Wilson intervals
+    physai plan [...]              plan a grasp of a soft object (seed 003)
 
 Lessons and benchmarks are modules in ``physai_ros.experiments`` exposing
 ``add_arguments(parser)`` and ``run(args) -> int``; they are mounted here by name so the CLI
@@ -31,6 +32,7 @@ BENCHMARKS = {
     "sim": ("physai_ros.experiments.bench_sim", "sim bridge real-time factor vs raw mj_step"),
     "pick": ("physai_ros.experiments.bench_pick", "240-grasp sweep vs raw mj_step"),
     "bus": ("physai_ros.experiments.bench_bus", "servo bus loop rate vs byte-time limit"),
+    "plan": ("physai_ros.experiments.bench_plan", "contact selection vs brute force, closing cost"),
 }
 
 
@@ -88,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     bringup.add_arguments(up)
     up.set_defaults(_run=bringup.run)
 
+    _mount(
+        commands,
+        "plan",
+        "physai_ros.experiments.plan",
+        "plan a grasp of a soft object: contacts, pre-grasp, force targets (seed 003)",
+    )
     _mount(
         commands,
         "trials",

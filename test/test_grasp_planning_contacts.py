@@ -14,6 +14,7 @@ from itertools import combinations
 import numpy as np
 import pytest
 
+from physai_ros.core.grasp_planning import contacts
 from physai_ros.core.grasp_planning.contacts import (
     Jaw,
     NoGrasp,
@@ -54,6 +55,17 @@ def test_pruned_selection_equals_brute_force(shape, seed, mu):
     assert fast.indices == brute.indices
     assert fast.q1 == brute.q1 and fast.q2 == brute.q2
     # not naive: far fewer exact evaluations than C(n, 3)
+    assert fast.evaluated < brute.evaluated / 5
+
+
+@pytest.mark.parametrize(("shape", "seed", "mu"), [("sphere", 7, 0.5), ("box", 8, 1.0)])
+def test_subsample_seeded_search_equals_brute_force(shape, seed, mu, monkeypatch):
+    # the seed (best triangle of every 3rd point) sets the radius; the answer must not change
+    monkeypatch.setattr(contacts, "_SEED_MIN", 40)
+    monkeypatch.setattr(contacts, "_SEED_STRIDE", 3)
+    obj = _jittered(shape, seed, 0.013)
+    fast, brute = select_triangle(obj, mu), select_triangle_brute(obj, mu)
+    assert (fast.indices, fast.q1, fast.q2) == (brute.indices, brute.q1, brute.q2)
     assert fast.evaluated < brute.evaluated / 5
 
 
@@ -119,10 +131,11 @@ def _pair_brute(obj: SurfaceObject, mu: float, jaw: Jaw) -> tuple[int, int]:
             continue
         rel = obj.com - obj.points[i]
         q2 = round(float(np.linalg.norm(rel - (rel @ u) * u)), 12)  # picometre ties
-        if best is None or (q2, i, j) < best:
-            best = (q2, i, j)
+        align = round(min(-obj.normals[i] @ u, obj.normals[j] @ u), 12)
+        if best is None or (q2, -align, i, j) < best:
+            best = (q2, -align, i, j)
     assert best is not None
-    return best[1], best[2]
+    return best[2], best[3]
 
 
 @pytest.mark.parametrize("shape", ["box", "sphere", "cylinder", "ellipsoid"])

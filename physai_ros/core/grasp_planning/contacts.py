@@ -11,9 +11,11 @@ chosen; ties go to the smaller Q1, then the smaller point indices.
 Not naive: Q2 ≤ r bounds everything. The centre lies in every contact's friction cone, so a
 point whose cone passes farther than r from the centre of mass is out; the third vertex is
 3·centre − pᵢ − pⱼ, so it lies within 3r of 3·com − pᵢ − pⱼ (a k-d tree answers that); the law
-of sines bounds the other two edges by the first. With r doubled from the sample spacing until
-a valid triangle with Q2 ≤ r appears, the answer is exactly brute force's (every triangle with
-Q2 ≤ r passes every filter), at a small fraction of C(n, 3) evaluations.
+of sines bounds the other two edges by the first. r starts at the Q2 of the best triangle of
+every 8th point (a valid triangle of the whole set, so the best has Q2 ≤ r) or, on small sets,
+at half the sample spacing, growing ×4 until a valid triangle with Q2 ≤ r appears. The answer
+is exactly brute force's (every triangle with Q2 ≤ r passes every filter), at a small fraction
+of C(n, 3) evaluations.
 
 Two jaws. Antipodal pairs: the jaw axis lies within each contact's friction cone, the width
 within the jaw's opening; Q2 is the distance of the centre of mass from the axis. A hinged jaw
@@ -38,6 +40,8 @@ _SLACK = 1e-9  # relative slack on the pruning bounds (floating point), never on
 _F32 = 1e-5  # relative slack where bounds are computed in float32
 _CHUNK = 300_000  # pair evaluations per vectorised block (fits the cache better than more)
 _BATCH = 16384  # candidate pairs per k-d tree query, visited best bound first
+_SEED_MIN = 1000  # points from which a subsample's best triangle seeds the search radius
+_SEED_STRIDE = 8  # every 8th point forms that subsample
 _Q2_DECIMALS = 12  # two-jaw Q2 compared to a picometre (symmetric pairs tie exactly)
 
 
@@ -167,9 +171,12 @@ def _candidate_pairs(
     each vertex's cone distance ≤ r; the third vertex 3·centre − pᵢ − pⱼ lies within 3r of
     q = 3·com − pᵢ − pⱼ, so some surface point has |p − com| within 3r of |q − com|; the law of
     sines bounds the two other edges by this one. With x = p − com every quantity is a function
-    of |xᵢ|², |xⱼ|² and xᵢ·xⱼ, so one matrix product per block of rows gives them all.
+    of |xᵢ|², |xⱼ|² and xᵢ·xⱼ, so one Gram block per block of rows gives them all. The
+    shell test runs first on the whole block (it removes most pairs: on a sphere it keeps the
+    pairs about 120° apart); the edge bounds run only on its survivors.
     """
     x = (obj.points[cand] - obj.com).astype(np.float32)  # bounds only; the answer is float64
+    xt = np.ascontiguousarray(x.T)
     rho2 = np.einsum("ij,ij->i", x, x)
     rho = np.sort(np.sqrt(rho2)) if len(rho2) > 1 else np.repeat(np.sqrt(rho2), 2)
     eps = _F32 * float(np.sqrt(rho2.max()))  # [m] float32 rounding of the quantities below
@@ -184,34 +191,60 @@ def _candidate_pairs(
     out_i, out_j, out_lb = [], [], []
     for r0 in range(0, m, block):
         r1 = min(m, r0 + block)
-        gram = x[r0:r1] @ x[r0:].T
-        ri, rj = rho2[r0:r1, None], rho2[None, r0:]
-        edge = np.sqrt(np.maximum(ri + rj - 2 * gram, 0.0))
-        dq = np.sqrt(np.maximum(ri + rj + 2 * gram, 0.0))
-        da = np.sqrt(np.maximum(4 * ri + rj + 4 * gram, 0.0))
-        db = np.sqrt(np.maximum(ri + 4 * rj + 4 * gram, 0.0))
-        cell = np.minimum((dq / slack).astype(np.int64), len(occupied) - 1)
+        # row a is point r0 + a, column b is point r0 + b; three broadcasts, not a BLAS call
+        # (an inner dimension of 3 makes BLAS slow and, threaded on a loaded machine, erratic)
+        rows, cols = x[r0:r1], xt[:, r0:]
+        gram = rows[:, 0, None] * cols[0]
+        gram += rows[:, 1, None] * cols[1]
+        gram += rows[:, 2, None] * cols[2]
+        dq_block = np.sqrt(np.maximum(rho2[r0:r1, None] + rho2[None, r0:] + 2 * gram, 0.0))
+        cell = np.minimum((dq_block / slack).astype(np.int64), len(occupied) - 1)
+        a, b = np.nonzero(occupied[cell])
+        upper = a < b
+        a, b = a[upper], b[upper]
+        ri, rj, g = rho2[r0 + a], rho2[r0 + b], gram[a, b]
+        edge = np.sqrt(np.maximum(ri + rj - 2 * g, 0.0))
+        dq = np.sqrt(np.maximum(ri + rj + 2 * g, 0.0))
+        da = np.sqrt(np.maximum(4 * ri + rj + 4 * g, 0.0))
+        db = np.sqrt(np.maximum(ri + 4 * rj + 4 * g, 0.0))
         keep = (
-            occupied[cell]
-            & (edge > 0)
-            & (np.arange(r0, r1)[:, None] < np.arange(r0, m)[None, :])
+            (edge > 0)
             & (da >= ratio * edge - slack)
             & (da <= edge / ratio + slack)
             & (db >= ratio * edge - slack)
             & (db <= edge / ratio + slack)
         )
-        a, b = np.nonzero(keep)
-        e, a_d, b_d, d_q = edge[a, b], da[a, b], db[a, b], dq[a, b]
-        i, j = cand[r0 + a], cand[r0 + b]
+        e, a_d, b_d, d_q = edge[keep], da[keep], db[keep], dq[keep]
+        i, j = cand[r0 + a[keep]], cand[r0 + b[keep]]
         k = np.clip(np.searchsorted(rho, d_q), 1, len(rho) - 1)
         shell = np.minimum(np.abs(rho[k] - d_q), np.abs(rho[k - 1] - d_q))
         bound = np.maximum(np.maximum(lb[i], lb[j]), shell / 3)
         for d in (a_d, b_d):
             bound = np.maximum(bound, np.maximum(ratio * e - d, d - e / ratio) / 3)
-        out_i.append(i)
-        out_j.append(j)
-        out_lb.append(np.maximum(bound.astype(float) - eps, 0.0))
+        bound = np.maximum(bound.astype(float) - eps, 0.0)
+        near = bound <= radius * (1 + _SLACK)
+        out_i.append(i[near])
+        out_j.append(j[near])
+        out_lb.append(bound[near])
     return np.concatenate(out_i), np.concatenate(out_j), np.concatenate(out_lb)
+
+
+def _seed(obj: SurfaceObject, mu: float, band: float) -> TriangleGrasp | None:
+    """The best triangle of every ``_SEED_STRIDE``-th point, or None (small set, or none there).
+
+    Its triangle is a triangle of the whole set, with the same Q1, Q2 and cone test, so its Q2
+    is an upper bound on the best: the whole search can start at that radius, in one round,
+    and still return exactly brute force's answer.
+    """
+    if len(obj.points) < _SEED_MIN:
+        return None
+    keep = np.arange(0, len(obj.points), _SEED_STRIDE)
+    sub = SurfaceObject(obj.name, obj.points[keep], obj.normals[keep], obj.com, obj.contains)
+    try:
+        found = select_triangle(sub, mu, band)
+    except NoGrasp:
+        return None
+    return found._replace(indices=tuple(int(keep[i]) for i in found.indices))
 
 
 def select_triangle(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> TriangleGrasp:
@@ -233,13 +266,20 @@ def select_triangle(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> Tri
         min(math.pi / 3 + worst, math.pi / 2)
     )
     radius, r_max = max(spacing / 2, 1e-12), obj.size * (1 + _SLACK)
-    evaluated = 0
+    seed = _seed(obj, mu, band)
+    evaluated = 0 if seed is None else seed.evaluated
+    if seed is not None:
+        radius = max(seed.q2, 1e-12)
     while True:
         cand = np.flatnonzero(lb <= radius * (1 + _SLACK))
         ii, jj, bound = _candidate_pairs(obj, cand, lb, radius, ratio)
         best_key: tuple | None = None
         best_tri = np.zeros((0, 3), dtype=int)
         best_q1 = best_q2 = np.zeros(0)
+        if seed is not None:  # the incumbent: a valid triangle with Q2 = radius
+            best_key = (seed.q2, seed.q1, *seed.indices)
+            best_tri = np.array([seed.indices])
+            best_q1, best_q2 = np.array([seed.q1]), np.array([seed.q2])
         while bound.size:
             limit = radius if best_key is None else min(radius, best_key[0])
             alive = bound <= limit * (1 + _SLACK)
@@ -289,7 +329,8 @@ def select_triangle(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> Tri
 
 
 def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
-    """The best antipodal pair for ``jaw`` (smallest Q2, then indices), all ordered pairs.
+    """The best antipodal pair for ``jaw``: smallest Q2; among equal Q2 the pair whose normals
+    are best aligned with the axis (the least friction spent on the tilt); then indices.
 
     Exhaustive but vectorised in blocks: n² pairs cost what n³ triangles would not. Contact i
     is on the fixed jaw, j on the moving one, so j's cone is narrowed by the tilt.
@@ -298,7 +339,7 @@ def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
     phi = math.atan(mu)
     pts, inward = obj.points, -obj.normals
     n = len(pts)
-    best: tuple[float, int, int] | None = None
+    best: tuple[float, float, int, int] | None = None
     evaluated = 0
     for start in range(0, n, max(1, _CHUNK // n)):
         rows = np.arange(start, min(n, start + max(1, _CHUNK // n)))
@@ -323,9 +364,11 @@ def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
             continue
         rel = obj.com - pts[a[ok]]
         q2 = np.linalg.norm(rel - np.einsum("ij,ij->i", rel, axis[ok])[:, None] * axis[ok], axis=1)
-        q2 = np.round(q2, _Q2_DECIMALS)  # equal to a picometre is a tie: indices decide
-        k = int(np.lexsort((b[ok], a[ok], q2))[0])
-        cand = (float(q2[k]), int(a[ok][k]), int(b[ok][k]))
+        q2 = np.round(q2, _Q2_DECIMALS)  # equal to a picometre is a tie
+        # ties: the pair whose worse normal is best aligned with the axis, then indices
+        align = np.round(np.minimum(cos_i[ok], cos_j[ok]), _Q2_DECIMALS)
+        k = int(np.lexsort((b[ok], a[ok], -align, q2))[0])
+        cand = (float(q2[k]), -float(align[k]), int(a[ok][k]), int(b[ok][k]))
         if best is None or cand < best:
             best = cand
     if best is None:
@@ -333,7 +376,7 @@ def select_pair(obj: SurfaceObject, mu: float, jaw: Jaw) -> JawGrasp:
             f"no antipodal pair within {jaw.name}'s opening [{jaw.min_width}, {jaw.max_width}] m "
             f"with both normals inside the friction cone (μ = {mu})"
         )
-    q2, i, j = best
+    q2, _, i, j = best
     d = pts[j] - pts[i]
     width = float(np.linalg.norm(d))
     return JawGrasp((i, j), width, q2, d / width, float(jaw.tilt(np.array([width]))[0]), evaluated)

@@ -112,7 +112,7 @@ def build_network(
     mass: float,
     spacing: float,
     damping_ratio: float = 0.5,
-    skin_per_edge: int = 4,
+    skin_per_edge: int = 2,
 ) -> Network:
     """Fill ``obj`` with a cubic lattice of ``spacing`` [m]; total ``mass`` [kg].
 

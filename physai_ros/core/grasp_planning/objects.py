@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial import cKDTree
 
+from physai_ros.core.grasp import _positive  # one positive-number check for the package
 from physai_ros.errors import InvalidInput
 
 SHAPES = ("box", "sphere", "cylinder", "ellipsoid")
@@ -43,13 +44,6 @@ class SurfaceObject:
     def size(self) -> float:
         """Largest distance of a surface point from the centre of mass [m]."""
         return float(np.max(np.linalg.norm(self.points - self.com, axis=1)))
-
-
-def _positive(name: str, value: float) -> float:
-    value = float(value)
-    if not math.isfinite(value) or value <= 0.0:
-        raise InvalidInput(f"{name} must be a positive finite number, got {value!r}")
-    return value
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

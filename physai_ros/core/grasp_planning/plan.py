@@ -1,0 +1,196 @@
+"""The grasp planning pipeline (seed 003) and its JSON-ready result.
+
+contacts (Q1/Q2 or antipodal) → quality (force closure, ε) → pre-grasp (arm IK; unreachable
+grasps are rejected with the reason and the next-best grasp is tried) → closing on the
+mass–spring body to static equilibrium → force targets for the real hand's force-controlled
+close. Every failure is an exception with its reason, never a silent best effort.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from physai_ros.core.grasp import cone_ratio
+from physai_ros.core.grasp_planning.closing import (
+    ClosingConfig,
+    ClosingResult,
+    Finger,
+    close,
+    node_contact_stiffness,
+)
+from physai_ros.core.grasp_planning.contact_law import contact_law
+from physai_ros.core.grasp_planning.contacts import NoGrasp, select_pair, select_triangle
+from physai_ros.core.grasp_planning.lattice import build_network, material
+from physai_ros.core.grasp_planning.objects import SurfaceObject
+from physai_ros.core.grasp_planning.pregrasp import PreGrasp, Unreachable, arm_spec, solve_pregrasp
+from physai_ros.core.grasp_planning.quality import grasp_quality
+from physai_ros.errors import InvalidInput
+
+HANDS = ("barrett", "panda", "so101")
+TIP_RADIUS = {"barrett": 0.012, "panda": 0.01, "so101": 0.01}
+"""Fingertip radius [m]. Barrett: 12 mm, about half the BH8-282 finger width (24 mm), since
+no public model gives a tip radius. Panda/SO-101 pads are flat: a 10 mm sphere stands in for
+the pad (the seed's contact model needs a hemisphere; a larger cap touches a small object's
+edges and makes every closing step several times slower)."""
+TORSION = 0.005  # [m] soft-finger torsional friction length of the flat jaw pads (MuJoCo's)
+RETRIES = 5  # next-best grasps tried after an unreachable pre-grasp
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What to plan: material E [Pa] and ν, μ, mass [kg], lattice cells across the object."""
+
+    hand: str
+    young: float
+    poisson: float
+    mu: float
+    mass: float
+    cells: int = 6
+    closing: ClosingConfig = field(default_factory=ClosingConfig)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The planned grasp (object frame, SI units) — see :func:`to_json` for the fields."""
+
+    hand: str
+    contacts: np.ndarray
+    normals: np.ndarray
+    q1: float | None
+    q2: float
+    force_closure: bool
+    epsilon: float
+    pregrasp: PreGrasp | None
+    pregrasp_note: str
+    rejected: list[str]
+    closing: ClosingResult
+    cone_ratio: float
+    rigid_squeeze: float
+
+
+def _validate(req: PlanRequest) -> None:
+    if req.hand not in HANDS:
+        raise InvalidInput(f"unknown hand {req.hand!r}; valid choices: {list(HANDS)}")
+    material(req.young, req.poisson)  # raises on E ≤ 0, ν outside [0, 0.5)
+    if not (math.isfinite(req.mu) and req.mu > 0):
+        raise InvalidInput(f"mu must be finite and > 0, got {req.mu!r}")
+    if not (math.isfinite(req.mass) and req.mass > 0):
+        raise InvalidInput(f"mass must be finite and > 0 [kg], got {req.mass!r}")
+    if req.cells < 3:
+        raise InvalidInput(f"cells must be ≥ 3 across the object, got {req.cells!r}")
+
+
+def _without(obj: SurfaceObject, near: np.ndarray, radius: float) -> SurfaceObject:
+    """The object minus its points within ``radius`` of ``near``: the next-best grasp."""
+    keep = np.all(np.linalg.norm(obj.points[:, None] - near[None], axis=2) > radius, axis=1)
+    return replace(obj, points=obj.points[keep], normals=obj.normals[keep])
+
+
+def plan(
+    obj: SurfaceObject, req: PlanRequest, progress: Callable[[int], None] | None = None
+) -> Plan:
+    """Run the whole pipeline on ``obj`` (object frame, centre of mass at ``obj.com``)."""
+    _validate(req)
+    radius = TIP_RADIUS[req.hand]
+    rejected: list[str] = []
+    candidate = obj
+    for _ in range(RETRIES + 1):
+        if req.hand == "barrett":
+            tri = select_triangle(candidate, req.mu)
+            idx = list(tri.indices)
+            q1, q2 = tri.q1, tri.q2
+            pts, nrm = candidate.points[idx], candidate.normals[idx]
+            quality = grasp_quality(pts, -nrm, obj.com, req.mu, torque_scale=obj.size)
+            pre, note = (
+                None,
+                (
+                    "not computed: the embedded Barrett hand model and its finger IK are not part "
+                    "of this version; contacts, quality and forces are"
+                ),
+            )
+            centre = tri.centre
+            break
+        spec = arm_spec(req.hand)
+        pair = select_pair(candidate, req.mu, spec.jaw)
+        idx = list(pair.indices)
+        q1, q2 = None, pair.q2
+        pts, nrm = candidate.points[idx], candidate.normals[idx]
+        quality = grasp_quality(pts, -nrm, obj.com, req.mu, torsion=TORSION, torque_scale=obj.size)
+        centre = pts.mean(axis=0)
+        lift = np.array([0.0, 0.0, -float(obj.points[:, 2].min())])  # resting on the table
+        try:
+            pre = solve_pregrasp(spec, centre + lift, pair.axis)
+            note = f"reached with approach direction {np.round(pre.approach, 3).tolist()}"
+            break
+        except Unreachable as exc:
+            rejected.append(str(exc))
+            candidate = _without(candidate, pts, 2 * radius)
+    else:
+        raise NoGrasp("no reachable grasp; rejected: " + " | ".join(rejected))
+
+    mat = material(req.young, req.poisson)
+    extent = float(np.max(obj.points.max(axis=0) - obj.points.min(axis=0)))
+    net = build_network(obj, mat, req.mass, extent / req.cells)
+    law = contact_law(node_contact_stiffness(net), req.mu, req.poisson)
+    fingers = []
+    for p in pts:
+        direction = centre - p
+        direction /= np.linalg.norm(direction)
+        fingers.append(Finger(p - (radius + 0.5 * net.spacing) * direction, direction, radius))
+    result = close(net, fingers, law, req.closing, progress)
+    ratio = cone_ratio(req.mu, np.abs(result.squeeze), req.mass, g=req.closing.gravity)
+    rigid = req.mass * req.closing.gravity / req.mu
+    return Plan(
+        req.hand,
+        pts,
+        nrm,
+        q1,
+        q2,
+        quality.force_closure,
+        quality.epsilon,
+        pre,
+        note,
+        rejected,
+        result,
+        ratio,
+        rigid,
+    )
+
+
+def to_json(p: Plan) -> dict[str, Any]:
+    """Plain JSON types; units in the key names."""
+    r = p.closing
+    disp = np.linalg.norm(r.x - r.x0, axis=1)
+    return {
+        "hand": p.hand,
+        "contacts_m": np.round(p.contacts, 6).tolist(),
+        "normals": np.round(p.normals, 6).tolist(),
+        "q1_rad": p.q1,
+        "q2_m": p.q2,
+        "force_closure": p.force_closure,
+        "epsilon": p.epsilon,
+        "pregrasp": None
+        if p.pregrasp is None
+        else {
+            "joints_rad": np.round(p.pregrasp.q, 6).tolist(),
+            "tool_position_m": np.round(p.pregrasp.position, 6).tolist(),
+            "tool_quat_wxyz": np.round(p.pregrasp.quat, 6).tolist(),
+            "error_m": p.pregrasp.error,
+        },
+        "pregrasp_note": p.pregrasp_note,
+        "rejected": p.rejected,
+        "finger_forces_N": np.round(r.finger_forces, 6).tolist(),
+        "force_targets_N": np.round(r.squeeze, 6).tolist(),
+        "finger_tips_m": np.round(r.tips, 6).tolist(),
+        "cone_ratio": p.cone_ratio,
+        "rigid_least_squeeze_N": p.rigid_squeeze,
+        "max_deformation_m": float(disp.max()),
+        "residual_force_N": r.residual_force,
+        "residual_torque_Nm": r.residual_torque,
+        "closing_steps": r.steps,
+    }

@@ -1,0 +1,124 @@
+"""``physai plan``: plan a grasp of a soft object (seed 003) and draw it.
+
+    physai plan --object sphere --hand barrett --young 5e4 --poisson 0.3 --mu 0.6 --mass 0.05
+    physai plan --object box --size 0.04 --hand panda --json
+    physai plan --object part.stl --scale 0.001 --hand so101
+
+Prints the chosen contacts, Q1, Q2, force closure and ε, the pre-grasp, the force targets for
+the real hand's force-controlled close, and writes a picture (object, contacts, force arrows,
+deformation as colour) under ``--output``. ``--json`` prints one JSON object instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from physai_ros.core.grasp_planning.objects import SHAPES, from_mesh, primitive
+from physai_ros.core.grasp_planning.plan import HANDS, Plan, PlanRequest, plan, to_json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--object", default="sphere", help=f"{'|'.join(SHAPES)} or a mesh file (.stl/.obj)"
+    )
+    parser.add_argument(
+        "--size",
+        type=float,
+        default=0.05,
+        help="characteristic size of a primitive [m] (cube edge, diameter)",
+    )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="mesh coordinates × scale = metres (0.001 for millimetres)",
+    )
+    parser.add_argument(
+        "--spacing",
+        type=float,
+        default=0.004,
+        help="distance between surface points [m] (point density)",
+    )
+    parser.add_argument("--hand", choices=HANDS, default="barrett", help="hand or gripper")
+    parser.add_argument("--young", type=float, default=5e4, help="Young's modulus E [Pa]")
+    parser.add_argument("--poisson", type=float, default=0.3, help="Poisson ratio ν, in [0, 0.5)")
+    parser.add_argument("--mu", type=float, default=0.6, help="fingertip–object friction μ")
+    parser.add_argument("--mass", type=float, default=0.05, help="object mass [kg]")
+    parser.add_argument(
+        "--cells", type=int, default=6, help="mass–spring lattice cells across the object"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON only")
+    parser.add_argument("--output", default="physai_output/plan", help="directory for the PNG")
+
+
+def _object(args: argparse.Namespace):
+    if args.object in SHAPES:
+        return primitive(args.object, args.size, args.spacing)
+    return from_mesh(args.object, args.spacing, args.scale)
+
+
+def draw(result: Plan, path: Path) -> Path:
+    """Object (deformed skin coloured by displacement), contacts, force arrows, tips."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    r = result.closing
+    disp = np.linalg.norm(r.x - r.x0, axis=1)
+    fig = plt.figure(figsize=(7, 6))
+    ax = fig.add_subplot(projection="3d")
+    sc = ax.scatter(*r.x.T, c=disp * 1e3, cmap="viridis", s=6)
+    fig.colorbar(sc, ax=ax, shrink=0.6, label="deformation [mm]")
+    ax.scatter(*result.contacts.T, c="red", s=40, label="contacts")
+    scale = 0.3 * float(np.ptp(r.x0, axis=0).max()) / max(np.abs(r.finger_forces).max(), 1e-9)
+    for tip, force in zip(r.tips, r.finger_forces, strict=True):
+        ax.quiver(*(tip - force * scale), *(force * scale), color="red")
+    ax.scatter(*r.tips.T, c="black", s=60, marker="o", label="fingertip centres")
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_zlabel("z [m]")
+    ax.set_title(f"{result.hand}: targets {np.round(r.squeeze, 3).tolist()} N")
+    ax.legend(loc="upper left")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    obj = _object(args)
+    req = PlanRequest(args.hand, args.young, args.poisson, args.mu, args.mass, args.cells)
+    with tqdm(desc="closing steps", disable=args.json, unit="step") as bar:
+        result = plan(obj, req, progress=lambda n: bar.update(n - bar.n))
+    data = to_json(result)
+    picture = draw(result, Path(args.output) / f"plan_{args.hand}_{obj.name}.png")
+    data["picture"] = str(picture)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    print(f"object: {obj.name}, {len(obj.points)} surface points; hand: {args.hand}")
+    for i, (p, n) in enumerate(zip(data["contacts_m"], data["normals"], strict=True)):
+        print(f"  contact {i}: {np.round(p, 4).tolist()} m, normal {np.round(n, 3).tolist()}")
+    q1 = "—" if data["q1_rad"] is None else f"{data['q1_rad']:.4f} rad"
+    print(
+        f"Q1 {q1}, Q2 {data['q2_m'] * 1e3:.3f} mm, force closure {data['force_closure']}, "
+        f"ε {data['epsilon']:.4f}"
+    )
+    print(f"pre-grasp: {data['pregrasp_note']}")
+    if data["pregrasp"] is not None:
+        print(f"  joints [rad]: {data['pregrasp']['joints_rad']}")
+    for msg in data["rejected"]:
+        print(f"  rejected: {msg}")
+    print(
+        f"force targets [N]: {data['force_targets_N']} (rigid least squeeze "
+        f"{data['rigid_least_squeeze_N']:.3f} N in total; cone ratio {data['cone_ratio']:.2f})"
+    )
+    print(f"max deformation {data['max_deformation_m'] * 1e3:.2f} mm; picture: {picture}")
+    return 0
