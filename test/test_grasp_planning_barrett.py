@@ -15,6 +15,7 @@ from physai_ros.core.grasp_planning.contacts import NoGrasp, select_triangle
 from physai_ros.core.grasp_planning.objects import SurfaceObject, primitive
 from physai_ros.core.grasp_planning.plan import PlanRequest, plan, to_json
 from physai_ros.core.grasp_planning.pregrasp import Unreachable
+from physai_ros.errors import InvalidInput
 from physai_ros.models import load_robot_spec
 from physai_ros.models.barrett import (
     PANDA_ARM,
@@ -204,3 +205,9 @@ def test_plan_rejects_every_grasp_of_an_object_too_big(monkeypatch):
     req = PlanRequest("barrett", 5e4, 0.3, MU, 0.05, cells=3)
     with pytest.raises(NoGrasp, match="no reachable grasp; rejected: barrett"):
         plan(primitive("sphere", 0.3, 0.06), req)
+
+
+def test_finger_ik_refuses_other_than_three_contacts():
+    pts = np.zeros((2, 3))
+    with pytest.raises(InvalidInput, match="need 3 contacts"):
+        bh.solve_fingers(pts, pts, np.zeros(3), np.array([0.0, 0.0, 1.0]), pts)

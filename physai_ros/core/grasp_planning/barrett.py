@@ -39,6 +39,7 @@ from scipy.spatial import cKDTree
 from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.core.kinematics import solve_ik
 from physai_ros.errors import InvalidInput
+from physai_ros.models import load_robot_spec
 from physai_ros.models.barrett import PANDA_ARM, PANDA_PREFIX, load_panda_barrett_spec
 
 # BH8-282 kinematics (sources in physai_ros/models/barrett.xml and docs/grasp_planning.md) [m, rad]
@@ -61,7 +62,6 @@ ARM_TRIES = 8  # accepted finger solutions offered to the arm
 ARM_POS_TOL = 1e-3  # [m]
 ARM_ROT_TOL = math.radians(2.0)  # [rad]
 OBJECT_POS = np.array([0.5, 0.0, 0.0])  # object centre over the table in front of the Panda
-PANDA_READY = np.array([0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853])  # its home pose
 
 _KNUCKLE_X = np.array([-AW, AW, 0.0])  # F1, F2, F3
 _GRID = np.linspace(0.0, INNER_MAX, round(math.degrees(INNER_MAX) * 20) + 1)
@@ -257,7 +257,8 @@ def solve_barrett_pregrasp(
     solutions = solve_fingers(contacts, normals, centre, normal, surface, -object_pos[2])
     model = load_panda_barrett_spec().compile()
     data = mujoco.MjData(model)
-    for name, value in zip(PANDA_ARM, PANDA_READY, strict=True):
+    home = load_robot_spec("panda").compile().key("home").qpos[: len(PANDA_ARM)]  # IK start
+    for name, value in zip(PANDA_ARM, home, strict=True):
         data.qpos[model.joint(name).qposadr[0]] = value
     palm = PANDA_PREFIX + "bh_palm"
     base_to_palm = np.array([0.0, 0.0, PALM_FACE])
@@ -272,7 +273,7 @@ def solve_barrett_pregrasp(
             palm,
             target,
             PANDA_ARM,
-            PANDA_READY,
+            home,
             quat,
             tol=ARM_POS_TOL / 10,
             rot_tol=ARM_ROT_TOL / 10,
