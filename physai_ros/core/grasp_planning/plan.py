@@ -106,8 +106,8 @@ def plan(
     radius = TIP_RADIUS[req.hand]
     rejected: list[str] = []
     candidate = obj
+    lift = np.array([0.0, 0.0, -float(obj.points[:, 2].min())])  # resting on the table
     for _ in range(RETRIES + 1):
-        lift = np.array([0.0, 0.0, -float(obj.points[:, 2].min())])  # resting on the table
         if req.hand == "barrett":
             tri = select_triangle(candidate, req.mu)
             idx = list(tri.indices)
