@@ -7,7 +7,8 @@ changes the length of the TCP line (how far the palm is from the grasp centre) a
 again. On the BH8-282 each finger has one motor (outer joint = 0.3443 × inner) and F1/F2
 share the spread, so a finger cannot reach an arbitrary point: it traces a curve in a plane.
 What is left free once the TCP line is fixed — the palm's side of the triangle, its turn
-about the line, which finger takes which contact, and the line's length — is searched:
+about the line, which finger takes which contact, and the line's length — is searched
+(the turn is set so F3's fixed plane passes through its target, then varied by ±3°):
 
 - a fingertip is a hemisphere of radius R; it touches contact p with outward normal n when
   its centre is at p + R n (the target);
@@ -15,10 +16,10 @@ about the line, which finger takes which contact, and the line's length — is s
   target; the hand takes their mean, and each finger's spread error is its distance from
   it; F3 (no spread) errs by the angle between its fixed plane and its target;
 - curl: with the outer joint coupled, the inner angle that brings the tip centre closest to
-  the target is found on a 0.05° grid; the residual distance over the distance from the
-  inner joint to the target is the inner joint's error (the turn that would close the gap);
+  the target is found on a 0.05° grid; asin(residual distance ÷ distance from the inner
+  joint to the target) is the inner joint's error (the turn that would close the gap);
 - accepted when every spread and inner-joint error is ≤ 2°, at the shortest TCP length
-  (lengths from the one where the object just clears the palm, in 2 mm steps).
+  (lengths from the one where the object just clears the palm, in 1 mm steps, up to 120 mm more).
 
 Then the Panda with the hand on its flange is asked (damped-least-squares IK, full pose) to
 put the hand there; accepted finger solutions are tried in order of their error until the
