@@ -112,8 +112,13 @@ def run(args: argparse.Namespace) -> int:
         f"ε {data['epsilon']:.4f}"
     )
     print(f"pre-grasp: {data['pregrasp_note']}")
-    if data["pregrasp"] is not None:
-        print(f"  joints [rad]: {data['pregrasp']['joints_rad']}")
+    print(f"  joints [rad]: {data['pregrasp']['joints_rad']}")
+    if "hand" in data["pregrasp"]:
+        hand = data["pregrasp"]["hand"]
+        print(
+            f"  hand: spread {hand['spread_rad']:.4f} rad, inner {hand['inner_rad']} rad, "
+            f"outer {hand['outer_rad']} rad; joint errors [°] {hand['joint_errors_deg']}"
+        )
     for msg in data["rejected"]:
         print(f"  rejected: {msg}")
     print(

@@ -4,7 +4,8 @@ Four steps, one module each, all pure (numpy/scipy/mujoco, never rclpy):
 
 - ``objects``: the object as surface points, outward normals and a centre of mass;
 - ``contacts``: contact selection (three fingers: Q1/Q2, two jaws: antipodal) and quality;
-- ``pregrasp``: finger IK of the Barrett-like hand with the TCP-line retry, then arm IK;
+- ``pregrasp``: arm IK of the two-jaw hands; ``barrett``: finger IK of the Barrett-like hand
+  (2° per joint, TCP-line retry), then the Panda's arm IK;
 - ``lattice``, ``contact_law``, ``closing``: the mass–spring body, the Hunt–Crossley and
   stick–slip contact laws, and the closing simulation to static equilibrium;
 - ``flex_check``: the same squeeze in MuJoCo's own deformable bodies (flexcomp);

@@ -16,6 +16,13 @@ from typing import Any
 import numpy as np
 
 from physai_ros.core.grasp import cone_ratio
+from physai_ros.core.grasp_planning.barrett import (
+    COUPLING,
+    OBJECT_POS,
+    TIP_R,
+    BarrettPreGrasp,
+    solve_barrett_pregrasp,
+)
 from physai_ros.core.grasp_planning.closing import (
     ClosingConfig,
     ClosingResult,
@@ -32,7 +39,7 @@ from physai_ros.core.grasp_planning.quality import grasp_quality
 from physai_ros.errors import InvalidInput
 
 HANDS = ("barrett", "panda", "so101")
-TIP_RADIUS = {"barrett": 0.012, "panda": 0.01, "so101": 0.01}
+TIP_RADIUS = {"barrett": TIP_R, "panda": 0.01, "so101": 0.01}
 """Fingertip radius [m]. Barrett: 12 mm, about half the BH8-282 finger width (24 mm), since
 no public model gives a tip radius. Panda/SO-101 pads are flat: a 10 mm sphere stands in for
 the pad (the seed's contact model needs a hemisphere; a larger cap touches a small object's
@@ -65,7 +72,7 @@ class Plan:
     q2: float
     force_closure: bool
     epsilon: float
-    pregrasp: PreGrasp | None
+    pregrasp: PreGrasp | BarrettPreGrasp
     pregrasp_note: str
     rejected: list[str]
     closing: ClosingResult
@@ -99,6 +106,7 @@ def plan(
     radius = TIP_RADIUS[req.hand]
     rejected: list[str] = []
     candidate = obj
+    lift = np.array([0.0, 0.0, -float(obj.points[:, 2].min())])  # resting on the table
     for _ in range(RETRIES + 1):
         if req.hand == "barrett":
             tri = select_triangle(candidate, req.mu)
@@ -106,15 +114,22 @@ def plan(
             q1, q2 = tri.q1, tri.q2
             pts, nrm = candidate.points[idx], candidate.normals[idx]
             quality = grasp_quality(pts, -nrm, obj.com, req.mu, torque_scale=obj.size)
-            pre, note = (
-                None,
-                (
-                    "not computed: the embedded Barrett hand model and its finger IK are not part "
-                    "of this version; contacts, quality and forces are"
-                ),
-            )
             centre = tri.centre
-            break
+            try:
+                pre = solve_barrett_pregrasp(
+                    pts, nrm, centre, tri.normal, obj.points, OBJECT_POS + lift
+                )
+                note = (
+                    f"reached: palm normal {np.round(pre.fingers.rotation[:, 2], 3).tolist()}, "
+                    f"TCP line {pre.fingers.length * 1e3:.1f} mm after "
+                    f"{pre.fingers.lengths_tried} lengths, worst finger joint error "
+                    f"{np.degrees(pre.fingers.errors.max()):.2f}°"
+                )
+                break
+            except Unreachable as exc:
+                rejected.append(str(exc))
+                candidate = _without(candidate, pts, 2 * radius)
+                continue
         spec = arm_spec(req.hand)
         pair = select_pair(candidate, req.mu, spec.jaw)
         idx = list(pair.indices)
@@ -122,7 +137,6 @@ def plan(
         pts, nrm = candidate.points[idx], candidate.normals[idx]
         quality = grasp_quality(pts, -nrm, obj.com, req.mu, torsion=TORSION, torque_scale=obj.size)
         centre = pts.mean(axis=0)
-        lift = np.array([0.0, 0.0, -float(obj.points[:, 2].min())])  # resting on the table
         try:
             pre = solve_pregrasp(spec, centre + lift, pair.axis)
             note = f"reached with approach direction {np.round(pre.approach, 3).tolist()}"
@@ -174,14 +188,7 @@ def to_json(p: Plan) -> dict[str, Any]:
         "q2_m": p.q2,
         "force_closure": p.force_closure,
         "epsilon": p.epsilon,
-        "pregrasp": None
-        if p.pregrasp is None
-        else {
-            "joints_rad": np.round(p.pregrasp.q, 6).tolist(),
-            "tool_position_m": np.round(p.pregrasp.position, 6).tolist(),
-            "tool_quat_wxyz": np.round(p.pregrasp.quat, 6).tolist(),
-            "error_m": p.pregrasp.error,
-        },
+        "pregrasp": _pregrasp_json(p.pregrasp),
         "pregrasp_note": p.pregrasp_note,
         "rejected": p.rejected,
         "finger_forces_N": np.round(r.finger_forces, 6).tolist(),
@@ -194,3 +201,25 @@ def to_json(p: Plan) -> dict[str, Any]:
         "residual_torque_Nm": r.residual_torque,
         "closing_steps": r.steps,
     }
+
+
+def _pregrasp_json(pre: PreGrasp | BarrettPreGrasp) -> dict[str, Any]:
+    """Arm joints and tool pose; for the Barrett hand also its joints and the 2° check."""
+    out: dict[str, Any] = {
+        "joints_rad": np.round(pre.q, 6).tolist(),
+        "tool_position_m": np.round(pre.position, 6).tolist(),
+        "tool_quat_wxyz": np.round(pre.quat, 6).tolist(),
+        "error_m": pre.error,
+    }
+    if isinstance(pre, BarrettPreGrasp):
+        f = pre.fingers
+        out["hand"] = {
+            "spread_rad": f.spread,
+            "inner_rad": np.round(f.inner, 6).tolist(),
+            "outer_rad": np.round(f.inner * COUPLING, 6).tolist(),
+            "tcp_line_m": f.length,
+            "finger_contact": list(f.assignment),
+            "joint_errors_deg": np.round(np.degrees(f.errors), 3).tolist(),
+            "tip_error_m": np.round(f.tip_error, 6).tolist(),
+        }
+    return out

@@ -1,0 +1,213 @@
+"""The Barrett-like hand: its model (ranges, coupling, link lengths) and its pre-grasp (finger
+IK with the seed's 2° rule and TCP-line retry, then the Panda's arm IK)."""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai_ros.core.grasp_planning import barrett as bh
+from physai_ros.core.grasp_planning.closing import ClosingResult
+from physai_ros.core.grasp_planning.contacts import NoGrasp, select_triangle
+from physai_ros.core.grasp_planning.objects import SurfaceObject, primitive
+from physai_ros.core.grasp_planning.plan import PlanRequest, plan, to_json
+from physai_ros.core.grasp_planning.pregrasp import Unreachable
+from physai_ros.errors import InvalidInput
+from physai_ros.models import load_robot_spec
+from physai_ros.models.barrett import (
+    PANDA_ARM,
+    PANDA_PREFIX,
+    load_barrett_spec,
+    load_panda_barrett_spec,
+)
+
+FINGERS = ("f1", "f2", "f3")
+MU = 0.6
+
+
+def _set(model: mujoco.MjModel, data: mujoco.MjData, spread: float, inner, prefix="") -> None:
+    """Hand joints with the coupling applied by hand (kinematics only)."""
+    for side in ("f1", "f2"):
+        data.qpos[model.joint(f"{prefix}bh_spread_{side}").qposadr[0]] = spread
+    for f, q in zip(FINGERS, inner, strict=True):
+        data.qpos[model.joint(f"{prefix}bh_{f}_inner").qposadr[0]] = q
+        data.qpos[model.joint(f"{prefix}bh_{f}_outer").qposadr[0]] = bh.COUPLING * q
+
+
+def _grasp(obj: SurfaceObject):
+    tri = select_triangle(obj, MU)
+    idx = list(tri.indices)
+    return obj.points[idx], obj.normals[idx], tri
+
+
+def test_model_joint_ranges_and_coupling_as_stated():
+    model = load_barrett_spec().compile()
+    for f in FINGERS:
+        np.testing.assert_allclose(model.joint(f"bh_{f}_inner").range, [0.0, 2.44])
+        np.testing.assert_allclose(model.joint(f"bh_{f}_outer").range, [0.0, 0.84])
+        eq = model.equality(f"bh_{f}_coupling")
+        np.testing.assert_allclose(eq.data[:2], [0.0, 0.84 / 2.44], atol=1e-6)
+    for side in ("f1", "f2"):
+        np.testing.assert_allclose(model.joint(f"bh_spread_{side}").range, [0.0, math.pi])
+    assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "bh_spread_f3") == -1  # F3 fixed
+    np.testing.assert_allclose(model.equality("bh_spread").data[:2], [0.0, 1.0])
+    # the Panda variant carries the hand instead of the Franka Hand; the Panda model keeps it
+    panda = load_panda_barrett_spec().compile()
+    assert mujoco.mj_name2id(panda, mujoco.mjtObj.mjOBJ_JOINT, "finger_joint1") == -1
+    assert panda.nq == 7 + 8
+    plain = load_robot_spec("panda").compile()
+    assert mujoco.mj_name2id(plain, mujoco.mjtObj.mjOBJ_BODY, "hand") >= 0
+
+
+def test_coupling_and_mirrored_spread_hold_when_driven():
+    """The equality constraints make the outer link follow at 0.3443 × the inner (within 2 %)
+    and F2's spread equal F1's (within 0.5 mrad), so F1 and F2 are mirror images."""
+    model = load_barrett_spec().compile()
+    model.opt.gravity[:] = 0.0
+    data = mujoco.MjData(model)
+    data.ctrl[:] = [1.0, 1.5, 0.8, 2.0]  # spread, F1, F2, F3 inner
+    for _ in range(3000):  # 6 s
+        mujoco.mj_step(model, data)
+    for f in FINGERS:
+        inner, outer = data.joint(f"bh_{f}_inner").qpos[0], data.joint(f"bh_{f}_outer").qpos[0]
+        assert outer / inner == pytest.approx(bh.COUPLING, rel=0.02)
+    s1, s2 = data.joint("bh_spread_f1").qpos[0], data.joint("bh_spread_f2").qpos[0]
+    assert abs(s1 - s2) < 5e-4 and s1 == pytest.approx(1.0, abs=0.02)
+    mujoco.mj_kinematics(model, data)
+    _set(model, data, 1.0, [1.2, 1.2, 0.0])
+    mujoco.mj_kinematics(model, data)
+    t1, t2 = data.site("bh_f1_tip").xpos, data.site("bh_f2_tip").xpos
+    np.testing.assert_allclose(t1 * [-1, 1, 1], t2, atol=1e-12)
+
+
+def test_fingertip_kinematics_match_the_published_link_lengths():
+    """Open hand: F3's tip centre lies A1 + A2 + (A3 − R)·cos 42° out and Dw + (A3 − R)·sin 42°
+    up (A1 50, A2 70, A3 50, Dw 84 mm, R 12 mm); at inner = π/2 the inner link stands upright,
+    so the outer joint is 70 mm straight above the inner joint. The planner's closed-form FK
+    equals MuJoCo's to 1e-9 m over random joints."""
+    model = load_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_kinematics(model, data)
+    reach = 0.050 - 0.012
+    phi = math.radians(42.0)
+    np.testing.assert_allclose(
+        data.site("bh_f3_tip").xpos,
+        [0.0, 0.050 + 0.070 + reach * math.cos(phi), 0.084 + reach * math.sin(phi)],
+        atol=1e-9,
+    )
+    np.testing.assert_allclose(data.site("bh_f1_tip").xpos[0], -0.025, atol=1e-9)
+    _set(model, data, 0.0, [math.pi / 2] * 3)
+    mujoco.mj_kinematics(model, data)
+    rise = data.body("bh_f3_outer").xpos - data.body("bh_f3_inner").xpos
+    np.testing.assert_allclose(rise, [0.0, 0.0, 0.070], atol=1e-9)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        spread, inner = rng.uniform(0, math.pi), rng.uniform(0, 2.44, 3)
+        _set(model, data, spread, inner)
+        mujoco.mj_kinematics(model, data)
+        for i, f in enumerate(FINGERS):
+            tip = bh.finger_tip(i, spread, inner[i])
+            np.testing.assert_allclose(data.site(f"bh_{f}_tip").xpos, tip, atol=1e-9)
+
+
+@pytest.mark.parametrize(("shape", "size"), [("sphere", 0.08), ("box", 0.06)])
+def test_finger_ik_reaches_the_contacts_within_two_degrees(shape, size):
+    """Every spread and inner-joint error ≤ 2°; with the solution's joints the model's tip
+    centres lie within 4 mm of the targets (contact + R·normal), the reported tip error to
+    1e-6 m; the object clears the palm face."""
+    obj = primitive(shape, size, 0.006)
+    pts, nrm, tri = _grasp(obj)
+    sols = bh.solve_fingers(pts, nrm, tri.centre, tri.normal, obj.points)
+    sol = sols[0]
+    assert np.all(sol.errors <= math.radians(2.0))
+    model = load_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    _set(model, data, sol.spread, sol.inner)
+    mujoco.mj_kinematics(model, data)
+    targets = pts + bh.TIP_R * nrm
+    for finger, contact in enumerate(sol.assignment):
+        tip_hand = data.site(f"bh_{FINGERS[finger]}_tip").xpos
+        tip = sol.position + sol.rotation @ tip_hand
+        gap = np.linalg.norm(tip - targets[contact])
+        assert gap == pytest.approx(sol.tip_error[finger], abs=1e-6)
+        assert gap < 0.004
+    heights = (obj.points - sol.position) @ sol.rotation[:, 2]
+    assert heights.min() >= bh.PALM_FACE - 1e-9
+
+
+def test_object_too_big_for_the_hand_is_rejected_with_the_reason():
+    obj = primitive("sphere", 0.3, 0.02)
+    pts, nrm, tri = _grasp(obj)
+    with pytest.raises(Unreachable, match=r"within 2° per joint .* smallest worst joint error"):
+        bh.solve_fingers(pts, nrm, tri.centre, tri.normal, obj.points)
+
+
+def test_hand_on_the_panda_reaches_a_pregrasp_on_a_tabletop_object():
+    """Sphere of 8 cm resting on the table at (0.5, 0, 0): the arm puts the palm on the finger
+    solution within 1 mm; fingertips then sit within 4 mm of their targets in the world, the
+    palm above the table."""
+    obj = primitive("sphere", 0.08, 0.006)
+    pts, nrm, tri = _grasp(obj)
+    where = bh.OBJECT_POS + np.array([0.0, 0.0, -obj.points[:, 2].min()])
+    pre = bh.solve_barrett_pregrasp(pts, nrm, tri.centre, tri.normal, obj.points, where)
+    assert pre.error < 1e-3
+    model = load_panda_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    for name, q in zip(PANDA_ARM, pre.q, strict=True):
+        data.qpos[model.joint(name).qposadr[0]] = q
+    _set(model, data, pre.fingers.spread, pre.fingers.inner, PANDA_PREFIX)
+    mujoco.mj_kinematics(model, data)
+    targets = where + pts + bh.TIP_R * nrm
+    for finger, contact in enumerate(pre.fingers.assignment):
+        tip = data.site(f"{PANDA_PREFIX}bh_{FINGERS[finger]}_tip").xpos
+        assert np.linalg.norm(tip - targets[contact]) < 0.004
+    assert data.site(f"{PANDA_PREFIX}bh_palm").xpos[2] > 0.0
+
+
+def _no_closing(net, fingers, law, cfg, progress):
+    """Stands in for the closing simulation: these tests are about the pre-grasp only."""
+    n = len(fingers)
+    zero = np.zeros((n, 3))
+    return ClosingResult(
+        zero,
+        np.zeros(n),
+        zero,
+        net.x0,
+        net.x0,
+        np.zeros((n, 1)),
+        np.zeros((1, 3)),
+        0,
+        0.0,
+        0.0,
+        1.0,
+        0.0,
+    )
+
+
+def test_plan_reports_the_barrett_pregrasp(monkeypatch):
+    monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", _no_closing)
+    req = PlanRequest("barrett", 5e4, 0.3, MU, 0.05, cells=3)
+    data = to_json(plan(primitive("sphere", 0.08, 0.006), req))
+    assert data["pregrasp_note"].startswith("reached")
+    hand = data["pregrasp"]["hand"]
+    assert max(max(e) for e in hand["joint_errors_deg"]) <= 2.0
+    assert len(data["pregrasp"]["joints_rad"]) == 7
+    np.testing.assert_allclose(
+        hand["outer_rad"], np.array(hand["inner_rad"]) * bh.COUPLING, atol=1e-5
+    )
+
+
+def test_plan_rejects_every_grasp_of_an_object_too_big(monkeypatch):
+    monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", _no_closing)
+    req = PlanRequest("barrett", 5e4, 0.3, MU, 0.05, cells=3)
+    with pytest.raises(NoGrasp, match="no reachable grasp; rejected: barrett"):
+        plan(primitive("sphere", 0.3, 0.06), req)
+
+
+def test_finger_ik_refuses_other_than_three_contacts():
+    pts = np.zeros((2, 3))
+    with pytest.raises(InvalidInput, match="need 3 contacts"):
+        bh.solve_fingers(pts, pts, np.zeros(3), np.array([0.0, 0.0, 1.0]), pts)
