@@ -1,4 +1,7 @@
-"""Two SO-101 side by side, each picking its own cube: ``ros2 launch physai_ros two_arms.launch.py``.
+"""Two SO-101 side by side, each picking its own cube:
+
+    ros2 launch physai_ros two_arms.launch.py
+
 
 Each arm is the whole simulated pick graph (``pick.launch.py sim:=true``) pushed into its own
 namespace, ``left`` or ``right`` (``/left/joint_states``, ``/left/arm_controller/…``,
