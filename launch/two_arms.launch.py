@@ -2,7 +2,6 @@
 
     ros2 launch physai_ros two_arms.launch.py
 
-
 Each arm is the whole simulated pick graph (``pick.launch.py sim:=true``) pushed into its own
 namespace, ``left`` or ``right`` (``/left/joint_states``, ``/left/arm_controller/…``,
 ``/left/pick/outcome``), its TF frames under ``left/`` or ``right/`` in the one shared tree,
