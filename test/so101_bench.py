@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Duration
+from conftest import spin_in_background
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from lifecycle_msgs.msg import Transition
@@ -22,7 +23,6 @@ from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.action import ActionClient
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -98,19 +98,9 @@ class Bench:
         }
         self.change_state = node.create_client(ChangeState, "/so101_driver/change_state")
         self.get_state = node.create_client(GetState, "/so101_driver/get_state")
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.thread = spin_in_background(node, self.context)
 
     # --- plumbing --------------------------------------------------------------------------
-    def _spin(self) -> None:
-        while rclpy.ok(context=self.context):
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # shutting down
-                return
-
     def _on_joints(self, msg: JointState) -> None:
         with self.lock:
             self.joints, self.joint_count = msg, self.joint_count + 1

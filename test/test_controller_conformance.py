@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require
+from conftest import require, spin_in_background
 
 from physai_ros import interfaces
 from physai_ros.bringup import start, start_emulated, stop
@@ -85,7 +85,6 @@ class Backend:
         from control_msgs.msg import JointTrajectoryControllerState
         from rcl_interfaces.srv import GetParameters, SetParameters
         from rclpy.action import ActionClient
-        from rclpy.executors import SingleThreadedExecutor
         from sensor_msgs.msg import JointState
         from trajectory_msgs.msg import JointTrajectory
 
@@ -120,19 +119,7 @@ class Backend:
         self.topic = node.create_publisher(JointTrajectory, interfaces.JOINT_TRAJECTORY, 10)
         self.params = node.create_client(SetParameters, f"/{self.node_name}/set_parameters")
         self.get_params = node.create_client(GetParameters, f"/{self.node_name}/get_parameters")
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        import rclpy
-
-        while rclpy.ok(context=self.context):
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # shutting down
-                return
+        self.thread = spin_in_background(node, self.context)
 
     def _on_joints(self, msg) -> None:
         names = list(msg.name)
