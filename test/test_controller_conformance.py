@@ -561,7 +561,7 @@ def test_gripper_goal_reached_opening_and_closing_on_nothing(backend):
         assert result.reached_goal and not result.stalled, result
         assert abs(result.position - position) < 0.03, result
         # /joint_states agrees once the latest state has reached this client
-        assert backend.wait(lambda: abs(backend.jaw - position) < 0.03, 2.0), backend.jaw
+        assert backend.wait(lambda p=position: abs(backend.jaw - p) < 0.03, 2.0), backend.jaw
 
 
 def test_gripper_closing_on_the_cube_stalls_per_allow_stalling(backend):
