@@ -224,8 +224,14 @@ def test_ros2_launch_trajectory_franka_against_a_franka_shaped_sim(ros2, tmp_pat
 
 def test_ros2_launch_display_without_rviz_serves_the_frame_tree(ros2, tmp_path):
     """``display.launch.py rviz:=false`` on a machine without RViz: the sim bridge and the TF
-    publisher run, and the robot's frames are on /tf (``ros2 topic echo``, a user's check)."""
-    ros2("launch", "physai_ros", "display.launch.py", "rviz:=false", log=tmp_path / "launch.log")
+    publisher run, the robot's frames are on /tf (``ros2 topic echo``, a user's check), and a
+    goal sent with ``ros2 action send_goal`` moves the displayed arm."""
+    log = tmp_path / "launch.log"
+    ros2("launch", "physai_ros", "display.launch.py", "rviz:=false", log=log)
     assert "so101" in wait_param(ros2, "/tf_publisher", "robot")
     out = ros2_output(ros2("topic", "echo", "--once", "/tf_static"), timeout=60)
     assert "child_frame_id" in out and "base" in out, out
+    action = "/arm_controller/follow_joint_trajectory"
+    kind = "control_msgs/action/FollowJointTrajectory"
+    out = ros2_output(ros2("action", "send_goal", action, kind, ARM_GOAL), timeout=120)
+    assert "SUCCEEDED" in out, out + log.read_text()[-3000:]
