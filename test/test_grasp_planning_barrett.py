@@ -85,7 +85,7 @@ def test_coupling_and_mirrored_spread_hold_when_driven():
 
 def test_fingertip_kinematics_match_the_published_link_lengths():
     """Open hand: F3's tip centre lies A1 + A2 + (A3 − R)·cos 42° out and Dw + (A3 − R)·sin 42°
-    up (A1 50, A2 70, A3 50, Dw 84 mm, R 12 mm); at inner = π/2 the inner link stands upright,
+    up (A1 50, A2 70, A3 50, Dw 76 mm, R 12 mm); at inner = π/2 the inner link stands upright,
     so the outer joint is 70 mm straight above the inner joint. The planner's closed-form FK
     equals MuJoCo's to 1e-9 m over random joints."""
     model = load_barrett_spec().compile()
@@ -95,7 +95,7 @@ def test_fingertip_kinematics_match_the_published_link_lengths():
     phi = math.radians(42.0)
     np.testing.assert_allclose(
         data.site("bh_f3_tip").xpos,
-        [0.0, 0.050 + 0.070 + reach * math.cos(phi), 0.084 + reach * math.sin(phi)],
+        [0.0, 0.050 + 0.070 + reach * math.cos(phi), 0.076 + reach * math.sin(phi)],
         atol=1e-9,
     )
     np.testing.assert_allclose(data.site("bh_f1_tip").xpos[0], -0.025, atol=1e-9)
@@ -138,6 +138,55 @@ def test_finger_ik_reaches_the_contacts_within_two_degrees(shape, size):
     assert heights.min() >= bh.PALM_FACE - 1e-9
 
 
+def _link_segments(model, data, sol) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each finger's inner link and its outer link up to TIP_R short of the tip centre, from
+    MuJoCo's body frames (object frame) — independent of the planner's own kinematics."""
+    _set(model, data, sol.spread, sol.inner)
+    mujoco.mj_kinematics(model, data)
+    out = []
+    for f in FINGERS:
+        inner, outer = data.body(f"bh_{f}_inner").xpos, data.body(f"bh_{f}_outer").xpos
+        tip = data.site(f"bh_{f}_tip").xpos
+        short = tip - bh.TIP_R * (tip - outer) / np.linalg.norm(tip - outer)
+        for a, b in ((inner, outer), (outer, short)):
+            out.append((sol.position + sol.rotation @ a, sol.position + sol.rotation @ b))
+    return out
+
+
+def _distance(points: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    t = np.clip((points - a) @ (b - a) / float((b - a) @ (b - a)), 0.0, 1.0)
+    return float(np.min(np.linalg.norm(points - a - t[:, None] * (b - a), axis=1)))
+
+
+def test_finger_links_are_kept_clear_of_the_object():
+    """Every returned solution keeps each link LINK_R (8 mm) from every object point. An
+    obstacle point put on the best solution's F1 inner link makes the planner drop that
+    solution (another is returned, clear of it) or reject the grasp naming the links."""
+    model = load_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    obj = primitive("sphere", 0.08, 0.006)
+    pts, nrm, tri = _grasp(obj)
+    sols = bh.solve_fingers(pts, nrm, tri.centre, tri.normal, obj.points)
+    for sol in sols[:5]:
+        for a, b in _link_segments(model, data, sol):
+            assert _distance(obj.points, a, b) >= bh.LINK_R - 1e-6
+    a, b = _link_segments(model, data, sols[0])[0]  # F1's inner link
+    surface = np.vstack([obj.points, (a + b) / 2])
+    try:
+        again = bh.solve_fingers(pts, nrm, tri.centre, tri.normal, surface)
+    except Unreachable as exc:
+        assert "finger link" in str(exc)
+        return
+    assert not (
+        again[0].assignment == sols[0].assignment
+        and np.allclose(again[0].rotation, sols[0].rotation)
+        and again[0].length == pytest.approx(sols[0].length)
+    )
+    for sol in again[:5]:
+        for a, b in _link_segments(model, data, sol):
+            assert _distance(surface, a, b) >= bh.LINK_R - 1e-6
+
+
 def test_object_too_big_for_the_hand_is_rejected_with_the_reason():
     obj = primitive("sphere", 0.3, 0.02)
     pts, nrm, tri = _grasp(obj)
@@ -173,7 +222,7 @@ def _no_closing(net, fingers, law, cfg, progress):
     zero = np.zeros((n, 3))
     return ClosingResult(
         zero,
-        np.zeros(n),
+        np.ones(n),  # a squeeze, so that the force targets have a distribution to scale
         zero,
         net.x0,
         net.x0,

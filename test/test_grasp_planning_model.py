@@ -10,9 +10,10 @@ Tolerances and why:
 - closing: equal squeeze of a symmetric grasp within 1 % (two jaws on a cube; three fingers on
   a sphere whose lattice has its 3-fold axis vertical); at equilibrium the weight is carried
   within the friction cone, μ ΣN + ΣN_z ≥ m g within 5 % (the equilibrium criterion's own
-  force tolerance; N_z the normals' upward share under hemispherical tips: 9 % of m g on the
-  cube, 21 % on the sphere, so μ ΣN alone is 0.95 and 0.85 m g there); the squeeze tends
-  to the rigid least squeeze m g / μ as E rises (within 10 % at 1 MPa: 5 % force steps).
+  force tolerance; N_z the normals' upward share under hemispherical tips: 16 % of m g on the
+  cube, 21 % on the sphere, so μ ΣN alone is 0.88 and 0.85 m g there); the squeeze tends
+  to the rigid least squeeze m g / μ as E rises (within 5 % at 1 and 10 MPa: one force step,
+  with contact points fine enough that their spacing tilts the normals by only 6 %).
 """
 
 from __future__ import annotations
@@ -178,8 +179,20 @@ def _normal_lift(result) -> float:
     return lift
 
 
-def _squeeze(young: float, cells: int = 4, mu: float = 0.6, cfg: ClosingConfig | None = None):
-    net = build_network(box((0.04, 0.04, 0.04), 0.004), material(young, 0.3), MASS, 0.04 / cells)
+def _squeeze(
+    young: float,
+    cells: int = 4,
+    mu: float = 0.6,
+    cfg: ClosingConfig | None = None,
+    skin_per_edge: int = 2,
+):
+    net = build_network(
+        box((0.04, 0.04, 0.04), 0.004),
+        material(young, 0.3),
+        MASS,
+        0.04 / cells,
+        skin_per_edge=skin_per_edge,
+    )
     law = contact_law(node_contact_stiffness(net), mu, 0.3)
     radius = 0.01
     fingers = [
@@ -197,11 +210,12 @@ def test_symmetric_grasp_equal_forces_and_friction_cone_at_equilibrium():
     # the weight is carried: net force below 5 % of it, friction cone law with ΣN of the points
     assert result.residual_force < 0.05 * MASS * G
     # the weight W = Σ(N_z + T_z) ≤ ΣN_z + μ ΣN (|T| ≤ μ N at every point), up to the 5 %
-    # residual; the normals' own lift is ~9 % here (the cube sinks 0.7 mm below the tips'
-    # centres), so the lesson-16 form μ ΣN ≥ m g holds only to that share
+    # residual; the normals' own lift is 16 % here (the cube sinks 1.1 mm below the tips'
+    # centres), so the lesson-16 form μ ΣN ≥ m g holds only to that share (measured 0.88): the
+    # planner's force targets are raised to that law (test_grasp_planning_pipeline.py)
     total_n = result.point_normal.sum()
     assert 0.6 * total_n + _normal_lift(result) >= 0.95 * MASS * G
-    assert cone_ratio(0.6, result.point_normal.sum(axis=1), MASS) >= 0.90
+    assert cone_ratio(0.6, result.point_normal.sum(axis=1), MASS) >= 0.85
     assert sum(result.finger_forces[:, 2]) == pytest.approx(MASS * G, rel=0.05)
 
 
@@ -237,13 +251,18 @@ def test_three_finger_grasp_of_a_sphere_reaches_equilibrium_with_equal_forces():
 
 @pytest.mark.slow
 def test_squeeze_tends_to_the_rigid_least_squeeze_as_the_object_stiffens():
+    # Contact points 1.25 mm apart (8 per 10 mm cell edge): a tip between four of them is
+    # touched 0.625 mm off its axis, which tilts the normals by h/R = 6 % in the stiff limit;
+    # at 2 points per edge (h/R = 25 %) a stiff cube hangs on the tips' tops at 0.7 of the
+    # rigid squeeze (measured 0.707 at E = 10 MPa), an artefact of the sampled face.
     rigid = MASS * G / 0.6
-    results = [_squeeze(e) for e in (2e4, 2e5, 1e6)]
+    results = [_squeeze(e, skin_per_edge=8) for e in (2e4, 1e6, 1e7)]
     ratios = [r.squeeze.sum() / rigid for r in results]
     deform = [np.abs(r.x - r.x0).max() for r in results]
     assert deform[0] > deform[1] > deform[2]
-    assert abs(ratios[2] - 1.0) < 0.10
-    assert abs(ratios[2] - 1.0) <= abs(ratios[0] - 1.0) + 0.05
+    # soft: the body cradles the tips (measured 0.89); stiff: within 5 % (one force step)
+    assert abs(ratios[1] - 1.0) < 0.05 and abs(ratios[2] - 1.0) < 0.05
+    assert abs(ratios[0] - 1.0) > max(abs(ratios[1] - 1.0), abs(ratios[2] - 1.0))
 
 
 def test_closing_without_equilibrium_is_an_error():

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from physai_ros.cli import main
+from physai_ros.core.grasp import G
 from physai_ros.core.grasp_planning.closing import ClosingConfig
 from physai_ros.core.grasp_planning.contacts import NoGrasp, select_pair
 from physai_ros.core.grasp_planning.objects import (
@@ -22,7 +23,7 @@ from physai_ros.core.grasp_planning.objects import (
     from_point_cloud,
     primitive,
 )
-from physai_ros.core.grasp_planning.plan import PlanRequest, plan, to_json
+from physai_ros.core.grasp_planning.plan import PlanRequest, force_targets, plan, to_json
 from physai_ros.core.grasp_planning.point_cloud2 import FLOAT32, points_from_cloud2
 from physai_ros.core.grasp_planning.pregrasp import (
     POS_TOL,
@@ -191,9 +192,22 @@ def test_plan_for_the_panda_end_to_end():
     data = json.loads(json.dumps(to_json(result)))
     assert data["pregrasp"] is not None and data["force_closure"]
     assert len(data["force_targets_N"]) == 2 and min(data["force_targets_N"]) > 0
-    # μ Σsqueeze / (m g): below 1 because the 10 mm tips' normals also lift (0.84 measured;
-    # the law with that share is checked in test_grasp_planning_model.py)
-    assert data["cone_ratio"] > 0.8
+    # μ Σsqueeze / (m g): below 1 because the 10 mm tips' normals also lift (the law with
+    # that share is checked in test_grasp_planning_model.py) ...
+    assert 0.7 < data["cone_ratio"] < 1.0
+    # ... so the targets are the simulated squeeze raised, in proportion, to lesson 16's law
+    # μ Σ targets = margin × m (g + a) (flat pads have no upward share; the lift accelerates)
+    targets, simulated = np.array(data["force_targets_N"]), np.array(data["simulated_squeeze_N"])
+    assert data["force_target_basis"] == "friction floor"
+    assert 0.6 * targets.sum() == pytest.approx(1.2 * 0.05 * (G + 0.5), rel=1e-4)
+    assert np.all(targets > simulated)
+    assert targets / targets.sum() == pytest.approx(simulated / simulated.sum(), rel=1e-4)
+
+
+def test_force_targets_keep_a_simulated_squeeze_above_the_floor():
+    squeeze = np.array([2.0, 3.0])
+    targets, basis = force_targets(squeeze, mu=0.6, mass=0.05, g=G, accel=0.5, margin=1.2)
+    assert basis == "simulated" and targets.tolist() == [2.0, 3.0]
 
 
 @pytest.mark.parametrize(
@@ -204,6 +218,8 @@ def test_plan_for_the_panda_end_to_end():
         ({"hand": "gripper"}, "hand"),
         ({"mass": -1.0}, "mass"),
         ({"mu": 0.0}, "mu"),
+        ({"lift_accel": -1.0}, "lift_accel"),
+        ({"force_margin": 0.9}, "force_margin"),
     ],
 )
 def test_plan_refuses_bad_input(kwargs, match):

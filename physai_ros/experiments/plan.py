@@ -51,6 +51,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cells", type=int, default=6, help="mass–spring lattice cells across the object"
     )
+    parser.add_argument(
+        "--lift-accel",
+        type=float,
+        default=0.5,
+        help="upward acceleration of the lift [m/s²], ≥ 0 (the force targets carry m (g + a))",
+    )
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=1.2,
+        help="friction-cone safety factor of the force targets, ≥ 1",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--output", default="physai_output/plan", help="directory for the PNG")
 
@@ -94,7 +106,16 @@ def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     obj = _object(args)
-    req = PlanRequest(args.hand, args.young, args.poisson, args.mu, args.mass, args.cells)
+    req = PlanRequest(
+        args.hand,
+        args.young,
+        args.poisson,
+        args.mu,
+        args.mass,
+        args.cells,
+        lift_accel=args.lift_accel,
+        force_margin=args.margin,
+    )
     with tqdm(desc="closing steps", disable=args.json, unit="step") as bar:
         result = plan(obj, req, progress=lambda n: bar.update(n - bar.n))
     data = to_json(result)
@@ -122,8 +143,9 @@ def run(args: argparse.Namespace) -> int:
     for msg in data["rejected"]:
         print(f"  rejected: {msg}")
     print(
-        f"force targets [N]: {data['force_targets_N']} (rigid least squeeze "
+        f"simulated squeeze [N]: {data['simulated_squeeze_N']} (rigid least squeeze "
         f"{data['rigid_least_squeeze_N']:.3f} N in total; cone ratio {data['cone_ratio']:.2f})"
     )
+    print(f"force targets [N]: {data['force_targets_N']} ({data['force_target_basis']})")
     print(f"max deformation {data['max_deformation_m'] * 1e3:.2f} mm; picture: {picture}")
     return 0

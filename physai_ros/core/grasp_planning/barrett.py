@@ -21,10 +21,13 @@ about the line, which finger takes which contact, and the line's length — is s
 - accepted when every spread and inner-joint error is ≤ 2°, at the shortest TCP length
   (lengths from the one where the object just clears the palm, in 1 mm steps, up to 120 mm more).
 
+- the links must clear the object: a solution is dropped when an object point comes within
+  LINK_R of a finger's inner link or of its outer link short of the tip (the last TIP_R of it
+  is the tip's, where contact is wanted); the palm is kept clear by the TCP length.
+
 Then the Panda with the hand on its flange is asked (damped-least-squares IK, full pose) to
 put the hand there; accepted finger solutions are tried in order of their error until the
 arm reaches one. Anything unreachable raises :class:`Unreachable` with the reason.
-Ignored: collisions of the links (only the palm is kept clear of the object).
 """
 
 from __future__ import annotations
@@ -48,12 +51,13 @@ AW = 0.025  # F1/F2 spread axes at x = ∓AW; F3's knuckle at x = 0
 A1 = 0.050  # knuckle (spread axis) to inner joint
 A2 = 0.070  # inner link
 A3 = 0.050  # outer (distal) link, to the apex of the fingertip
-DW = 0.084  # inner-joint axes above the mounting face
+DW = 0.076  # spread axes (knuckles) above the mounting face
 PHI3 = math.radians(42.0)  # fixed bend of the distal link
 COUPLING = 0.84 / 2.44  # outer joint / inner joint
 INNER_MAX = 2.44
 SPREAD_MAX = math.pi
 TIP_R = 0.012  # fingertip hemisphere radius
+LINK_R = 0.008  # finger link half-thickness kept clear of the object [m] (links ~ 24 mm wide)
 PALM_FACE = 0.066  # palm face above the mounting face
 ACCEPT = math.radians(2.0)  # the seed's per-joint acceptance
 LENGTH_STEP = 0.001  # TCP line length step [m]
@@ -217,10 +221,24 @@ def solve_fingers(
     worst = errors.max(axis=(-2, -1))  # (L, K)
     base_z = centre[2] - length * rots[:, 2, 2]
     worst[np.minimum(base_z, base_z + PALM_FACE * rots[:, 2, 2]) <= floor] = math.inf
-    steps = np.flatnonzero((worst <= ACCEPT).any(axis=1))
-    if len(steps):
-        step = int(steps[0])
-        ok = np.flatnonzero(worst[step] <= ACCEPT)
+    accepted = worst <= ACCEPT
+    blocked = 0
+    for step in np.flatnonzero(accepted.any(axis=1)):
+        ok = np.flatnonzero(accepted[step])
+        clear = np.array(
+            [
+                _links_clear(
+                    spread[step, k],
+                    inner[step, k],
+                    (np.asarray(surface) - centre) @ rots[k] + [0.0, 0.0, length[step, k]],
+                )
+                for k in ok
+            ]
+        )
+        blocked += int(np.sum(~clear))
+        ok = ok[clear]
+        if not len(ok):
+            continue
         return [
             FingerSolution(
                 centre - length[step, k] * rots[k][:, 2],
@@ -235,6 +253,11 @@ def solve_fingers(
             )
             for k in ok[np.argsort(worst[step, ok])]
         ]
+    if blocked:
+        raise Unreachable(
+            f"barrett: all {blocked} finger configurations that reach the contacts within "
+            f"{math.degrees(ACCEPT):.0f}° per joint put a finger link into the object"
+        )
     best_error = float(worst.min())
     raise Unreachable(
         f"barrett: no finger configuration reaches the contacts within "
@@ -242,6 +265,25 @@ def solve_fingers(
         f"{len(rots)} hand orientations and finger assignments tried; smallest worst joint "
         f"error {math.degrees(best_error):.1f}°)"
     )
+
+
+def _links_clear(spread: float, inner: np.ndarray, points: np.ndarray) -> bool:
+    """True when no object point (N, 3), hand frame, is within LINK_R of a finger's inner
+    link or of its outer link from the outer joint to TIP_R short of the tip centre."""
+    up = np.array([0.0, 0.0, 1.0])
+    for finger in range(3):
+        u = _direction(finger, spread)
+        joint = np.array([_KNUCKLE_X[finger], 0.0, DW]) + A1 * u
+        a, d = float(inner[finger]), float(inner[finger]) * (1.0 + COUPLING) + PHI3
+        outer = joint + A2 * (math.cos(a) * u + math.sin(a) * up)
+        along = math.cos(d) * u + math.sin(d) * up
+        short = outer + (A3 - 2.0 * TIP_R) * along  # the outer link up to the tip's own part
+        for start, end in ((joint, outer), (outer, short)):
+            seg = end - start
+            t = np.clip((points - start) @ seg / float(seg @ seg), 0.0, 1.0)
+            if np.min(np.linalg.norm(points - start - t[:, None] * seg, axis=1)) < LINK_R:
+                return False
+    return True
 
 
 def solve_barrett_pregrasp(

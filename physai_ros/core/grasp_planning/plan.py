@@ -3,7 +3,8 @@
 contacts (Q1/Q2 or antipodal) → quality (force closure, ε) → pre-grasp (arm IK; unreachable
 grasps are rejected with the reason and the next-best grasp is tried) → closing on the
 mass–spring body to static equilibrium → force targets for the real hand's force-controlled
-close. Every failure is an exception with its reason, never a silent best effort.
+close (the simulated squeeze, raised to lesson 16's friction-cone floor where it is lower).
+Every failure is an exception with its reason, never a silent best effort.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class PlanRequest:
     mass: float
     cells: int = 6
     closing: ClosingConfig = field(default_factory=ClosingConfig)
+    lift_accel: float = 0.5  # upward acceleration of the lift [m/s²] (lesson 16's a)
+    force_margin: float = 1.2  # the targets' friction-cone safety factor (see force_targets)
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class Plan:
     closing: ClosingResult
     cone_ratio: float
     rigid_squeeze: float
+    force_targets: np.ndarray
+    target_basis: str
 
 
 def _validate(req: PlanRequest) -> None:
@@ -90,6 +95,29 @@ def _validate(req: PlanRequest) -> None:
         raise InvalidInput(f"mass must be finite and > 0 [kg], got {req.mass!r}")
     if req.cells < 3:
         raise InvalidInput(f"cells must be ≥ 3 across the object, got {req.cells!r}")
+    if not (math.isfinite(req.lift_accel) and req.lift_accel >= 0):
+        raise InvalidInput(f"lift_accel must be finite and ≥ 0 [m/s²], got {req.lift_accel!r}")
+    if not (math.isfinite(req.force_margin) and req.force_margin >= 1):
+        raise InvalidInput(f"force_margin must be finite and ≥ 1, got {req.force_margin!r}")
+
+
+def force_targets(
+    squeeze: np.ndarray, mu: float, mass: float, g: float, accel: float, margin: float
+) -> tuple[np.ndarray, str]:
+    """The real hand's force targets [N] and what set them ("simulated" or "friction floor").
+
+    Why not the simulated squeeze alone: it holds the model's object under hemispherical
+    tips, whose normals also push up (μ ΣN + ΣN_z ≥ m g), and it is the least squeeze that held
+    (within one force step) at rest. A flat pad has no such upward share and the real lift
+    accelerates. So the simulated forces are scaled up, never down, until lesson 16's law
+    μ Σ targets ≥ margin × m (g + a) holds; the margin (1.2 by default) keeps a close that
+    stops 15 % short of its target (issue 14's tolerance) inside the friction cone.
+    """
+    floor = margin * mass * (g + accel) / mu
+    total = float(np.sum(np.abs(squeeze)))
+    if total >= floor:
+        return np.abs(squeeze), "simulated"
+    return np.abs(squeeze) * (floor / total), "friction floor"
 
 
 def _without(obj: SurfaceObject, near: np.ndarray, radius: float) -> SurfaceObject:
@@ -159,6 +187,9 @@ def plan(
     result = close(net, fingers, law, req.closing, progress)
     ratio = cone_ratio(req.mu, np.abs(result.squeeze), req.mass, g=req.closing.gravity)
     rigid = req.mass * req.closing.gravity / req.mu
+    targets, basis = force_targets(
+        result.squeeze, req.mu, req.mass, req.closing.gravity, req.lift_accel, req.force_margin
+    )
     return Plan(
         req.hand,
         pts,
@@ -173,6 +204,8 @@ def plan(
         result,
         ratio,
         rigid,
+        targets,
+        basis,
     )
 
 
@@ -192,7 +225,9 @@ def to_json(p: Plan) -> dict[str, Any]:
         "pregrasp_note": p.pregrasp_note,
         "rejected": p.rejected,
         "finger_forces_N": np.round(r.finger_forces, 6).tolist(),
-        "force_targets_N": np.round(r.squeeze, 6).tolist(),
+        "simulated_squeeze_N": np.round(r.squeeze, 6).tolist(),
+        "force_targets_N": np.round(p.force_targets, 6).tolist(),
+        "force_target_basis": p.target_basis,
         "finger_tips_m": np.round(r.tips, 6).tolist(),
         "cone_ratio": p.cone_ratio,
         "rigid_least_squeeze_N": p.rigid_squeeze,
