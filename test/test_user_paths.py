@@ -8,6 +8,8 @@ A client node in the test process only watches (the pick's outcome, the emulator
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -33,8 +35,11 @@ class Watcher:
         self.node = rclpy.create_node("user_path_watcher", context=context)
         self.outcome: dict | None = None
         self.witness: dict | None = None
+        self.state: str | None = None
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(String, outcome_topic, self._outcome, latched)
+        state_topic = outcome_topic.rsplit("/", 1)[0] + "/state"
+        self.node.create_subscription(String, state_topic, self._state, latched)
         self.node.create_subscription(String, "/so101_emulator/witness", self._witness, 10)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.node)
@@ -44,6 +49,15 @@ class Watcher:
 
     def _witness(self, msg) -> None:
         self.witness = json.loads(msg.data)
+
+    def _state(self, msg) -> None:
+        self.state = msg.data
+
+    def wait_state(self, state: str, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while self.state != state and time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.05)
+        return self.state == state
 
     def wait_outcome(self, timeout: float) -> dict | None:
         end = time.monotonic() + timeout
@@ -81,6 +95,42 @@ def test_ros2_launch_sim_pick_holds(ros2, ros_context, tmp_path):
     assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
     assert outcome["robot"]["outcome"] == "held"  # the robot's own verdict agrees
     assert launch.poll() is None  # still running, as a launch does
+
+
+def launched(launch, name: str) -> int:
+    """PID of the node process ``name`` that ``launch`` (a session of its own) started."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if name in cmdline and os.getsid(int(entry.name)) == launch.pid:
+                return int(entry.name)
+        except (OSError, ProcessLookupError):
+            continue  # gone meanwhile
+    raise AssertionError(f"no {name} process under the launch")
+
+
+def test_pick_ends_within_a_second_when_the_sim_bridge_is_killed(ros2, ros_context, tmp_path):
+    """The issue-15 hang: SIGKILL of the sim bridge while the pick holds the cube stops the
+    sim clock, so nothing on the node's clock fires. The pick's steady-clock watchdog ends it:
+    an aborted outcome naming the stopped clock, within silence_timeout (1 s) + 1 s of the kill."""
+    launch = ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", log=tmp_path / "log")
+    watcher = Watcher(ros_context)
+    assert watcher.wait_state("hold", 120.0), (tmp_path / "log").read_text()[-3000:]
+    os.kill(launched(launch, "sim_bridge"), signal.SIGKILL)
+    killed = time.monotonic()
+    outcome = watcher.wait_outcome(10.0)
+    waited = time.monotonic() - killed
+    assert outcome is not None, (tmp_path / "log").read_text()[-3000:]
+    assert outcome["outcome"] == "aborted" and outcome["state"] == "aborted", outcome
+    # both fall silent with the bridge, its joint states and its clock; whichever is first
+    reason = outcome["abort_reason"]
+    assert "robot silent" in reason or "clock stopped" in reason, outcome
+    assert waited < 2.0, f"the outcome came {waited:.2f} s after the kill"
+    # the last readings look fresh on the stopped clock; they are not: nothing judges
+    assert outcome["robot"]["outcome"] != "held" and outcome["cube_pose"]["outcome"] != "held"
+    assert "stale" in outcome["reason"], outcome
 
 
 def test_ros2_launch_two_arms_each_pick_their_own_cube(ros2, ros_context, tmp_path):

@@ -14,12 +14,19 @@ position the user placed it at, a target, not a measurement). Whether it was hel
 ``physai_ros.core.pick_judge`` from measurements only -- the robot's own (gripper stalled on
 the object, lift by forward kinematics) and the cube pose when fresh -- and the outcome names
 the witness. A controller that rejects or aborts a goal ends the pick with its reason.
+
+A silent robot ends it too: no joint states for ``silence_timeout`` seconds of wall-clock time,
+or, under ``use_sim_time``, a clock that stands still that long (the sim bridge died: its clock
+stopped, so nothing timed on the node's clock would ever fire). A steady-clock timer watches for
+it; the pick then publishes an aborted outcome naming the silence and sends no further goals
+(the controller, if alive, holds the arm where its last goal ends; a dead one cannot move it).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import time
 
 import mujoco
 import numpy as np
@@ -29,6 +36,7 @@ from control_msgs.action import FollowJointTrajectory, GripperCommand
 from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
 from rclpy.action import ActionClient
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time as RclTime
@@ -143,6 +151,12 @@ PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, m
         (0.01, 10.0),
         True,
     ),
+    "silence_timeout": (
+        "wall-clock time without joint states, or with a sim clock standing still, after "
+        "which a running pick ends aborted: the robot is silent [s, wall]",
+        (0.1, 60.0),
+        True,
+    ),
 }
 
 
@@ -160,6 +174,7 @@ class PickNode(Node):
         self.frame_prefix = p["frame_prefix"]
         self.cube_frame = self.frame_prefix + p["cube_frame"]
         self.target, self.cube_size, self.max_age = p["cube_position"], p["cube_size"], p["max_age"]
+        self.silence_timeout = float(p["silence_timeout"])
         ros = self.cfg.ros
         rob = self.cfg.robot
         self.arm_joints = list(rob["arm_joints"])
@@ -206,10 +221,17 @@ class PickNode(Node):
         self.phase = 0  # counts the goals sent, so a stale goal's reply is recognised
         self.arm_phase = 0  # the phase of the last arm goal: it is in charge until replaced
         self.trouble: str | None = None  # a controller's rejection or abort, acted on at tick
+        # the silence watchdog, on the steady clock (a stopped sim clock stops the node's timers)
+        self.heard_at = time.monotonic()  # [s, steady] the last joint state arrived
+        self.clock_seen = (self.now(), time.monotonic())  # node clock reading, when it changed
+        self.watchdog = self.create_timer(
+            0.1, self.watch_silence, clock=Clock(clock_type=ClockType.STEADY_TIME)
+        )
         self.get_logger().info("waiting for joint states, the cube and the controllers")
 
     # --- sensing -------------------------------------------------------------------------
     def on_joints(self, msg: JointState) -> None:
+        self.heard_at = time.monotonic()
         velocity = list(msg.velocity) or [0.0] * len(msg.name)
         for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
             self.joints[name] = (q, v)
@@ -397,7 +419,46 @@ class PickNode(Node):
             else:
                 self.enter(state, now)
 
-    def finish(self, now: float) -> None:
+    def silence(self) -> tuple[str, float] | None:
+        """Why the robot counts as silent now, and for how long [s, wall clock], or None."""
+        wall = time.monotonic()
+        clock = self.now()
+        if clock != self.clock_seen[0]:
+            self.clock_seen = (clock, wall)
+        quiet, still = wall - self.heard_at, wall - self.clock_seen[1]
+        reasons = []
+        if quiet > self.silence_timeout:
+            reasons.append(f"robot silent: no joint states for {quiet:.1f} s (wall clock)")
+        if still > self.silence_timeout:
+            sim = "sim " if self.get_parameter("use_sim_time").value else ""
+            reasons.append(
+                f"clock stopped: {sim}time stood still at {clock:.3f} s for {still:.1f} s "
+                "(wall clock)"
+            )
+        return ("; ".join(reasons), max(quiet, still)) if reasons else None
+
+    def watch_silence(self) -> None:
+        """End a running pick whose robot has gone silent (see the module docstring)."""
+        machine = self.machine
+        if machine is None or (machine.finished and self.report_at is None):
+            return  # not started (a graph still starting may be quiet) or already reported
+        silent = self.silence()
+        if silent is None:
+            return
+        reason, silent_for = silent
+        self.get_logger().error(f"{reason}; the pick ends here and sends no more goals")
+        self.report_at = None
+        if not machine.finished:
+            machine.state = "aborted"
+        machine.abort_reason = (
+            reason if machine.abort_reason is None else f"{machine.abort_reason}; {reason}"
+        )
+        self.finish(self.now(), stale_by=silent_for)
+
+    def finish(self, now: float, stale_by: float = 0.0) -> None:
+        """Judge and publish the outcome. ``stale_by`` [s, wall]: how long the robot has been
+        silent; every measurement is that much older than the node's clock says (a stopped
+        sim clock makes the last readings look fresh), so none of them judges a silent pick."""
         m, cfg = self.machine, self.cfg
         touch = self.both_touch()
         reading = None
@@ -405,6 +466,7 @@ class PickNode(Node):
             jaw, jaw_speed = self.joints[self.jaw_joint]
             lift = self.site_height() - self.site_at_grip if m.closed else math.nan
             ages = [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
+            ages = [age + stale_by for age in ages]
             reading = RobotReading(lift if m.closed else 0.0, jaw, jaw_speed, touch, max(ages))
         robot = robot_verdict(
             reading,
@@ -420,7 +482,7 @@ class PickNode(Node):
             bottom = float(self.cube[0][2] - self.cube_size / 2.0)
             pose = pose_verdict(
                 bottom,
-                now - self.cube[1],
+                now - self.cube[1] + stale_by,
                 touch,
                 closed=m.closed,
                 min_lift=cfg.min_lift,
