@@ -1,7 +1,8 @@
 """The real-arm graph's SO-101 driver at power-up, each condition on a bench of its own (the
 emulator in place of the serial port, the driver as ``pick.launch.py sim:=false`` starts it):
-an arm resting outside its limits, a calibration that differs from the servos, and what
-Ctrl-C does to torque. The numbers held to are test_so101_driver.py's."""
+an arm resting outside its limits, a calibration that differs from the servos, what
+Ctrl-C does to torque, and a driver killed mid-move and started again. The numbers held to
+are test_so101_driver.py's."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ import time
 import numpy as np
 import pytest
 from conftest import require
-from so101_bench import Bench, largest_motion
+from so101_bench import Bench, largest_fall, largest_motion
+
+from physai_ros.bringup import start as start_graph
 
 pytestmark = pytest.mark.dds
 require("lerobot.motors")
 
 STILL = 0.05  # [rad] "moves nothing": no joint of the witness moves more than this
+FALL = 0.01  # [m] "no fall": the gripper site drops less than this
 
 
 def test_arm_resting_outside_its_limits_is_not_armed(tmp_path, ros_domain):
@@ -83,3 +87,42 @@ def test_ctrl_c_holds_by_default_and_releases_when_asked(tmp_path, ros_domain):
             assert f"on_exit={policy}" in bench.log()
         finally:
             bench.close()
+
+
+def test_driver_killed_mid_goal_the_arm_holds_and_a_restarted_driver_takes_over_in_place(
+    tmp_path, ros_domain
+):
+    """SIGKILL of the driver halfway through a 2 s move (no exit handler runs): the servos keep
+    torque and hold their last goal register — the arm stops within a few setpoints and does
+    not fall. The driver started again (as a launch's respawn or a user would) arms where the
+    arm lies: no joint jumps on take-over."""
+    bench = Bench(tmp_path, ros_domain)
+    try:
+        bench.wait_active()
+        start = bench.arm_position()
+        handle = bench.send_arm(start + np.array([0.4, 0.0, 0.0, 0.0, 0.0]), 2.0)
+        assert handle.accepted
+        time.sleep(1.0)
+        os.killpg(bench.procs[1].pid, signal.SIGKILL)
+        bench.procs[1].wait(10)
+        killed = time.time()
+        time.sleep(1.5)
+        truth = bench.truth()
+        assert all(truth["torque_enabled"]), truth
+        assert largest_fall(bench.truth_since(killed)) < FALL
+        # stopped where the last setpoint was: it is ahead of the arm by at most a few cycles
+        assert largest_motion(bench.truth_since(killed)) < STILL
+        moved = np.abs(np.array(truth["positions"][:5]) - start).max()
+        assert 0.05 < moved < 0.35, f"killed mid-move: moved {moved:.3f} rad of 0.4"
+
+        restarted = time.time()
+        bench.procs[1] = start_graph([bench.specs[0]], bench.tmp)[0]
+        # its log, not a lifecycle call: the killed driver's services linger in discovery
+        # until their lease ends, and a request to them is never answered
+        assert bench.wait(lambda: "armed at" in bench.log(), 60.0), bench.log()
+        time.sleep(1.0)
+        assert largest_motion(bench.truth_since(restarted)) < STILL
+        assert largest_fall(bench.truth_since(restarted)) < FALL
+        assert bench.truth()["eprom_writes"] == 0
+    finally:
+        bench.close()
