@@ -18,6 +18,7 @@ NODES = {
     "trajectory": "physai_ros.nodes.trajectory:main",
     "so101_driver": "physai_ros.nodes.so101_driver:main",
     "so101_emulator": "physai_ros.nodes.so101_emulator:main",
+    "grasp_planner": "physai_ros.nodes.grasp_planner:main",
 }
 
 

@@ -36,6 +36,8 @@ CUBE_POSE = "cube_pose"  # geometry_msgs/PoseStamped in the world frame (TF fram
 SIM_RESET = "sim/reset"  # std_srvs/Trigger
 PICK_STATE = "pick/state"  # std_msgs/String
 PICK_OUTCOME = "pick/outcome"  # std_msgs/String (JSON), latched
+PLAN_GRASP = "plan_grasp"  # physai_ros_interfaces/srv/PlanGrasp (grasp_planner)
+GRASP_MARKERS = "grasp_planner/markers"  # visualization_msgs/MarkerArray, latched
 
 
 def under(controller: str, interface: str) -> str:

@@ -148,14 +148,16 @@ pip_install "LeRobot" --no-deps -r "$ROOT/requirements/lerobot-nodeps.txt"
 
 # ---------------------------------------------------------------------------------------------
 # 4. Interface packages that no registry has: tf2_msgs, control_msgs, franka_msgs (the gripper
-# actions of franka_ros2, which a ROS install without franka_ros2 lacks). With the wheels they are
+# actions of franka_ros2, which a ROS install without franka_ros2 lacks) and our own
+# physai_ros_interfaces (the grasp planning service). With the wheels they are
 # rebuilt whenever ros_interfaces/ changes; a sourced ROS install's own packages are used when
 # they have every type the package needs.
 IFACE_STAMP="$VENV/.physai-interfaces-stamp"
 IFACE_HASH=$(find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
 IFACE_CHECK='import tf2_msgs.msg, control_msgs.action
 from control_msgs.msg import JointTrajectoryControllerState
-from franka_msgs.action import Grasp, Homing, Move'
+from franka_msgs.action import Grasp, Homing, Move
+from physai_ros_interfaces.srv import PlanGrasp'
 if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IFACE_HASH" ]; } \
   || ! "$VPY" -c "$IFACE_CHECK" >/dev/null 2>&1; then
   if [ "${MODE%%-*}" = wheels ]; then
@@ -164,7 +166,7 @@ if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IF
   else
     pip_install "interface build tools" colcon-common-extensions "cmake>=3.22,<5"
   fi
-  say "generating tf2_msgs, control_msgs and franka_msgs from ros_interfaces/ (colcon + rosidl)"
+  say "generating tf2_msgs, control_msgs, franka_msgs and physai_ros_interfaces from ros_interfaces/ (colcon + rosidl)"
   log="$LOG_DIR/colcon-interfaces.log"
   if ! (
     cd "$VENV"
@@ -195,6 +197,7 @@ pip_install "physai_ros" --no-deps --no-build-isolation -e "$ROOT"
 # 6. Check what we promise, then record success.
 if ! "$VENV/bin/python" - <<'EOF' >"$LOG_DIR/check.log" 2>&1; then
 import mujoco, rclpy, tf2_msgs.msg, control_msgs.action, franka_msgs.action, sensor_msgs.msg, physai_ros
+import physai_ros_interfaces.srv
 import lerobot.motors.feetech
 if mujoco.__version__ != "3.17.0":
     raise SystemExit(f"mujoco {mujoco.__version__} installed, 3.17.0 expected")

@@ -17,6 +17,7 @@ ROS_PACKAGES_FROM_IMPORTS = {
     "launch_ros",
     "ament_index_python",
     "rcl_interfaces",
+    "physai_ros_interfaces",
 }
 
 

@@ -114,6 +114,19 @@ def mat_to_quat(R: ArrayLike) -> FloatArray:
     return -q if w < 0 else q
 
 
+def quat_z_along(direction: ArrayLike) -> FloatArray:
+    """Scalar-first quaternion (w ≥ 0) of the smallest rotation taking +z onto ``direction``:
+    a frame whose z axis points along it (a contact frame, z along its force)."""
+    d = as_finite(direction, (3,), "direction")
+    size = float(np.linalg.norm(d))
+    if size == 0.0:
+        raise InvalidInput("direction must be non-zero")
+    rotation, _ = Rotation.align_vectors([d / size], [[0.0, 0.0, 1.0]])
+    x, y, z, w = rotation.as_quat()
+    q = np.array([w, x, y, z])
+    return -q if w < 0 else q
+
+
 def mats_to_quats(R: ArrayLike) -> FloatArray:
     """``mat_to_quat`` for a stack of rotation matrices (n, 3, 3) → (n, 4), in one SciPy call:
     a TF message carries a dozen rotations, and one call per rotation costs 10× more."""
