@@ -7,8 +7,8 @@ sphere | cylinder, a MuJoCo flex beside the rigid cube) soft_object_pose and
 soft_object_strain; the shared controllers
 (``physai_ros.nodes._controllers``: arm_controller/follow_joint_trajectory, its topic and
 controller_state, gripper_controller/gripper_cmd) run inside the physics steps; sim/reset
-puts robot and cube back. Physics runs in its own thread paced by ``real_time_factor``; the
-maths lives in physai_ros.backends.mujoco_sim and physai_ros.core.
+puts robot, cube and soft object back. Physics runs in its own thread paced by
+``real_time_factor``; the maths lives in physai_ros.backends.mujoco_sim and physai_ros.core.
 
 Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_controller_name``,
 ``franka_gripper`` one by one): joint and controller names as franka_ros2's, the FR3's limits,
@@ -44,6 +44,7 @@ from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
 from physai_ros.franka import FRANKA_PARAMETERS, PROFILE_PARAMETERS, franka_profile
 from physai_ros.models import load_scene_config, scene_soft_object
+from physai_ros.models.soft import SoftObject
 from physai_ros.nodes._common import declare_param, declare_table, node_defaults, run_node
 from physai_ros.nodes._controllers import (
     CONTROLLER_NAME,
@@ -71,6 +72,34 @@ SOFT_PARAMETERS = {  # soft_<field>: (description with units, range, read_only);
     "mu": ("soft object sliding friction [-]", (1e-4, 5.0), True),
     "size": ("soft object edge (cube) or diameter (sphere, cylinder) [m]", (0.01, 0.2), True),
 }
+
+
+def declare_soft_object(node: Node, robot: str) -> SoftObject | None:
+    """Declare ``soft_object`` and its ``soft_*`` material and position (defaults:
+    config/scene.yaml) and return the checked object, ``None`` for ``soft_object`` none.
+    Raises InvalidInput on a bad shape or material."""
+    scene = load_scene_config()
+    table = {
+        "soft_object": (
+            "soft object beside the cube: none | cube | sphere | cylinder (a MuJoCo flex; the "
+            "scene then steps with the discrete integrator)",
+            None,
+            True,
+        ),
+        "soft_x": ("soft object centre x, base frame [m]", (-2.0, 2.0), True),
+        "soft_y": ("soft object centre y, base frame [m]", (-2.0, 2.0), True),
+    } | {f"soft_{k}": v for k, v in SOFT_PARAMETERS.items()}
+    x, y = scene["robots"][robot]["soft_pos"]
+    defaults = {"soft_object": "none", "soft_x": x, "soft_y": y} | {
+        f"soft_{k}": scene["soft"][k] for k in SOFT_PARAMETERS
+    }
+    s = declare_table(node, defaults, table)
+    if s["soft_object"] == "none":
+        return None
+    values = {k: s[f"soft_{k}"] for k in SOFT_PARAMETERS}
+    return scene_soft_object(robot, (s["soft_x"], s["soft_y"]), shape=s["soft_object"], **values)
+
+
 PARAMETERS = {  # name: (description with units, (min, max) or None, read_only)
     "robot": ("robot to simulate: so101 | panda", None, True),
     "model_path": ("MJCF file or Menagerie folder; '' = embedded", None, True),
@@ -145,37 +174,13 @@ class SimBridge(Node):
             "jaw_torque_cap": 0.0,
         }
         c = declare_table(self, cube_defaults, cube_table)
-        soft_table = {
-            "soft_object": (
-                "soft object beside the cube: none | cube | sphere | cylinder (a MuJoCo flex; "
-                "the scene then steps with the discrete integrator)",
-                None,
-                True,
-            ),
-            "soft_x": ("soft object centre x, base frame [m]", (-2.0, 2.0), True),
-            "soft_y": ("soft object centre y, base frame [m]", (-2.0, 2.0), True),
-        } | {f"soft_{k}": v for k, v in SOFT_PARAMETERS.items()}
-        soft_xy = scene["robots"][robot]["soft_pos"]
-        soft_defaults = {"soft_object": "none", "soft_x": soft_xy[0], "soft_y": soft_xy[1]} | {
-            f"soft_{k}": scene["soft"][k] for k in SOFT_PARAMETERS
-        }
-        s = declare_table(self, soft_defaults, soft_table)
         self.rtf = p["real_time_factor"]
-        self.rates = {name: p[f"{name}_rate"] for name in STREAMS}
-        if s["soft_object"] == "none":
-            self.rates["soft_object"] = 0.0
+        self.rates = {s: p[f"{s}_rate"] for s in STREAMS}
         self.marker_cfg = {
             k: p[f"markers.{k}"] for k in ("force_scale", "cone_height", "cone_segments")
         }
         try:
-            soft = None
-            if s["soft_object"] != "none":
-                soft = scene_soft_object(
-                    robot,
-                    (s["soft_x"], s["soft_y"]),
-                    shape=s["soft_object"],
-                    **{k: s[f"soft_{k}"] for k in SOFT_PARAMETERS},
-                )
+            soft = declare_soft_object(self, robot)
             self.sim = MujocoSim(
                 robot,
                 model_path=p["model_path"] or None,
@@ -191,6 +196,8 @@ class SimBridge(Node):
             )
         except PhysaiError as exc:
             raise SystemExit(f"sim_bridge: {exc}") from exc
+        if soft is None:
+            self.rates["soft_object"] = 0.0
         # the controllers' parameters: config/sim_robots.yaml's defaults, declared so that a
         # params file or `ros2 param set` changes them
         jtc = declare_jtc(self, self.sim.arm.p)
@@ -262,7 +269,7 @@ class SimBridge(Node):
         self.thread.start()
         self.get_logger().info(
             f"simulating {robot} ({self.sim.model.nq} qpos, dt {self.sim.dt * 1e3:g} ms, soft "
-            f"object {s['soft_object']}) at "
+            f"object {soft.shape if soft else 'none'}) at "
             f"real_time_factor {self.rtf:g}; arm joints {self.prefix.to_wire(self.sim.arm_joints)}"
             f" under {p['arm_controller_name']}; franka_profile {p['franka_profile']}"
         )
