@@ -160,6 +160,7 @@ def test_jaws_squeezing_the_soft_cube_sense_it_and_strain_grows_with_the_squeeze
         ({"size": 0.005}, "size must be >"),
         ({"shape": "torus"}, "unknown soft object shape 'torus'; valid choices"),
         ({"colour": "red"}, "unknown soft object fields"),
+        ({"young": "soft"}, "must be numbers"),
     ],
 )
 def test_bad_soft_object_is_refused(values, message):

@@ -54,7 +54,8 @@ FIELDS = ("shape", "young", "poisson", "damping", "mass", "mu", "size")  # from 
 def soft_object(config: dict[str, Any], pos: tuple[float, float], **values: Any) -> SoftObject:
     """A checked ``SoftObject``: ``values`` (any field but ``pos``) over ``config`` (the
     ``soft`` section of config/scene.yaml). Raises InvalidInput on an unknown shape, E ≤ 0,
-    ν outside [0, 0.5), damping < 0, mass ≤ 0, μ ≤ 0, or a size not above two vertex radii."""
+    ν outside [0, 0.5), damping < 0, mass ≤ 0, μ ≤ 0, a size not above four vertex radii, or
+    a value that is not a number."""
     unknown = set(values) - set(FIELDS)
     if unknown:
         raise InvalidInput(f"unknown soft object fields {sorted(unknown)}; valid: {FIELDS}")
@@ -62,8 +63,11 @@ def soft_object(config: dict[str, Any], pos: tuple[float, float], **values: Any)
     shape = v["shape"]
     if shape not in SHAPES:
         raise InvalidInput(f"unknown soft object shape {shape!r}; valid choices: {sorted(SHAPES)}")
-    young, poisson, damping = (float(v[k]) for k in ("young", "poisson", "damping"))
-    mass, mu, size = (float(v[k]) for k in ("mass", "mu", "size"))
+    try:
+        young, poisson, damping, mass, mu, size = (float(v[k]) for k in FIELDS[1:])
+        x, y = (float(c) for c in pos)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"soft object values must be numbers: {v}, pos {pos!r}") from exc
     if not (math.isfinite(young) and young > 0.0):
         raise InvalidInput(f"soft object Young's modulus must be > 0 [Pa], got {young!r}")
     if not 0.0 <= poisson < 0.5:
@@ -79,7 +83,6 @@ def soft_object(config: dict[str, Any], pos: tuple[float, float], **values: Any)
         raise InvalidInput(
             f"soft object size must be > {4.0 * radius:g} m (four vertex radii), got {size!r}"
         )
-    x, y = (float(c) for c in pos)
     if not (math.isfinite(x) and math.isfinite(y)):
         raise InvalidInput(f"soft object position must be finite (x, y) [m], got {pos!r}")
     return SoftObject(shape, young, poisson, damping, mass, mu, size, (x, y))
