@@ -73,6 +73,30 @@ def test_soft_object_rests_on_the_table_and_the_table_carries_its_weight(shape, 
     assert 0.0 < sim.soft_object_strain() < 0.03  # its own weight: under 3 %
 
 
+def test_a_rigid_motion_moves_the_pose_and_leaves_no_strain():
+    """Vertices moved by a rotation R (40° about an oblique axis) and a shift t: the pose
+    reports R and centre + t, the strain stays 0 (1e-9)."""
+    sim = MujocoSim("so101", soft=scene_soft_object("so101"))
+    m, d = sim.model, sim.data
+    start, _ = sim.soft_object_pose()
+    quat, shift = np.zeros(4), np.array([0.01, -0.02, 0.03])
+    mujoco.mju_axisAngle2Quat(quat, np.array([1.0, 2.0, 3.0]) / np.sqrt(14.0), np.radians(40.0))
+    rot = np.zeros(9)
+    mujoco.mju_quat2Mat(rot, quat)
+    rest = d.flexvert_xpos.copy()
+    moved = (rest - start) @ rot.reshape(3, 3).T + start + shift
+    for v, body in enumerate(m.flex_vertbodyid):
+        for j in range(m.body_jntadr[body], m.body_jntadr[body] + m.body_jntnum[body]):
+            d.qpos[m.jnt_qposadr[j]] = m.jnt_axis[j] @ (moved[v] - rest[v])  # x, y, z sliders
+    mujoco.mj_forward(m, d)
+    com, measured = sim.soft_object_pose()
+    np.testing.assert_allclose(com, start + shift, atol=1e-12)
+    np.testing.assert_allclose(measured * np.sign(measured[0]), quat, atol=1e-9)
+    assert sim.soft_object_strain() < 1e-9
+    with pytest.raises(InvalidInput, match="no soft object"):
+        MujocoSim("so101").soft_object_pose()
+
+
 def test_panda_torque_loop_runs_the_soft_scene_and_reset_restores_the_soft_object():
     """The Panda's torque loop (mj_step1 / torques / mj_step2) under the discrete integrator:
     the arm holds home while the soft cube settles; reset puts the cube back at its rest

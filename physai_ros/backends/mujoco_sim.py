@@ -560,10 +560,15 @@ class MujocoSim:
         """Cube centre [m] and orientation quaternion (w, x, y, z) in the world."""
         return self.data.xpos[self._cube_body].copy(), self.data.xquat[self._cube_body].copy()
 
+    def _need_soft(self) -> None:
+        if self.soft is None:
+            raise InvalidInput("this scene has no soft object (MujocoSim(..., soft=...))")
+
     def soft_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """Soft object: centre of mass [m] (vertex positions weighted by vertex mass) and the
         rotation (w, x, y, z) that best maps its rest shape onto the current one (mass-weighted
         least squares, Kabsch), in the world."""
+        self._need_soft()
         x = self.data.flexvert_xpos[self._soft_verts]
         com = self._soft_weight @ x
         cov = (self._soft_rest * self._soft_weight[:, None]).T @ (x - com)
@@ -577,6 +582,7 @@ class MujocoSim:
     def soft_object_strain(self) -> float:
         """Soft object deformation: the largest engineering strain |l / l0 − 1| [m/m] over
         its edges (0 at rest shape; 0.1 = some edge 10 % longer or shorter)."""
+        self._need_soft()
         length = self.data.flexedge_length[self._soft_edges]
         return float(np.max(np.abs(length / self._soft_rest_length - 1.0)))
 
