@@ -32,6 +32,8 @@ JAW_CONTACT_PREFIX = "jaw_contact"  # jaw_contact/<jaw>: geometry_msgs/WrenchSta
 CONTACT_MARKERS = "contact_markers"  # visualization_msgs/MarkerArray
 
 CUBE_POSE = "cube_pose"  # geometry_msgs/PoseStamped in the world frame (TF frame "cube")
+SOFT_OBJECT_POSE = "soft_object_pose"  # geometry_msgs/PoseStamped, world: centre of mass
+SOFT_OBJECT_STRAIN = "soft_object_strain"  # std_msgs/Float64: largest edge strain [m/m]
 
 SIM_RESET = "sim/reset"  # std_srvs/Trigger
 PICK_STATE = "pick/state"  # std_msgs/String

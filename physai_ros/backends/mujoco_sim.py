@@ -5,7 +5,9 @@ cube) and gives the sim bridge node what a hardware driver would: joint state (e
 actuators' joint-space force), the shared controllers (``physai_ros.core.controllers``: the
 joint trajectory controller and the gripper action controller, updated at the controller
 rate inside the physics steps), per-jaw contact wrenches, the cube pose, reset and recovery
-from a diverged step. Goals that end are collected in ``ends`` for the node to report.
+from a diverged step; with a soft object (``physai_ros.models.soft``), its pose and strain, and
+its contacts in the jaw wrenches and contact points. Goals that end are collected in ``ends``
+for the node to report.
 
 How the arm follows a trajectory depends on the robot, as on the real ones:
 * SO-101: its position servos (MuJoCo position actuators) get the reference as their target.
@@ -42,6 +44,7 @@ from physai_ros.core.joint_trajectory import JointRanges
 from physai_ros.errors import InvalidInput, ModelError
 from physai_ros.models import build_scene, load_scene_config
 from physai_ros.models.scene import CUBE_BODY, CUBE_JOINT, cube_world_pos
+from physai_ros.models.soft import SOFT_FLEX, SoftObject
 from physai_ros.paths import config_path
 
 _BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
@@ -123,6 +126,8 @@ class MujocoSim:
         cube_size [m], cube_mass [kg], cube_mu, jaw_torque_cap [N·m | N]: as ``build_scene``
             (``None`` = config/scene.yaml).
         timestep: physics step [s] (``None`` = config/scene.yaml, 2 ms).
+        soft: a soft object beside the cube (``physai_ros.models.scene_soft_object``);
+            ``None`` = none. It switches the scene to the discrete integrator.
         controllers: the arm and gripper controllers' parameters (``None`` =
             ``default_controller_params``, config/sim_robots.yaml); their joint ranges are
             the model's.
@@ -143,6 +148,7 @@ class MujocoSim:
         cube_mu: float | None = None,
         jaw_torque_cap: float | None = None,
         timestep: float | None = None,
+        soft: SoftObject | None = None,
         controllers: tuple[JtcParams, GacParams] | None = None,
         controller_rate: float = 500.0,
     ) -> None:
@@ -164,6 +170,7 @@ class MujocoSim:
             cube_mu=cube_mu,
             jaw_torque_cap=jaw_torque_cap,
             timestep=timestep,
+            soft=soft,
         )
         self.data = mujoco.MjData(self.model)
         m = self.model
@@ -214,10 +221,11 @@ class MujocoSim:
         self.jaw_names = tuple(cfg["jaws"])
         self.jaw_body_names: dict[str, str] = dict(cfg["jaws"])  # jaw -> body (wrench frame)
         self._jaw_body = _ids(m, mujoco.mjtObj.mjOBJ_BODY, list(cfg["jaws"].values()), "body")
-        self._jaw_of_geom = np.full(m.ngeom, -1, dtype=int)
+        # one extra -1 at the end: a flex contact's geom is -1 and so reads "no jaw" there
+        self._jaw_of_geom = np.full(m.ngeom + 1, -1, dtype=int)
         collide = (m.geom_contype != 0) | (m.geom_conaffinity != 0)
         for i, body in enumerate(self._jaw_body):
-            self._jaw_of_geom[(m.geom_bodyid == body) & collide] = i
+            self._jaw_of_geom[:-1][(m.geom_bodyid == body) & collide] = i
         self._no_jaws = np.zeros((0, 2), dtype=int)
         zero = np.zeros(3)
         zero.flags.writeable = False
@@ -256,6 +264,9 @@ class MujocoSim:
         self._warn_seen = 0
         self._home_q = self._home(cfg)
         self._cube_home = self.data.qpos[self._cube_q : self._cube_q + 7].copy()
+        self.soft = soft
+        if soft is not None:
+            self._setup_soft()
         self.reset()
 
     # ------------------------------------------------------------------ set-up helpers
@@ -290,6 +301,23 @@ class MujocoSim:
         m.actuator_ctrlrange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
         m.actuator_forcelimited[act] = 1
         m.actuator_forcerange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
+
+    def _setup_soft(self) -> None:
+        """Index the soft object's vertices (mass weights, rest offsets from the centre of
+        mass) and edges (rest lengths) once."""
+        m = self.model
+        flex = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_FLEX, SOFT_FLEX)
+        verts = slice(int(m.flex_vertadr[flex]), int(m.flex_vertadr[flex] + m.flex_vertnum[flex]))
+        edges = slice(int(m.flex_edgeadr[flex]), int(m.flex_edgeadr[flex] + m.flex_edgenum[flex]))
+        mass = m.body_mass[m.flex_vertbodyid[verts]]
+        self._soft_verts, self._soft_edges = verts, edges
+        self._soft_weight = mass / mass.sum()
+        self._soft_rest_length = m.flexedge_length0[edges].copy()
+        data = mujoco.MjData(m)
+        mujoco.mj_kinematics(m, data)
+        mujoco.mj_flex(m, data)
+        rest = data.flexvert_xpos[verts]
+        self._soft_rest = rest - self._soft_weight @ rest
 
     def _stiffen_gripper(self, servo: dict[str, float]) -> None:
         """Set the jaw servo's stiffness kp [N/m | N·m/rad] and damping kv [N·s/m | N·m·s/rad],
@@ -532,6 +560,32 @@ class MujocoSim:
         """Cube centre [m] and orientation quaternion (w, x, y, z) in the world."""
         return self.data.xpos[self._cube_body].copy(), self.data.xquat[self._cube_body].copy()
 
+    def _need_soft(self) -> None:
+        if self.soft is None:
+            raise InvalidInput("this scene has no soft object (MujocoSim(..., soft=...))")
+
+    def soft_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Soft object: centre of mass [m] (vertex positions weighted by vertex mass) and the
+        rotation (w, x, y, z) that best maps its rest shape onto the current one (mass-weighted
+        least squares, Kabsch), in the world."""
+        self._need_soft()
+        x = self.data.flexvert_xpos[self._soft_verts]
+        com = self._soft_weight @ x
+        cov = (self._soft_rest * self._soft_weight[:, None]).T @ (x - com)
+        u, _, vt = np.linalg.svd(cov)
+        flip = np.diag([1.0, 1.0, np.sign(np.linalg.det(vt.T @ u.T))])
+        rot = vt.T @ flip @ u.T
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, rot.ravel())
+        return com, quat
+
+    def soft_object_strain(self) -> float:
+        """Soft object deformation: the largest engineering strain |l / l0 − 1| [m/m] over
+        its edges (0 at rest shape; 0.1 = some edge 10 % longer or shorter)."""
+        self._need_soft()
+        length = self.data.flexedge_length[self._soft_edges]
+        return float(np.max(np.abs(length / self._soft_rest_length - 1.0)))
+
     # ------------------------------------------------------------------ contacts
     def _jaw_hits(self) -> tuple[np.ndarray, list[int]]:
         """(per-contact jaw indices (ncon, 2), indices k of force-carrying jaw contacts)."""
@@ -558,7 +612,8 @@ class MujocoSim:
                 yield j1, k, -force, -torque, contact.pos
 
     def jaw_wrenches(self) -> dict[str, Wrench]:
-        """Per jaw: total contact wrench from everything it touches (object, table, other jaw),
+        """Per jaw: total contact wrench from everything it touches (cube, soft object, table,
+        other jaw),
         force [N] and torque about the jaw body origin [N·m], in the jaw body frame."""
         jaws, hits = self._jaw_hits()
         if not hits:

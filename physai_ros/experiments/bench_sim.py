@@ -1,6 +1,6 @@
 """Benchmark: the sim bridge's real-time factor, free-running, against raw ``mj_step``.
 
-``physai bench sim [--robot so101|panda] [--seconds S] [--no-listener]``
+``physai bench sim [--robot so101|panda] [--seconds S] [--no-listener] [--object soft_cube]``
 
 All in one run on the same scene (``MujocoSim``'s compiled model), so the ratios survive a noisy
 machine: a plain Python loop of ``mj_step`` with the arm at rest (before and after, averaged as
@@ -18,6 +18,11 @@ when subscribed) twice:
 
 Real-time factor = simulated seconds per wall second. Last line: ``sim_bridge_vs_raw = <ratio>``
 (measurement 1).
+
+``--object soft_cube`` measures instead what the soft object (config/scene.yaml ``soft``: a
+4×4×4-vertex flex cube, 30 g, E 5·10⁴ Pa, discrete integrator) costs: raw ``mj_step`` and the
+bridge with no subscriber, each without and with it, in one run. Last line:
+``soft_cube_vs_rigid = <bridge real-time factor with / without>``.
 """
 
 from __future__ import annotations
@@ -48,14 +53,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-listener", action="store_true", help="skip the run with a subscriber process"
     )
+    parser.add_argument(
+        "--object",
+        choices=("cube", "soft_cube"),
+        default="cube",
+        help="soft_cube: real-time factor with the soft cube beside the rigid one vs without",
+    )
     parser.add_argument("--listen", action="store_true", help=argparse.SUPPRESS)
 
 
-def raw_rtf(robot: str, seconds: float) -> tuple[float, int]:
-    """Sim seconds per wall second of a plain ``mj_step`` loop on the bridge's scene."""
+def raw_rtf(robot: str, seconds: float, soft: bool = False) -> tuple[float, int]:
+    """Sim seconds per wall second of a plain ``mj_step`` loop on the bridge's scene (``soft``:
+    with the default soft cube)."""
     from physai_ros.backends.mujoco_sim import MujocoSim
+    from physai_ros.models import scene_soft_object
 
-    sim = MujocoSim(robot)
+    sim = MujocoSim(robot, soft=scene_soft_object(robot) if soft else None)
     model, data = sim.model, mujoco.MjData(sim.model)
     data.qpos[:] = sim.data.qpos
     data.ctrl[:] = sim.data.ctrl
@@ -68,14 +81,17 @@ def raw_rtf(robot: str, seconds: float) -> tuple[float, int]:
     return steps * model.opt.timestep / (time.perf_counter() - start), steps
 
 
-def bridge_rtf(robot: str, seconds: float) -> float:
-    """Sim seconds per wall second of the bridge node at real_time_factor 0 (after 1 s warm-up)."""
+def bridge_rtf(robot: str, seconds: float, soft: bool = False) -> float:
+    """Sim seconds per wall second of the bridge node at real_time_factor 0 (after 1 s warm-up;
+    ``soft``: with the default soft cube, its pose and strain published)."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
     from physai_ros.nodes.sim_bridge import SimBridge
 
     args = ["--ros-args", "-p", f"robot:={robot}", "-p", "real_time_factor:=0.0"]
+    if soft:
+        args += ["-p", "soft_object:=cube"]
     with rclpy.init(args=args):
         node = SimBridge()
         executor = MultiThreadedExecutor(num_threads=2)
@@ -142,11 +158,32 @@ def listen() -> int:
     return 0
 
 
+def run_soft(robot: str, seconds: float) -> int:
+    """Real-time factors with and without the soft cube, raw and through the bridge."""
+    measures = {
+        "raw mj_step": lambda soft: raw_rtf(robot, seconds, soft)[0],
+        "sim bridge": lambda soft: bridge_rtf(robot, seconds, soft),
+    }
+    ratio = 0.0
+    for where, measure in measures.items():
+        rigid, soft = measure(False), measure(True)
+        print(f"{where} ({robot}): real-time factor {rigid:.2f} rigid cube only")
+        print(f"{where} ({robot}): real-time factor {soft:.2f} with the soft cube")
+        ratio = soft / rigid
+        print(f"{where}: soft cube / rigid = {ratio:.4f} (1/{1 / ratio:.0f})")
+        if where == "sim bridge":
+            print(f"real time with the soft cube: {'kept' if soft >= 1.0 else 'NOT kept'}")
+    print(f"soft_cube_vs_rigid = {ratio:.4f}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.listen:
         return listen()
     os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    if args.object == "soft_cube":
+        return run_soft(args.robot, args.seconds)
     raw_before, steps = raw_rtf(args.robot, args.seconds)
     print(f"raw mj_step ({args.robot}): {steps} steps, real-time factor {raw_before:.1f}")
     alone = bridge_rtf(args.robot, args.seconds)

@@ -13,6 +13,7 @@ from physai_ros.models.scene import (
     load_scene_config,
     place_robot,
     scene_preset,
+    scene_soft_object,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "place_robot",
     "robot_model_file",
     "scene_preset",
+    "scene_soft_object",
 ]

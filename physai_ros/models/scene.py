@@ -1,4 +1,5 @@
-"""Build a pick scene around a robot with ``MjSpec``: table, free cube, jaw-pad friction, jaw cap.
+"""Build a pick scene around a robot with ``MjSpec``: table, free cube, jaw-pad friction, jaw cap,
+and optionally a soft object beside the cube (``physai_ros.models.soft``).
 
 Mirrors the lessons' set-up (lesson 16: the robot's own file plus a floor, as Menagerie's
 ``scene.xml`` does, then a 3 cm cube with condim 4 and priority 2 so that *its* μ governs every
@@ -22,6 +23,7 @@ import yaml
 
 from physai_ros.errors import InvalidInput, ModelError
 from physai_ros.models.loader import check_robot, load_robot_spec
+from physai_ros.models.soft import SoftObject, add_soft_object, soft_object
 from physai_ros.paths import config_path
 
 CUBE_BODY = "cube"
@@ -65,6 +67,16 @@ def yaw_quat(yaw_deg: float) -> np.ndarray:
     return np.array([math.cos(half), 0.0, 0.0, math.sin(half)])
 
 
+def scene_soft_object(robot: str, pos: Sequence[float] | None = None, **values: Any) -> SoftObject:
+    """A checked soft object for ``robot``'s scene: ``values`` (shape, young [Pa], poisson,
+    damping [s], mass [kg], mu, size [m]; ``None`` = config/scene.yaml ``soft``) at ``pos``
+    (x, y) [m] in the base frame (``None`` = the robot's ``soft_pos``, beside the cube)."""
+    check_robot(robot)
+    config = load_scene_config()
+    xy = _vector("soft_pos", config["robots"][robot]["soft_pos"] if pos is None else pos, (2,))
+    return soft_object(config["soft"], (float(xy[0]), float(xy[1])), **values)
+
+
 def cube_world_pos(
     cube_pos: Sequence[float], cube_size: float, base_pos: Sequence[float], base_yaw_deg: float
 ) -> np.ndarray:
@@ -98,6 +110,7 @@ def build_scene_spec(
     jaw_mu: float | None = None,
     jaw_torque_cap: float | None = None,
     timestep: float | None = None,
+    soft: SoftObject | None = None,
 ) -> mujoco.MjSpec:
     """The scene as an editable spec; see ``build_scene`` for the arguments."""
     check_robot(robot)
@@ -140,6 +153,9 @@ def build_scene_spec(
         priority=int(cube_cfg["priority"]),
         rgba=cube_cfg["rgba"],
     )
+    if soft is not None:  # after the cube: the robot's and the cube's qpos indices stay
+        centre = cube_world_pos(soft.pos, soft.size, base_pos, base_yaw_deg)
+        add_soft_object(spec, soft, centre.tolist(), config["soft"])
     return spec
 
 
@@ -167,10 +183,14 @@ def build_scene(robot: str, **kwargs: Any) -> mujoco.MjModel:
         jaw_torque_cap: symmetric force range of the gripper actuator [N m for the SO-101 jaw
             servo, N for the Panda finger tendon]; ``None`` keeps the model's own.
         timestep: physics step [s].
+        soft: a deformable object beside the cube (``scene_soft_object``); ``None`` = none.
+            A scene with one steps with the discrete integrator (``physai_ros.models.soft``);
+            one without keeps the robot file's integrator.
 
     Returns:
         The compiled model: robot joints first (same qpos/qvel indices as the robot alone),
-        then the cube's free joint ``cube``; the table plane is geom ``floor`` at z = 0.
+        then the cube's free joint ``cube``, then the soft object's vertex sliders (flex
+        ``soft``); the table plane is geom ``floor`` at z = 0.
         Use ``build_scene_spec`` to edit the scene further before compiling.
     """
     spec = build_scene_spec(robot, **kwargs)

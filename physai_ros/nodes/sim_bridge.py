@@ -2,11 +2,13 @@
 trajectory, users' tools) runs unchanged on the simulation and on hardware.
 
 Publishes /clock, joint_states, cube_pose, jaw_contact/<jaw>, contact_markers and
-arm_controller/tracking_error at configured SIM-time rates; the shared controllers
+arm_controller/tracking_error at configured SIM-time rates, and with ``soft_object`` (cube |
+sphere | cylinder, a MuJoCo flex beside the rigid cube) soft_object_pose and
+soft_object_strain; the shared controllers
 (``physai_ros.nodes._controllers``: arm_controller/follow_joint_trajectory, its topic and
 controller_state, gripper_controller/gripper_cmd) run inside the physics steps; sim/reset
-puts robot and cube back. Physics runs in its own thread paced by ``real_time_factor``; the
-maths lives in physai_ros.backends.mujoco_sim and physai_ros.core.
+puts robot, cube and soft object back. Physics runs in its own thread paced by
+``real_time_factor``; the maths lives in physai_ros.backends.mujoco_sim and physai_ros.core.
 
 Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_controller_name``,
 ``franka_gripper`` one by one): joint and controller names as franka_ros2's, the FR3's limits,
@@ -30,6 +32,7 @@ from rclpy._rclpy_pybind11 import RCLError
 from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
@@ -40,7 +43,8 @@ from physai_ros.core.joint_names import JointPrefix
 from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
 from physai_ros.franka import FRANKA_PARAMETERS, PROFILE_PARAMETERS, franka_profile
-from physai_ros.models import load_scene_config
+from physai_ros.models import load_scene_config, scene_soft_object
+from physai_ros.models.soft import SoftObject
 from physai_ros.nodes._common import declare_param, declare_table, node_defaults, run_node
 from physai_ros.nodes._controllers import (
     CONTROLLER_NAME,
@@ -51,7 +55,51 @@ from physai_ros.nodes._controllers import (
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
 
 MAX_STAMP_AHEAD = 10.0  # [s] a goal stamped further ahead of sim time has a clock mismatch
-STREAMS = ("clock", "joint_states", "tracking_error", "cube_pose", "contacts", "markers")
+STREAMS = (
+    "clock",
+    "joint_states",
+    "tracking_error",
+    "cube_pose",
+    "soft_object",
+    "contacts",
+    "markers",
+)
+SOFT_PARAMETERS = {  # soft_<field>: (description with units, range, read_only); models/soft.py
+    "young": ("soft object Young's modulus [Pa]", (1.0, 1.0e9), True),
+    "poisson": ("soft object Poisson ratio [-], below 0.5", (0.0, 0.4999), True),
+    "damping": ("soft object elasticity damping [s] (stiffness-proportional)", (0.0, 1.0), True),
+    "mass": ("soft object mass [kg]", (1e-4, 10.0), True),
+    "mu": ("soft object sliding friction [-]", (1e-4, 5.0), True),
+    "size": ("soft object edge (cube) or diameter (sphere, cylinder) [m]", (0.01, 0.2), True),
+}
+
+
+def declare_soft_object(node: Node, robot: str) -> SoftObject | None:
+    """Declare ``soft_object`` and its ``soft_*`` material and position (defaults:
+    config/scene.yaml) and return the checked object, ``None`` for ``soft_object`` none.
+    Raises InvalidInput on a bad shape or material."""
+    scene = load_scene_config()
+    table = {
+        "soft_object": (
+            "soft object beside the cube: none | cube | sphere | cylinder (a MuJoCo flex; the "
+            "scene then steps with the discrete integrator)",
+            None,
+            True,
+        ),
+        "soft_x": ("soft object centre x, base frame [m]", (-2.0, 2.0), True),
+        "soft_y": ("soft object centre y, base frame [m]", (-2.0, 2.0), True),
+    } | {f"soft_{k}": v for k, v in SOFT_PARAMETERS.items()}
+    x, y = scene["robots"][robot]["soft_pos"]
+    defaults = {"soft_object": "none", "soft_x": x, "soft_y": y} | {
+        f"soft_{k}": scene["soft"][k] for k in SOFT_PARAMETERS
+    }
+    s = declare_table(node, defaults, table)
+    if s["soft_object"] == "none":
+        return None
+    values = {k: s[f"soft_{k}"] for k in SOFT_PARAMETERS}
+    return scene_soft_object(robot, (s["soft_x"], s["soft_y"]), shape=s["soft_object"], **values)
+
+
 PARAMETERS = {  # name: (description with units, (min, max) or None, read_only)
     "robot": ("robot to simulate: so101 | panda", None, True),
     "model_path": ("MJCF file or Menagerie folder; '' = embedded", None, True),
@@ -132,6 +180,7 @@ class SimBridge(Node):
             k: p[f"markers.{k}"] for k in ("force_scale", "cone_height", "cone_segments")
         }
         try:
+            soft = declare_soft_object(self, robot)
             self.sim = MujocoSim(
                 robot,
                 model_path=p["model_path"] or None,
@@ -142,10 +191,13 @@ class SimBridge(Node):
                 cube_mass=c["cube_mass"],
                 cube_mu=c["cube_mu"],
                 jaw_torque_cap=c["jaw_torque_cap"] or None,
+                soft=soft,
                 controller_rate=p["controller_rate"],
             )
         except PhysaiError as exc:
             raise SystemExit(f"sim_bridge: {exc}") from exc
+        if soft is None:
+            self.rates["soft_object"] = 0.0
         # the controllers' parameters: config/sim_robots.yaml's defaults, declared so that a
         # params file or `ros2 param set` changes them
         jtc = declare_jtc(self, self.sim.arm.p)
@@ -194,6 +246,13 @@ class SimBridge(Node):
             "cube_pose": self.create_publisher(PoseStamped, names.CUBE_POSE, depth),
             "markers": self.create_publisher(MarkerArray, names.CONTACT_MARKERS, 10),
         }
+        if soft is not None:
+            self.pub["soft_pose"] = self.create_publisher(
+                PoseStamped, names.SOFT_OBJECT_POSE, depth
+            )
+            self.pub["soft_strain"] = self.create_publisher(
+                Float64, names.SOFT_OBJECT_STRAIN, depth
+            )
         self.jaw_pub = {
             jaw: self.create_publisher(WrenchStamped, f"{names.JAW_CONTACT_PREFIX}/{jaw}", depth)
             for jaw in self.sim.jaw_names
@@ -209,7 +268,8 @@ class SimBridge(Node):
         self.thread = threading.Thread(target=self._physics_loop, name="physics", daemon=True)
         self.thread.start()
         self.get_logger().info(
-            f"simulating {robot} ({self.sim.model.nq} qpos, dt {self.sim.dt * 1e3:g} ms) at "
+            f"simulating {robot} ({self.sim.model.nq} qpos, dt {self.sim.dt * 1e3:g} ms, soft "
+            f"object {soft.shape if soft else 'none'}) at "
             f"real_time_factor {self.rtf:g}; arm joints {self.prefix.to_wire(self.sim.arm_joints)}"
             f" under {p['arm_controller_name']}; franka_profile {p['franka_profile']}"
         )
@@ -354,6 +414,10 @@ class SimBridge(Node):
             {"position": m, "velocity": m},
         )
         self.out_cube = PatchedMessage(self.pub["cube_pose"], PoseStamped(), {"pose": 7}, "world")
+        if "soft_pose" in self.pub:
+            self.out_soft = PatchedMessage(
+                self.pub["soft_pose"], PoseStamped(), {"pose": 7}, "world"
+            )
         self.out_jaw = {
             jaw: PatchedMessage(
                 self.jaw_pub[jaw], WrenchStamped(), {"wrench": 6}, sim.jaw_body_names[jaw]
@@ -365,6 +429,7 @@ class SimBridge(Node):
             "joint_states": self._pub_joints,
             "tracking_error": self._pub_error,
             "cube_pose": self._pub_cube,
+            "soft_object": self._pub_soft,
             "contacts": self._pub_contacts,
             "markers": self._pub_markers,
         }
@@ -390,6 +455,16 @@ class SimBridge(Node):
         pose[:3], quat = self.sim.cube_pose()
         pose[3:6], pose[6] = quat[1:], quat[0]  # ROS quaternions are (x, y, z, w)
         self._send(self.out_cube)
+
+    def _pub_soft(self) -> None:
+        """The soft object's centre of mass and best-fit rotation, and its largest edge strain
+        (Float64 has no stamp: it belongs to the pose sent just before it)."""
+        pose = self.out_soft.slots["pose"]
+        pose[:3], quat = self.sim.soft_object_pose()
+        pose[3:6], pose[6] = quat[1:], quat[0]
+        self._send(self.out_soft)
+        strain = Float64(data=self.sim.soft_object_strain())
+        self.outbox.append((self.pub["soft_strain"], strain))
 
     def _pub_contacts(self) -> None:
         for jaw, wrench in self.sim.jaw_wrenches().items():
