@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+import net_bench
 import netns
 import pytest
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
-
-TIMEOUT = 120.0  # [s wall] a pick takes ≈ 10 s of sim time; the graph ≈ 30 s to start under load
 
 
 @pytest.fixture
@@ -34,40 +31,14 @@ def hosts(ros_domain):
         yield pair
 
 
-def split_pick(
-    a: netns.Host,
-    b: netns.Host,
-    out: Path,
-    env_a: dict[str, str] | None = None,
-    env_b: dict[str, str] | None = None,
-) -> dict:
-    """One pick with the sim bridge on ``a`` and TF + pick on ``b``; returns the outcome B's
-    bringup received. Both bringups must see the pick end (each watches the whole graph)."""
-    procs = []
-    for host, share, tag, env in ((a, "--only", "a", env_a), (b, "--skip", "b", env_b)):
-        cmd = host.command(
-            sys.executable, "-m", "physai_ros.cli", "bringup", "pick", share, "sim_bridge",
-            "--duration", str(TIMEOUT),
-            "--outcome-json", str(out / f"{tag}.json"),
-            "--log-dir", str(out / f"{tag}.logs"),
-        )  # fmt: skip
-        log = open(out / f"{tag}.out", "w")  # noqa: SIM115 - closed below
-        procs.append(
-            (subprocess.Popen(cmd, env=host.env(env), stdout=log, stderr=subprocess.STDOUT), log)
-        )
-    try:
-        codes = [p.wait(TIMEOUT + 60) for p, _ in procs]
-    finally:
-        for p, log in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            log.close()
+def split_pick(a, b, out: Path, env_a=None, env_b=None) -> dict:
+    """``net_bench.split_pick``, asserting both bringups saw the pick end: B received the
+    outcome, and A, which runs only the sim bridge, saw the same one across the link."""
+    codes, outcome = net_bench.split_pick(a, b, out, env_a, env_b)
     pick_log = (out / "b.logs" / "pick.log").read_text(errors="replace")[-3000:]
     outputs = [(out / f"{tag}.out").read_text()[-2000:] for tag in "ab"]
     assert codes == [0, 0], (codes, *outputs, pick_log)
-    outcome = json.loads((out / "b.json").read_text())
-    assert json.loads((out / "a.json").read_text()) == outcome  # A saw it across the link
+    assert json.loads((out / "a.json").read_text()) == outcome
     return outcome
 
 
