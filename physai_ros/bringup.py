@@ -61,6 +61,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="pick: also write the pick outcome to this JSON file",
     )
+    nodes = parser.add_mutually_exclusive_group()
+    nodes.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="start only this node of the graph (repeatable): one computer's share of a graph "
+        "split across computers, e.g. `--only sim_bridge` here and `--skip sim_bridge` on the "
+        "other (same -p arguments on both, ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET)",
+    )
+    nodes.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="NODE",
+        help="start every node of the graph but this one (repeatable); see --only",
+    )
     parser.add_argument(
         "--log-dir",
         type=Path,
@@ -78,6 +95,20 @@ def parse_overrides(items: list[str]) -> dict[str, object]:
             raise InvalidInput(f"graph argument {item!r} is not NAME:=VALUE")
         out[name] = yaml.safe_load(value)
     return out
+
+
+def select(specs: list[NodeSpec], only: list[str], skip: list[str]) -> list[NodeSpec]:
+    """The nodes of ``specs`` this computer starts: those named in ``only`` (all when empty),
+    less those in ``skip``. The specs are not changed, so each computer's share of a split graph
+    runs with exactly the parameters and remaps it has in the whole graph."""
+    names = [s.name for s in specs]
+    unknown = sorted((set(only) | set(skip)) - set(names))
+    if unknown:
+        raise InvalidInput(f"the graph has no node {unknown}; its nodes: {names}")
+    chosen = [s for s in specs if (not only or s.name in only) and s.name not in skip]
+    if not chosen:
+        raise InvalidInput("--skip leaves no node of the graph to start")
+    return chosen
 
 
 def _params_file(spec: NodeSpec, directory: Path) -> Path:
@@ -167,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         if args.emulated:  # the emulator's port symlink and calibration live with the logs
             kwargs.setdefault("port", str(log_dir / "so101_port"))
             kwargs.setdefault("calibration_file", str(log_dir / "so101_calibration.json"))
-        specs = graph(robot=args.robot, **kwargs)
+        specs = select(graph(robot=args.robot, **kwargs), args.only, args.skip)
         print(f"starting {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {log_dir})")
         if args.emulated:
             os.environ.update(specs[0].env)  # this observer discovers as the graph does

@@ -101,6 +101,7 @@ def watch_graph(
     from tf2_msgs.msg import TFMessage
 
     from physai_ros import interfaces
+    from physai_ros.nodes._common import stream_qos
 
     report = GraphReport(duration=duration, wait_for_pick=wait_for_pick)
 
@@ -135,10 +136,12 @@ def watch_graph(
     rclpy.init(context=context)
     try:
         node = rclpy.create_node("physai_graph_monitor", context=context)
-        node.create_subscription(JointState, interfaces.JOINT_STATES, on_joint_state, 10)
-        node.create_subscription(TFMessage, interfaces.TF, on_tf, 100)
+        node.create_subscription(
+            JointState, interfaces.JOINT_STATES, on_joint_state, stream_qos(10)
+        )
+        node.create_subscription(TFMessage, interfaces.TF, on_tf, stream_qos(100))
         node.create_subscription(TFMessage, interfaces.TF_STATIC, on_tf_static, static_qos)
-        node.create_subscription(Clock, interfaces.CLOCK, on_clock, 10)
+        node.create_subscription(Clock, interfaces.CLOCK, on_clock, stream_qos(10))
         node.create_subscription(String, interfaces.PICK_STATE, on_pick_state, static_qos)
         node.create_subscription(String, interfaces.PICK_OUTCOME, on_pick_outcome, static_qos)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)

@@ -6,6 +6,15 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${PHYSAI_VENV:-$ROOT/.venv}
 SHARED="$ROOT/../shared/ros2_python"
+# The two-host tests (test/netns.py) make network namespaces with `ip` and drop packets on
+# their veth link with `iptables`: as root on a Debian-like system (CI), install what is missing.
+MISSING=""
+command -v ip >/dev/null 2>&1 || MISSING="$MISSING iproute2"
+command -v iptables >/dev/null 2>&1 || MISSING="$MISSING iptables"
+if [ -n "$MISSING" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "physai test tools: installing$MISSING (the two-host tests)" >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $MISSING; } >/dev/null
+fi
 if [ -n "${ROS_DISTRO:-}" ] && command -v ros2 >/dev/null 2>&1; then
   exit 0  # the sourced ROS 2 install brings ros2, launch and launch_ros
 fi

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import yaml
 from conftest import REPO_ROOT
 
@@ -53,3 +55,32 @@ def test_panda_gripper_speed_is_the_franka_hand_s():
     simulated Panda's fingers at the same top speed."""
     panda = load("sim_robots.yaml")["robots"]["panda"]
     assert 2.0 * panda["gripper_controller"]["max_speed"] == panda["franka_hand"]["max_speed"]
+
+
+def test_dds_profile_repairs_within_the_pick_command_lead(monkeypatch):
+    """config/fastdds.xml is the default writer profile of every node, its heartbeat (the
+    repair delay of a lost reliable sample) well inside the pick's command lead; a profile the
+    user chose wins."""
+    import xml.etree.ElementTree as ET
+
+    from physai_ros.nodes._common import DDS_PROFILE, use_dds_profile
+
+    ns = {"d": "http://www.eprosima.com"}
+    writer = ET.parse(CONFIG / DDS_PROFILE).getroot().find(".//d:data_writer", ns)
+    assert writer is not None and writer.get("is_default_profile") == "true"
+    period = writer.find("d:times/d:heartbeat_period", ns)
+    heartbeat = int(period.find("d:sec", ns).text) + int(period.find("d:nanosec", ns).text) * 1e-9
+    lead = load("pick.yaml")["/**"]["ros__parameters"]["ros"]["command_lead"]
+    assert heartbeat <= lead / 4, (heartbeat, lead)  # 3 repairs in a row still arrive in time
+
+    for var in ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    use_dds_profile()
+    assert os.environ["FASTDDS_DEFAULT_PROFILES_FILE"].endswith(f"config/{DDS_PROFILE}")
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", "/mine.xml")
+    use_dds_profile()
+    assert os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] == "/mine.xml"
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE")
+    monkeypatch.setenv("FASTRTPS_DEFAULT_PROFILES_FILE", "/old.xml")
+    use_dds_profile()
+    assert "FASTDDS_DEFAULT_PROFILES_FILE" not in os.environ

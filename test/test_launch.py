@@ -246,3 +246,22 @@ def test_namespaced_specs_become_one_group_per_namespace_with_its_remaps():
         assert len(pushes) == 1 and len(remaps) == 1 and len(nodes) == 3
         assert inner.index(pushes[0]) < min(inner.index(n) for n in nodes)
         assert [t.text for t in pushes[0].namespace] == [arm]
+
+
+def test_a_graph_split_across_computers_keeps_each_nodes_spec():
+    """`bringup --only/--skip` starts one computer's share of a graph: the shares add up to the
+    whole graph and each node keeps the spec the whole graph gives it."""
+    from physai_ros.bringup import select
+
+    whole = pick_graph(sim=True)
+    here = select(whole, ["sim_bridge"], [])
+    there = select(whole, [], ["sim_bridge"])
+    assert [s.name for s in here] == ["sim_bridge"]
+    assert [s.name for s in there] == ["tf_publisher", "pick"]
+    assert here + there == whole
+    with pytest.raises(InvalidInput, match="no node"):
+        select(whole, ["trajectory"], [])
+    with pytest.raises(InvalidInput, match="no node"):
+        select(whole, [], ["tf_publishr"])
+    with pytest.raises(InvalidInput, match="leaves no node"):
+        select(whole, [], ["sim_bridge", "tf_publisher", "pick"])

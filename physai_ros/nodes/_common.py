@@ -7,12 +7,14 @@ descriptions identical.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 import yaml
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from physai_ros.models import ROBOTS, load_scene_config
 from physai_ros.paths import config_path
@@ -23,6 +25,20 @@ class RobotParams(NamedTuple):
     model_path: str | None
     base_pos: list[float]
     base_yaw_deg: float
+
+
+def stream_qos(depth: int) -> QoSProfile:
+    """The subscription QoS of a state stream (joint states, /tf, poses, wrenches): best
+    effort, so a sample lost on the link is simply superseded by the next one. A reliable
+    reader delivers in order: one lost sample holds back every later one until the writer
+    repairs it (Fast DDS: on its next heartbeat), and the newest state arrives a second or more
+    late -- the stale cube pose of a lossy link (issue 15, docs/qos.md). The publishers stay
+    reliable, so ROS's tools (RViz, robot_state_publisher, ``ros2 topic echo``), which
+    subscribe reliable, keep receiving; a reliable writer serves a best-effort reader without
+    repairs. ``depth``: samples queued while the executor is busy."""
+    return QoSProfile(
+        depth=depth, reliability=ReliabilityPolicy.BEST_EFFORT, durability=DurabilityPolicy.VOLATILE
+    )
 
 
 def declare_robot_params(node: Node) -> RobotParams:
@@ -128,15 +144,33 @@ def declare_table(node: Node, defaults: Mapping[str, Any], table: Table) -> dict
     }
 
 
+DDS_PROFILE = "fastdds.xml"
+"""The Fast DDS settings of every node (``config/fastdds.xml``: repairs of lost reliable samples
+within 0.1 s instead of Fast DDS's 3 s heartbeat; docs/qos.md)."""
+
+
+def use_dds_profile() -> None:
+    """Point Fast DDS at the package's profile, before the first participant exists, unless
+    the user chose a profile file of their own (which then wins, as ROS users expect)."""
+    if any(
+        k in os.environ for k in ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
+    ):
+        return
+    os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(config_path(DDS_PROFILE))
+
+
 def run_node(make: Callable[[], Node], args: list[str] | None = None, cleanup=None) -> None:
     """``main()`` of every node: init, build, spin a single-threaded executor (goals are
     coroutines or threads of their own), and end quietly on Ctrl-C. An exception raised while
     the context is going down (a callback that fired as Ctrl-C shut it) is part of the
     shutdown, not a crash; one raised while it is up still propagates. ``cleanup(node)`` runs
-    last in any case (the driver's torque policy, the bridge's physics thread)."""
+    last in any case (the driver's torque policy, the bridge's physics thread). The DDS profile
+    (``use_dds_profile``) is set first, so ``ros2 run``, ``ros2 launch`` and ``physai bringup``
+    all start nodes with it."""
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+    use_dds_profile()
     try:
         with rclpy.init(args=args):
             node = make()

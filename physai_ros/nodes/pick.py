@@ -63,6 +63,7 @@ from physai_ros.nodes._common import (
     declare_table,
     flatten,
     run_node,
+    stream_qos,
     unflatten,
 )
 
@@ -198,16 +199,21 @@ class PickNode(Node):
         self.site_at_grip = math.nan  # [m] gripper-site height when the close ended
         self.reference: np.ndarray | None = None  # where the arm controller holds the arm
         self.create_subscription(
-            JointTrajectoryControllerState, interfaces.CONTROLLER_STATE, self.on_controller, 10
+            JointTrajectoryControllerState,
+            interfaces.CONTROLLER_STATE,
+            self.on_controller,
+            stream_qos(10),
         )
-        self.create_subscription(JointState, interfaces.JOINT_STATES, self.on_joints, 10)
-        self.create_subscription(TFMessage, interfaces.TF, self.on_tf, 100)
+        self.create_subscription(
+            JointState, interfaces.JOINT_STATES, self.on_joints, stream_qos(10)
+        )
+        self.create_subscription(TFMessage, interfaces.TF, self.on_tf, stream_qos(100))
         for jaw in self.jaws:
             self.create_subscription(
                 WrenchStamped,
                 f"{interfaces.JAW_CONTACT_PREFIX}/{jaw}",
                 lambda m, j=jaw: self.on_wrench(j, m),
-                10,
+                stream_qos(10),
             )
         self.arm = ActionClient(self, FollowJointTrajectory, interfaces.FOLLOW_JOINT_TRAJECTORY)
         self.gripper = ActionClient(self, GripperCommand, interfaces.GRIPPER_COMMAND)

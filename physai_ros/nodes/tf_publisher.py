@@ -26,7 +26,13 @@ from physai_ros.core.joint_names import JointPrefix
 from physai_ros.core.robot_tf import Edge, load_robot_tf
 from physai_ros.core.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_robot_params, declare_table, node_defaults, run_node
+from physai_ros.nodes._common import (
+    declare_robot_params,
+    declare_table,
+    node_defaults,
+    run_node,
+    stream_qos,
+)
 
 LATCHED = QoSProfile(
     depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
@@ -89,12 +95,14 @@ class TfPublisher(Node):
         stamp = self.get_clock().now().to_msg()
         static = to_msgs(self.tf.static_edges(), stamp, self.prefix, self.world)
         self.pub_static.publish(TFMessage(transforms=static))
-        self.create_subscription(JointState, interfaces.JOINT_STATES, self.on_joint_state, 10)
+        self.create_subscription(
+            JointState, interfaces.JOINT_STATES, self.on_joint_state, stream_qos(10)
+        )
         if len(topics) != len(frames):
             raise SystemExit("tf_publisher: object_topics and object_frames differ in length")
         for topic, frame in zip(topics, frames, strict=True):
             self.create_subscription(
-                PoseStamped, topic, lambda m, f=frame: self.on_object(m, f), 10
+                PoseStamped, topic, lambda m, f=frame: self.on_object(m, f), stream_qos(10)
             )
         self._last_error = ""
         self.get_logger().info(

@@ -44,7 +44,7 @@ from physai_ros.core.trajectory_goal import (
 )
 from physai_ros.core.trajectory_tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_param, run_node
+from physai_ros.nodes._common import declare_param, run_node, stream_qos
 
 FJT = FollowJointTrajectory
 LATCHED = QoSProfile(
@@ -146,7 +146,9 @@ class TrajectoryNode(Node):
         )
         # 2 s of joint states at 100 Hz: when the executor falls behind (a loaded machine), the
         # states measured during a move wait instead of being dropped; they carry their stamps.
-        self.create_subscription(JointState, interfaces.JOINT_STATES, self._on_state, 200)
+        self.create_subscription(
+            JointState, interfaces.JOINT_STATES, self._on_state, stream_qos(200)
+        )
         self.create_subscription(
             JointTrajectory, "~/goal", self._on_topic, 10, callback_group=group
         )

@@ -1,0 +1,112 @@
+"""The pick split across two hosts (``netns.two_hosts``), and the loss sweep of issue 15.
+
+Host A runs ``physai bringup pick --only sim_bridge``, host B ``--skip sim_bridge``: each its
+share of ``pick_graph(sim=True)``, with the product's own command and parameters.
+
+Run the sweep (root; ``ip`` and ``iptables``)::
+
+    python test/net_bench.py --loss 5 10 20 --picks 10
+
+It prints, per loss level, how many picks held, ended otherwise with an outcome (its reason),
+or hung (no outcome within the timeout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import netns
+
+TIMEOUT = 120.0  # [s wall] a pick takes ≈ 10 s of sim time; the graph ≈ 30 s to start under load
+
+
+def split_pick(
+    a: netns.Host,
+    b: netns.Host,
+    out: Path,
+    env_a: dict[str, str] | None = None,
+    env_b: dict[str, str] | None = None,
+) -> tuple[list[int], dict | None]:
+    """One pick with the sim bridge on ``a`` and TF + pick on ``b``: the two bringups' exit
+    codes and the outcome B's bringup received (None: none within ``TIMEOUT``). Logs go to
+    ``out/{a,b}.out`` and ``out/{a,b}.logs/<node>.log``."""
+    procs = []
+    for host, share, tag, env in ((a, "--only", "a", env_a), (b, "--skip", "b", env_b)):
+        cmd = host.command(
+            sys.executable, "-m", "physai_ros.cli", "bringup", "pick", share, "sim_bridge",
+            "--duration", str(TIMEOUT),
+            "--outcome-json", str(out / f"{tag}.json"),
+            "--log-dir", str(out / f"{tag}.logs"),
+        )  # fmt: skip
+        log = open(out / f"{tag}.out", "w")  # noqa: SIM115 - closed below
+        procs.append(
+            (subprocess.Popen(cmd, env=host.env(env), stdout=log, stderr=subprocess.STDOUT), log)
+        )
+    try:
+        codes = [p.wait(TIMEOUT + 60) for p, _ in procs]
+    finally:
+        for p, log in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            log.close()
+    path = out / "b.json"
+    return codes, json.loads(path.read_text()) if path.exists() else None
+
+
+def sweep(losses: list[float], picks: int, domain: int, keep: Path) -> list[str]:
+    """``picks`` picks (each a fresh pair of hosts and graph) per loss level [%]; one line
+    per level."""
+    lines = []
+    for loss in losses:
+        tally: Counter[str] = Counter()
+        reasons: list[str] = []
+        for i in range(picks):
+            out = keep / f"loss{loss:g}-{i}"
+            out.mkdir(parents=True)
+            with netns.two_hosts(domain) as (a, b):
+                b.set_loss(loss / 100)
+                _, outcome = split_pick(a, b, out)
+            if outcome is None:
+                tally["hung"] += 1
+            elif outcome["outcome"] == "held":
+                tally["held"] += 1
+            else:
+                tally["not held"] += 1
+                reasons.append(
+                    f"{outcome['outcome']}: {outcome.get('abort_reason') or outcome.get('reason')}"
+                )
+            print(f"  {loss:g} % pick {i}: {outcome and outcome['outcome']}", flush=True)
+        line = (
+            f"loss {loss:g} %: held {tally['held']}/{picks}, ended otherwise "
+            f"{tally['not held']}, hung {tally['hung']}"
+        )
+        lines.append(line + "".join(f"\n    {r}" for r in reasons))
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--loss", type=float, nargs="+", default=[5.0, 10.0, 20.0], help="[%%]")
+    parser.add_argument("--picks", type=int, default=10, help="picks per loss level")
+    parser.add_argument("--domain", type=int, default=77, help="ROS_DOMAIN_ID of the hosts")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the logs here")
+    args = parser.parse_args(argv)
+    missing = netns.missing_tools()
+    if missing:
+        print(f"needs {missing}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="physai-net-") as tmp:
+        lines = sweep(args.loss, args.picks, args.domain, args.keep or Path(tmp))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
