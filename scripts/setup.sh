@@ -178,7 +178,7 @@ if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IF
       --build-base "$VENV/.interfaces-build" \
       --install-base "$VENV" --merge-install \
       --event-handlers console_direct- \
-      --cmake-args -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF -Wno-dev
+      --cmake-args -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF -DPHYSAI_PYTHON_ONLY=ON -Wno-dev
   ) >"$log" 2>&1; then
     die "generating the interface packages failed; see $log" \
       "$( (grep -iE 'error' "$log" || tail -5 "$log") | head -5)"
