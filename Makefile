@@ -32,4 +32,4 @@ colcon: setup  ## colcon build of the package into build/ and install/ (the ROS-
 	@$(RUN) colcon build --packages-select physai_ros --base-paths . --event-handlers console_direct-
 
 clean:  ## remove the environment and build products
-	rm -rf $(VENV) build install log physai_output .pytest_cache
+	rm -rf $(VENV) .cache build install log physai_output .pytest_cache

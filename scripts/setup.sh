@@ -152,22 +152,59 @@ pip_install "LeRobot" --no-deps -r "$ROOT/requirements/lerobot-nodeps.txt"
 # physai_ros_interfaces (the grasp planning service). With the wheels they are
 # rebuilt whenever ros_interfaces/ changes; a sourced ROS install's own packages are used when
 # they have every type the package needs.
+#
+# Generating them takes minutes, so the generated tree is kept in a cache inside the checkout
+# (PHYSAI_INTERFACES_CACHE, default <repo>/.cache/interfaces; `make clean` removes it), keyed on
+# everything that shapes it, and a set-up of another venv in the same checkout copies it from
+# there. A fresh clone always generates them once.
 IFACE_STAMP="$VENV/.physai-interfaces-stamp"
 IFACE_HASH=$(find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
 IFACE_CHECK='import tf2_msgs.msg, control_msgs.action
 from control_msgs.msg import JointTrajectoryControllerState
 from franka_msgs.action import Grasp, Homing, Move
 from physai_ros_interfaces.srv import PlanGrasp'
-if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IFACE_HASH" ]; } \
-  || ! "$VPY" -c "$IFACE_CHECK" >/dev/null 2>&1; then
-  if [ "${MODE%%-*}" = wheels ]; then
-    # The wheels' CMake exports name include directories of the machine they were built on.
-    "$VPY" "$ROOT/scripts/fix_wheel_cmake_paths.py" "$VENV"
-  else
-    pip_install "interface build tools" colcon-common-extensions "cmake>=3.22,<5"
-  fi
-  say "generating tf2_msgs, control_msgs, franka_msgs and physai_ros_interfaces from ros_interfaces/ (colcon + rosidl)"
-  log="$LOG_DIR/colcon-interfaces.log"
+IFACE_CACHE=${PHYSAI_INTERFACES_CACHE:-$ROOT/.cache/interfaces}
+IFACE_CACHE_KEEP=4 # entries kept, most recently used first
+
+# The ROS prefixes the packages are generated against: the venv itself with the wheels.
+iface_prefixes() {
+  if [ "${MODE%%-*}" = wheels ]; then echo "$VENV"; else echo "${AMENT_PREFIX_PATH:-}"; fi
+}
+
+# What shapes the generated tree: this section of the script (how it is generated), the
+# definitions, the interpreter, the requirement pins and NumPy (the C extensions are built
+# against it), and every ROS package the generators and dependencies come from (package.xml
+# names its version) -- except the generated ones, which a venv being set up again already has.
+iface_cache_key() {
+  {
+    echo "$MODE $PYVER"
+    # A sourced ROS's prefixes are named in the generated tree; the venv's own path is rewritten.
+    [ "${MODE%%-*}" = wheels ] || iface_prefixes
+    sed -n '/^# 4\. Interface packages/,/^# 5\. The package itself/p' "$ROOT/scripts/setup.sh"
+    cat "$ROOT/scripts/fix_wheel_cmake_paths.py" "$ROOT"/requirements/*.txt
+    echo "$IFACE_HASH"
+    "$VPY" -c 'import sys, numpy; print(sys.version, sys.base_prefix, numpy.__version__)'
+    IFS=: read -r -a prefixes <<<"$(iface_prefixes)"
+    for prefix in "${prefixes[@]}"; do
+      [ -d "$prefix/share" ] || continue
+      find "$prefix/share" -mindepth 2 -maxdepth 2 -name package.xml \
+        -not -path '*/share/tf2_msgs/*' -not -path '*/share/control_msgs/*' \
+        -not -path '*/share/franka_msgs/*' -not -path '*/share/physai_ros_interfaces/*' \
+        -not -path '*/share/physai_ros/*' |
+        LC_ALL=C sort | xargs -r cat
+    done
+  } | sha256sum | cut -d' ' -f1
+}
+
+# Generate into a cache entry; it names the venv and the install base it was made in, which a
+# copy into another venv rewrites (colcon's scripts, CMake exports, the ament index).
+iface_generate() {
+  local entry=$1 partial log="$LOG_DIR/colcon-interfaces.log"
+  partial="$IFACE_CACHE/.partial-$(basename "$entry")-$$"
+  mkdir -p "$IFACE_CACHE"
+  # Leftovers of set-ups killed while generating.
+  find "$IFACE_CACHE" -mindepth 1 -maxdepth 1 -name '.partial-*' -mmin +120 -exec rm -rf {} +
+  rm -rf "$partial"
   if ! (
     cd "$VENV"
     export PATH="$VENV/bin:$PATH"
@@ -178,14 +215,56 @@ if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IF
     "$VPY" -m colcon --log-base "$VENV/.interfaces-log" build \
       --base-paths "$ROOT/ros_interfaces" \
       --build-base "$VENV/.interfaces-build" \
-      --install-base "$VENV" --merge-install \
+      --install-base "$partial" --merge-install \
       --event-handlers console_direct- \
-      --cmake-args -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF -Wno-dev
+      --cmake-args -DPython3_EXECUTABLE="$VPY" -DBUILD_TESTING=OFF -DPHYSAI_PYTHON_ONLY=ON -Wno-dev
   ) >"$log" 2>&1; then
+    rm -rf "$partial"
     die "generating the interface packages failed; see $log" \
       "$( (grep -iE 'error' "$log" || tail -5 "$log") | head -5)"
   fi
   rm -rf "$VENV/.interfaces-build"
+  # Bytecode would name the cache in tracebacks; Python recompiles it in the venv.
+  find "$partial" -name __pycache__ -prune -exec rm -rf {} +
+  printf '%s\n%s\n' "$partial" "$VENV" >"$partial/.physai-made-in"
+  # Atomic: a concurrent set-up that finished first keeps its entry.
+  mv -T "$partial" "$entry" 2>/dev/null || rm -rf "$partial"
+}
+
+sed_literal() { printf '%s' "$1" | sed 's/[][\.|$*^/]/\\&/g'; }
+
+iface_restore() {
+  local entry=$1 made_base made_venv
+  { read -r made_base && read -r made_venv; } <"$entry/.physai-made-in"
+  cp -a "$entry/." "$VENV/"
+  rm -f "$VENV/.physai-made-in"
+  (cd "$entry" && grep -rlIZ -F --exclude=.physai-made-in -e "$made_base" -e "$made_venv" . || true) \
+    | (cd "$VENV" && xargs -0 -r sed -i \
+      -e "s/$(sed_literal "$made_base")/$(sed_literal "$VENV")/g" \
+      -e "s/$(sed_literal "$made_venv")/$(sed_literal "$VENV")/g")
+  touch "$entry"
+  # Keep the most recently used entries.
+  find "$IFACE_CACHE" -mindepth 1 -maxdepth 1 -type d -not -name '.*' -printf '%T@ %p\n' \
+    | sort -rn | tail -n +$((IFACE_CACHE_KEEP + 1)) | cut -d' ' -f2- | xargs -r rm -rf
+}
+
+if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IFACE_HASH" ]; } \
+  || ! "$VPY" -c "$IFACE_CHECK" >/dev/null 2>&1; then
+  if [ "${MODE%%-*}" = wheels ]; then
+    # The wheels' CMake exports name include directories of the machine they were built on.
+    "$VPY" "$ROOT/scripts/fix_wheel_cmake_paths.py" "$VENV"
+  fi
+  entry="$IFACE_CACHE/$(iface_cache_key)"
+  if [ -f "$entry/.physai-made-in" ]; then
+    say "copying the interface packages generated before from $entry"
+  else
+    if [ "${MODE%%-*}" != wheels ]; then
+      pip_install "interface build tools" colcon-common-extensions "cmake>=3.22,<5"
+    fi
+    say "generating tf2_msgs, control_msgs, franka_msgs and physai_ros_interfaces from ros_interfaces/ (colcon + rosidl)"
+    iface_generate "$entry"
+  fi
+  iface_restore "$entry"
   echo "$IFACE_HASH" >"$IFACE_STAMP"
 fi
 
