@@ -21,15 +21,18 @@ from physai_ros.core.kinematics import solve_ik
 JAW_OPEN, JAW_CLOSED = 0.85, -0.17453  # [rad] config/pick.yaml
 
 
-def grasp_configurations(sim: MujocoSim) -> tuple[np.ndarray, np.ndarray]:
-    """Arm q with the open jaw 5.5 cm above the cube, and with it 4 mm below the cube centre
-    (top-down, jaws closing along world y: lesson 16's grasp)."""
+def grasp_configurations(
+    sim: MujocoSim, centre: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Arm q with the open jaw 5.5 cm above the object, and with it 4 mm below its centre
+    (top-down, jaws closing along world y: lesson 16's grasp); ``centre`` [m] defaults to the
+    rigid cube's."""
     data = mujoco.MjData(sim.model)
     data.qpos[:] = sim.data.qpos
     x, z = np.array([0.0, 0.0, -1.0]), np.array([0.0, 1.0, 0.0])
     quat = np.empty(4)
     mujoco.mju_mat2Quat(quat, np.column_stack([x, np.cross(z, x), z]).ravel())
-    cube, _ = sim.cube_pose()
+    cube = sim.cube_pose()[0] if centre is None else centre
     q0 = np.zeros(len(sim.arm_joints))
     pre = solve_ik(
         sim.model, data, "gripperframe", cube + np.array([0, 0, 0.055]), sim.arm_joints, q0, quat

@@ -12,21 +12,16 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
+from test_mujoco_sim import JAW_CLOSED, JAW_OPEN, grasp_configurations
 
 from physai_ros.backends.mujoco_sim import MujocoSim
 from physai_ros.core.controllers.jtc import TrajectoryMsg
 from physai_ros.core.joint_trajectory import TrajectoryPoint
-from physai_ros.core.kinematics import solve_ik
 from physai_ros.errors import InvalidInput
 from physai_ros.models import build_scene, scene_soft_object
 
 G = 9.81  # [m/s²] MuJoCo's default gravity
-JAW_OPEN, JAW_CLOSED = 0.85, -0.17453  # [rad] config/pick.yaml
-GRIP_SITE = "gripperframe"  # between the SO-101's jaw tips
-AWAY = (0.0, 0.3)
-UP = np.array(
-    [0.0, 0.0, 1.0]
-)  # [m] base frame: the rigid cube out of the way of a soft-object grasp
+AWAY = (0.0, 0.3)  # [m] base frame: the rigid cube out of the way of a soft-object grasp
 
 
 def flex_contact_force(sim: MujocoSim, bodies: tuple[str, ...] | None = None) -> np.ndarray:
@@ -118,20 +113,11 @@ def squeeze(effort: float) -> tuple[MujocoSim, float]:
     with ``effort`` [N·m] as the servo's cap, for 2 s; returns the sim and the soft cube's
     strain just before the close."""
     sim = MujocoSim("so101", cube_pos=AWAY, soft=scene_soft_object("so101"))
-    data = mujoco.MjData(sim.model)
-    data.qpos[:] = sim.data.qpos
-    x, z = np.array([0.0, 0.0, -1.0]), np.array([0.0, 1.0, 0.0])
-    quat = np.empty(4)
-    mujoco.mju_mat2Quat(quat, np.column_stack([x, np.cross(z, x), z]).ravel())
-    centre, _ = sim.soft_object_pose()
-    arm, q0 = sim.arm_joints, np.zeros(len(sim.arm_joints))
-    above = solve_ik(sim.model, data, GRIP_SITE, centre + UP * 0.055, arm, q0, quat)
-    down = solve_ik(sim.model, data, GRIP_SITE, centre - UP * 0.004, arm, above.q, quat)
-    assert above.converged and down.converged
+    above, down = grasp_configurations(sim, sim.soft_object_pose()[0])
     sim.ends += sim.gripper.accept("open", JAW_OPEN, 0.0, sim.time)
     sim.advance(1.0)
-    path = [TrajectoryPoint(1.5, above.q), TrajectoryPoint(2.5, down.q)]
-    sim.arm.follow(sim.arm.prepare(TrajectoryMsg(list(arm), path), sim.time))
+    path = [TrajectoryPoint(1.5, above), TrajectoryPoint(2.5, down)]
+    sim.arm.follow(sim.arm.prepare(TrajectoryMsg(list(sim.arm_joints), path), sim.time))
     sim.advance(3.0)
     before = sim.soft_object_strain()
     sim.ends += sim.gripper.accept("close", JAW_CLOSED, effort, sim.time)
