@@ -14,9 +14,10 @@ import time
 import numpy as np
 import pytest
 from conftest import require
-from so101_bench import Bench, largest_fall, largest_motion
+from so101_bench import ARM, Bench, largest_fall, largest_motion
 
 from physai_ros.bringup import start as start_graph
+from physai_ros.core.limits import load_limits
 
 pytestmark = pytest.mark.dds
 require("lerobot.motors")
@@ -100,8 +101,15 @@ def test_driver_killed_mid_goal_the_arm_holds_and_a_restarted_driver_takes_over_
     try:
         bench.wait_active()
         start = bench.arm_position()
-        handle = bench.send_arm(start + np.array([0.4, 0.0, 0.0, 0.0, 0.0]), 2.0)
-        assert handle.accepted
+        # the folded arm rests on its stops, at times a hair beyond a joint's range: the goal
+        # keeps the others where they are, inside the range (a goal beyond it is refused)
+        limits = load_limits("so101")
+        names = list(limits.joint_names)
+        index = [names.index(j) for j in ARM]
+        lo, hi = limits.position_min[index] + 1e-3, limits.position_max[index] - 1e-3
+        goal = np.clip(start, lo, hi) + np.array([0.4, 0.0, 0.0, 0.0, 0.0])
+        handle = bench.send_arm(goal, 2.0)
+        assert handle.accepted, bench.log()
         time.sleep(1.0)
         os.killpg(bench.procs[1].pid, signal.SIGKILL)
         bench.procs[1].wait(10)
