@@ -108,11 +108,11 @@ def test_panda_torque_loop_runs_the_soft_scene_and_reset_restores_the_soft_objec
     assert sim.soft_object_strain() == 0.0
 
 
-def squeeze(effort: float) -> tuple[MujocoSim, float]:
+def squeeze(effort: float, count: int | None = None) -> tuple[MujocoSim, float]:
     """The SO-101 closes its jaws on the soft cube (top-down, as lesson 16 on the rigid one)
     with ``effort`` [N·m] as the servo's cap, for 2 s; returns the sim and the soft cube's
-    strain just before the close."""
-    sim = MujocoSim("so101", cube_pos=AWAY, soft=scene_soft_object("so101"))
+    strain just before the close. ``count``: vertices per edge (``None`` = the default)."""
+    sim = MujocoSim("so101", cube_pos=AWAY, soft=scene_soft_object("so101", count=count))
     above, down = grasp_configurations(sim, sim.soft_object_pose()[0])
     sim.ends += sim.gripper.accept("open", JAW_OPEN, 0.0, sim.time)
     sim.advance(1.0)
@@ -125,11 +125,17 @@ def squeeze(effort: float) -> tuple[MujocoSim, float]:
     return sim, before
 
 
+def jaw_force(sim: MujocoSim) -> float:
+    """The squeeze [N]: the smaller of the two jaws' contact forces."""
+    return min(float(np.linalg.norm(w.force)) for w in sim.jaw_wrenches().values())
+
+
 def test_jaws_squeezing_the_soft_cube_sense_it_and_strain_grows_with_the_squeeze():
     """Servo caps 0.3 and 0.6 N·m (below 0.3 the jaw stalls on its friction loss and the
     servo's stiffness before it touches): both jaws touch only the soft cube, so their
     wrenches are the flex contacts' forces, pushing against each other; the larger cap
-    squeezes harder and strains more. Measured: 2.4 and 7.7 N, strain 0.18 and 0.77."""
+    squeezes harder and strains more. Measured (3 vertices per edge): 2.6 and 8.7 N, strain
+    0.14 and 0.28."""
     strains, squeezes = [], []
     for effort in (0.3, 0.6):  # [N·m]
         sim, before = squeeze(effort)
@@ -150,10 +156,23 @@ def test_jaws_squeezing_the_soft_cube_sense_it_and_strain_grows_with_the_squeeze
         for p in points:
             assert p.mu == pytest.approx(1.0) and p.normal @ p.force > 0.0
         strains.append(sim.soft_object_strain())
-        squeezes.append(min(np.linalg.norm(fixed), np.linalg.norm(moving)))
+        squeezes.append(jaw_force(sim))
         assert strains[-1] > before + 0.05  # squeezed: 5 % more than resting
     assert squeezes[0] > 1.0 and squeezes[1] > 1.5 * squeezes[0]  # [N]
     assert strains[1] > 1.5 * strains[0]
+
+
+def test_the_coarse_cube_squeezes_as_the_finer_one_within_stated_tolerances():
+    """Convergence of the default resolution (3 vertices per edge, chosen for speed) against 4
+    at the 0.3 N·m cap: the squeeze within 10 % (measured 2.63 vs 2.44 N, +8 %; 5 per edge:
+    2.50 N), the largest edge strain lower by at most 30 % (0.14 vs 0.18; 5 per edge: 0.20):
+    the coarse grid's linear tetrahedra are stiffer, so it strains less at the same squeeze."""
+    coarse, _ = squeeze(0.3)
+    fine, _ = squeeze(0.3, count=4)
+    assert coarse.soft.count == 3 and fine.soft.count == 4
+    assert jaw_force(coarse) == pytest.approx(jaw_force(fine), rel=0.10)
+    ratio = coarse.soft_object_strain() / fine.soft_object_strain()
+    assert 0.7 < ratio <= 1.0
 
 
 @pytest.mark.parametrize(
@@ -169,6 +188,9 @@ def test_jaws_squeezing_the_soft_cube_sense_it_and_strain_grows_with_the_squeeze
         ({"damping": -0.1}, "damping must be >= 0"),
         ({"size": 0.005}, "size must be >"),
         ({"shape": "torus"}, "unknown soft object shape 'torus'; valid choices"),
+        ({"count": 2}, r"count must be a whole number of vertices per edge in \[3, 6\]"),
+        ({"count": 7}, "count must be a whole number"),
+        ({"count": 3.5}, "count must be a whole number"),
         ({"colour": "red"}, "unknown soft object fields"),
         ({"young": "soft"}, "must be numbers"),
     ],
@@ -184,4 +206,7 @@ def test_the_rigid_scene_keeps_its_integrator_and_solver():
     assert rigid.opt.integrator != mujoco.mjtIntegrator.mjINT_DISCRETE
     assert rigid.opt.iterations == 10  # the SO-101 file's own
     assert soft.opt.iterations == 100 and rigid.nflex == 0 and soft.nflex == 1
-    assert soft.nq == rigid.nq + 3 * 64  # 4 × 4 × 4 vertices, 3 sliders each, after the cube
+    assert soft.opt.tolerance == 1e-6 and rigid.opt.tolerance == 1e-8  # MuJoCo's default
+    assert soft.nq == rigid.nq + 3 * 27  # 3 × 3 × 3 vertices, 3 sliders each, after the cube
+    finer = build_scene("so101", soft=scene_soft_object("so101", count=4))
+    assert finer.nq == rigid.nq + 3 * 64

@@ -1,6 +1,7 @@
 """Benchmark: the sim bridge's real-time factor, free-running, against raw ``mj_step``.
 
-``physai bench sim [--robot so101|panda] [--seconds S] [--no-listener] [--object soft_cube]``
+``physai bench sim [--robot so101|panda] [--seconds S] [--no-listener] [--object soft_cube]
+[--count-vs N]``
 
 All in one run on the same scene (``MujocoSim``'s compiled model), so the ratios survive a noisy
 machine: a plain Python loop of ``mj_step`` with the arm at rest (before and after, averaged as
@@ -20,9 +21,11 @@ Real-time factor = simulated seconds per wall second. Last line: ``sim_bridge_vs
 (measurement 1).
 
 ``--object soft_cube`` measures instead what the soft object (config/scene.yaml ``soft``: a
-4×4×4-vertex flex cube, 30 g, E 5·10⁴ Pa, discrete integrator) costs: raw ``mj_step`` and the
-bridge with no subscriber, each without and with it, in one run. Last line:
-``soft_cube_vs_rigid = <bridge real-time factor with / without>``.
+flex cube of ``soft.count.cube`` vertices per edge, 30 g, E 5·10⁴ Pa, discrete integrator) costs:
+raw ``mj_step`` and the bridge with no subscriber, each without it, with it, and with it at
+``--count-vs`` vertices per edge (default 4, the resolution before the bridge was made real time),
+in one run; then whether the bridge keeps real time with the soft cube, and by what margin.
+Last line: ``soft_cube_rtf = <bridge real-time factor with the default soft cube>``.
 """
 
 from __future__ import annotations
@@ -59,16 +62,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="cube",
         help="soft_cube: real-time factor with the soft cube beside the rigid one vs without",
     )
+    parser.add_argument(
+        "--count-vs",
+        type=int,
+        default=4,
+        help="soft_cube: also measure the cube at this many vertices per edge (3 to 6)",
+    )
     parser.add_argument("--listen", action="store_true", help=argparse.SUPPRESS)
 
 
-def raw_rtf(robot: str, seconds: float, soft: bool = False) -> tuple[float, int]:
+def raw_rtf(
+    robot: str, seconds: float, soft: bool = False, count: int | None = None
+) -> tuple[float, int]:
     """Sim seconds per wall second of a plain ``mj_step`` loop on the bridge's scene (``soft``:
-    with the default soft cube)."""
+    with the default soft cube, at ``count`` vertices per edge; ``None`` = its default)."""
     from physai_ros.backends.mujoco_sim import MujocoSim
     from physai_ros.models import scene_soft_object
 
-    sim = MujocoSim(robot, soft=scene_soft_object(robot) if soft else None)
+    sim = MujocoSim(robot, soft=scene_soft_object(robot, count=count) if soft else None)
     model, data = sim.model, mujoco.MjData(sim.model)
     data.qpos[:] = sim.data.qpos
     data.ctrl[:] = sim.data.ctrl
@@ -81,9 +92,10 @@ def raw_rtf(robot: str, seconds: float, soft: bool = False) -> tuple[float, int]
     return steps * model.opt.timestep / (time.perf_counter() - start), steps
 
 
-def bridge_rtf(robot: str, seconds: float, soft: bool = False) -> float:
+def bridge_rtf(robot: str, seconds: float, soft: bool = False, count: int | None = None) -> float:
     """Sim seconds per wall second of the bridge node at real_time_factor 0 (after 1 s warm-up;
-    ``soft``: with the default soft cube, its pose and strain published)."""
+    ``soft``: with the default soft cube, its pose and strain published, at ``count`` vertices
+    per edge; ``None`` = its default)."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
@@ -91,7 +103,7 @@ def bridge_rtf(robot: str, seconds: float, soft: bool = False) -> float:
 
     args = ["--ros-args", "-p", f"robot:={robot}", "-p", "real_time_factor:=0.0"]
     if soft:
-        args += ["-p", "soft_object:=cube"]
+        args += ["-p", "soft_object:=cube", "-p", f"soft_count:={count or 0}"]
     with rclpy.init(args=args):
         node = SimBridge()
         executor = MultiThreadedExecutor(num_threads=2)
@@ -158,22 +170,30 @@ def listen() -> int:
     return 0
 
 
-def run_soft(robot: str, seconds: float) -> int:
-    """Real-time factors with and without the soft cube, raw and through the bridge."""
+def run_soft(robot: str, seconds: float, count_vs: int) -> int:
+    """Real-time factors without the soft cube, with it, and with it at ``count_vs`` vertices
+    per edge, raw and through the bridge, all in one run (the ratios survive a noisy machine)."""
+    from physai_ros.models import scene_soft_object
+
+    count = scene_soft_object(robot, shape="cube").count
+    scene_soft_object(robot, shape="cube", count=count_vs)  # a bad --count-vs: InvalidInput now
     measures = {
-        "raw mj_step": lambda soft: raw_rtf(robot, seconds, soft)[0],
-        "sim bridge": lambda soft: bridge_rtf(robot, seconds, soft),
+        "raw mj_step": lambda *soft: raw_rtf(robot, seconds, *soft)[0],
+        "sim bridge": lambda *soft: bridge_rtf(robot, seconds, *soft),
     }
-    ratio = 0.0
+    rtf = 0.0
     for where, measure in measures.items():
-        rigid, soft = measure(False), measure(True)
+        rigid, rtf, other = measure(), measure(True), measure(True, count_vs)
         print(f"{where} ({robot}): real-time factor {rigid:.2f} rigid cube only")
-        print(f"{where} ({robot}): real-time factor {soft:.2f} with the soft cube")
-        ratio = soft / rigid
-        print(f"{where}: soft cube / rigid = {ratio:.4f} (1/{1 / ratio:.0f})")
-        if where == "sim bridge":
-            print(f"real time with the soft cube: {'kept' if soft >= 1.0 else 'NOT kept'}")
-    print(f"soft_cube_vs_rigid = {ratio:.4f}")
+        for n, factor in ((count, rtf), (count_vs, other)):
+            print(f"{where} ({robot}): real-time factor {factor:.2f} with the soft cube, count {n}")
+        print(
+            f"{where}: soft cube / rigid = {rtf / rigid:.4f} (1/{rigid / rtf:.0f}); "
+            f"count {count} / count {count_vs} = {rtf / other:.2f}"
+        )
+    verdict = f"kept, {100 * (rtf - 1.0):.0f} % margin" if rtf >= 1.0 else "NOT kept"
+    print(f"real time with the soft cube (bridge, count {count}): {verdict}")
+    print(f"soft_cube_rtf = {rtf:.3f}")
     return 0
 
 
@@ -183,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("ROS_DOMAIN_ID", str(100 + os.getpid() % 100))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if args.object == "soft_cube":
-        return run_soft(args.robot, args.seconds)
+        return run_soft(args.robot, args.seconds, args.count_vs)
     raw_before, steps = raw_rtf(args.robot, args.seconds)
     print(f"raw mj_step ({args.robot}): {steps} steps, real-time factor {raw_before:.1f}")
     alone = bridge_rtf(args.robot, args.seconds)

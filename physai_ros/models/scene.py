@@ -69,8 +69,9 @@ def yaw_quat(yaw_deg: float) -> np.ndarray:
 
 def scene_soft_object(robot: str, pos: Sequence[float] | None = None, **values: Any) -> SoftObject:
     """A checked soft object for ``robot``'s scene: ``values`` (shape, young [Pa], poisson,
-    damping [s], mass [kg], mu, size [m]; ``None`` = config/scene.yaml ``soft``) at ``pos``
-    (x, y) [m] in the base frame (``None`` = the robot's ``soft_pos``, beside the cube)."""
+    damping [s], mass [kg], mu, size [m], count [vertices per edge]; ``None`` =
+    config/scene.yaml ``soft``) at ``pos`` (x, y) [m] in the base frame (``None`` = the robot's
+    ``soft_pos``, beside the cube)."""
     check_robot(robot)
     config = load_scene_config()
     xy = _vector("soft_pos", config["robots"][robot]["soft_pos"] if pos is None else pos, (2,))

@@ -17,6 +17,11 @@ predicts 93 % for a 3 cm ball).
 Every vertex is a body with three slider joints and a contact sphere of ``vertex_radius``; the
 vertex spacing is chosen so that the spheres' outer surface spans ``size``. Defaults:
 ``config/scene.yaml`` (``soft``).
+
+The resolution ``count`` is the object's speed: the cube's default 3 (27 vertices) steps about 3×
+faster than 4 (64), which is what lets the sim bridge keep real time on two shared cores; it
+squeezes 8 % harder and strains less at the same jaw cap (docs/soft_objects.md "Speed"). At 3 the
+sphere rocks on its coarse facets, so the sphere and the cylinder keep 4.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ SHAPES = {"cube": "grid", "sphere": "ellipsoid", "cylinder": "cylinder"}  # ours
 class SoftObject(NamedTuple):
     """A soft object's material and geometry: shape ("cube" | "sphere" | "cylinder"), Young's
     modulus [Pa], Poisson ratio [-], elasticity damping [s], mass [kg], sliding friction μ
-    [-], size [m] (cube edge; sphere diameter; cylinder diameter and height), centre (x, y)
-    on the table in the robot's base frame [m]."""
+    [-], size [m] (cube edge; sphere diameter; cylinder diameter and height), resolution
+    ``count`` [vertices per edge of the cube's grid, or of the sphere's and cylinder's surface
+    grid], centre (x, y) on the table in the robot's base frame [m]."""
 
     shape: str
     young: float
@@ -45,17 +51,20 @@ class SoftObject(NamedTuple):
     mass: float
     mu: float
     size: float
+    count: int
     pos: tuple[float, float]
 
 
-FIELDS = ("shape", "young", "poisson", "damping", "mass", "mu", "size")  # from config or caller
+FIELDS = ("shape", "young", "poisson", "damping", "mass", "mu", "size", "count")  # config/caller
+COUNT_RANGE = (3, 6)  # vertices per edge: below 3 no interior, above 6 far slower than real time
 
 
 def soft_object(config: dict[str, Any], pos: tuple[float, float], **values: Any) -> SoftObject:
     """A checked ``SoftObject``: ``values`` (any field but ``pos``) over ``config`` (the
-    ``soft`` section of config/scene.yaml). Raises InvalidInput on an unknown shape, E ≤ 0,
-    ν outside [0, 0.5), damping < 0, mass ≤ 0, μ ≤ 0, a size not above four vertex radii, or
-    a value that is not a number."""
+    ``soft`` section of config/scene.yaml; ``count`` defaults to the shape's own there). Raises
+    InvalidInput on an unknown shape, E ≤ 0, ν outside [0, 0.5), damping < 0, mass ≤ 0, μ ≤ 0,
+    a size not above four vertex radii, a count that is not a whole number in COUNT_RANGE, or a
+    value that is not a number."""
     unknown = set(values) - set(FIELDS)
     if unknown:
         raise InvalidInput(f"unknown soft object fields {sorted(unknown)}; valid: {FIELDS}")
@@ -63,8 +72,10 @@ def soft_object(config: dict[str, Any], pos: tuple[float, float], **values: Any)
     shape = v["shape"]
     if shape not in SHAPES:
         raise InvalidInput(f"unknown soft object shape {shape!r}; valid choices: {sorted(SHAPES)}")
+    if values.get("count") is None:
+        v["count"] = config["count"][shape]
     try:
-        young, poisson, damping, mass, mu, size = (float(v[k]) for k in FIELDS[1:])
+        young, poisson, damping, mass, mu, size, count = (float(v[k]) for k in FIELDS[1:])
         x, y = (float(c) for c in pos)
     except (TypeError, ValueError) as exc:
         raise InvalidInput(f"soft object values must be numbers: {v}, pos {pos!r}") from exc
@@ -83,18 +94,25 @@ def soft_object(config: dict[str, Any], pos: tuple[float, float], **values: Any)
         raise InvalidInput(
             f"soft object size must be > {4.0 * radius:g} m (four vertex radii), got {size!r}"
         )
+    if not (count.is_integer() and COUNT_RANGE[0] <= count <= COUNT_RANGE[1]):
+        raise InvalidInput(
+            f"soft object count must be a whole number of vertices per edge in "
+            f"[{COUNT_RANGE[0]}, {COUNT_RANGE[1]}], got {v['count']!r}"
+        )
     if not (math.isfinite(x) and math.isfinite(y)):
         raise InvalidInput(f"soft object position must be finite (x, y) [m], got {pos!r}")
-    return SoftObject(shape, young, poisson, damping, mass, mu, size, (x, y))
+    return SoftObject(shape, young, poisson, damping, mass, mu, size, int(count), (x, y))
 
 
 def add_soft_object(
     spec: mujoco.MjSpec, soft: SoftObject, centre: list[float], config: dict[str, Any]
 ) -> None:
     """Add ``soft`` to ``spec`` with its centre at ``centre`` (world [m]), and switch the scene
-    to the discrete integrator with at least ``config['iterations']`` solver iterations."""
+    to the discrete integrator with at least ``config['iterations']`` solver iterations and the
+    solver tolerance ``config['tolerance']`` (1e-6: the same jaw forces and strains as 1e-8 to
+    three digits, and fewer iterations per step)."""
     radius = float(config["vertex_radius"])
-    count = int(config["count"])
+    count = soft.count
     spacing = (soft.size - 2.0 * radius) / (count - 1)
     flex = spec.worldbody.make_flex(
         SOFT_FLEX,
@@ -115,3 +133,4 @@ def add_soft_object(
     flex.rgba = config["rgba"]
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_DISCRETE
     spec.option.iterations = max(spec.option.iterations, int(config["iterations"]))
+    spec.option.tolerance = float(config["tolerance"])

@@ -88,15 +88,22 @@ def declare_soft_object(node: Node, robot: str) -> SoftObject | None:
         ),
         "soft_x": ("soft object centre x, base frame [m]", (-2.0, 2.0), True),
         "soft_y": ("soft object centre y, base frame [m]", (-2.0, 2.0), True),
+        "soft_count": (
+            "soft object resolution, vertices per edge (cube grid; sphere and cylinder surface "
+            "grid) [-], 3 to 6; 0 = the shape's own from config/scene.yaml (cube 3: the bridge "
+            "keeps real time; 4 steps ~3x slower)",
+            (0, 6),
+            True,
+        ),
     } | {f"soft_{k}": v for k, v in SOFT_PARAMETERS.items()}
     x, y = scene["robots"][robot]["soft_pos"]
-    defaults = {"soft_object": "none", "soft_x": x, "soft_y": y} | {
+    defaults = {"soft_object": "none", "soft_x": x, "soft_y": y, "soft_count": 0} | {
         f"soft_{k}": scene["soft"][k] for k in SOFT_PARAMETERS
     }
     s = declare_table(node, defaults, table)
     if s["soft_object"] == "none":
         return None
-    values = {k: s[f"soft_{k}"] for k in SOFT_PARAMETERS}
+    values = {k: s[f"soft_{k}"] for k in SOFT_PARAMETERS} | {"count": s["soft_count"] or None}
     return scene_soft_object(robot, (s["soft_x"], s["soft_y"]), shape=s["soft_object"], **values)
 
 
