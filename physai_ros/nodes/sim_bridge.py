@@ -75,8 +75,9 @@ SOFT_PARAMETERS = {  # soft_<field>: (description with units, range, read_only);
 
 
 def declare_soft_object(node: Node, robot: str) -> SoftObject | None:
-    """Declare ``soft_object`` and its ``soft_*`` material and position (defaults:
-    config/scene.yaml) and return the checked object, ``None`` for ``soft_object`` none.
+    """Declare ``soft_object`` and its ``soft_*`` material, position and resolution (defaults:
+    config/sim_bridge.yaml for ``soft_object`` and ``soft_count``, config/scene.yaml for the
+    rest) and return the checked object, ``None`` for ``soft_object`` none.
     Raises InvalidInput on a bad shape or material."""
     scene = load_scene_config()
     table = {
@@ -97,9 +98,11 @@ def declare_soft_object(node: Node, robot: str) -> SoftObject | None:
         ),
     } | {f"soft_{k}": v for k, v in SOFT_PARAMETERS.items()}
     x, y = scene["robots"][robot]["soft_pos"]
-    defaults = {"soft_object": "none", "soft_x": x, "soft_y": y, "soft_count": 0} | {
-        f"soft_{k}": scene["soft"][k] for k in SOFT_PARAMETERS
-    }
+    defaults = (
+        node_defaults("sim_bridge.yaml")
+        | {"soft_x": x, "soft_y": y}
+        | {f"soft_{k}": scene["soft"][k] for k in SOFT_PARAMETERS}
+    )
     s = declare_table(node, defaults, table)
     if s["soft_object"] == "none":
         return None
