@@ -24,7 +24,8 @@ Real-time factor = simulated seconds per wall second. Last line: ``sim_bridge_vs
 flex cube of ``soft.count.cube`` vertices per edge, 30 g, E 5·10⁴ Pa, discrete integrator) costs:
 raw ``mj_step`` and the bridge with no subscriber, each without it, with it, and with it at
 ``--count-vs`` vertices per edge (default 4, the resolution before the bridge was made real time),
-in one run; then whether the bridge keeps real time with the soft cube, and by what margin.
+in one run; then whether the bridge keeps real time with the soft cube, and by what margin, and
+the bridge paced at real_time_factor 1 with it: sim seconds per wall second and its CPU share.
 Last line: ``soft_cube_rtf = <bridge real-time factor with the default soft cube>``.
 """
 
@@ -96,12 +97,20 @@ def bridge_rtf(robot: str, seconds: float, soft: bool = False, count: int | None
     """Sim seconds per wall second of the bridge node at real_time_factor 0 (after 1 s warm-up;
     ``soft``: with the default soft cube, its pose and strain published, at ``count`` vertices
     per edge; ``None`` = its default)."""
+    return bridge_run(robot, seconds, soft, count)[0]
+
+
+def bridge_run(
+    robot: str, seconds: float, soft: bool, count: int | None = None, real_time_factor: float = 0.0
+) -> tuple[float, float]:
+    """(sim seconds per wall second, this process's CPU time per wall second) of the bridge
+    node at ``real_time_factor`` over ``seconds`` after 1 s warm-up; see ``bridge_rtf``."""
     import rclpy
     from rclpy.executors import MultiThreadedExecutor
 
     from physai_ros.nodes.sim_bridge import SimBridge
 
-    args = ["--ros-args", "-p", f"robot:={robot}", "-p", "real_time_factor:=0.0"]
+    args = ["--ros-args", "-p", f"robot:={robot}", "-p", f"real_time_factor:={real_time_factor}"]
     if soft:
         args += ["-p", "soft_object:=cube", "-p", f"soft_count:={count or 0}"]
     with rclpy.init(args=args):
@@ -111,13 +120,13 @@ def bridge_rtf(robot: str, seconds: float, soft: bool = False, count: int | None
         spinner = threading.Thread(target=executor.spin, daemon=True)
         spinner.start()
         time.sleep(1.0)
-        t0, w0 = node.sim.time, time.perf_counter()
+        t0, w0, c0 = node.sim.time, time.perf_counter(), time.process_time()
         time.sleep(seconds)
-        t1, w1 = node.sim.time, time.perf_counter()
+        t1, w1, c1 = node.sim.time, time.perf_counter(), time.process_time()
         node.stop()
         executor.shutdown()
         node.destroy_node()
-    return (t1 - t0) / (w1 - w0)
+    return (t1 - t0) / (w1 - w0), (c1 - c0) / (w1 - w0)
 
 
 def listen() -> int:
@@ -193,6 +202,11 @@ def run_soft(robot: str, seconds: float, count_vs: int) -> int:
         )
     verdict = f"kept, {100 * (rtf - 1.0):.0f} % margin" if rtf >= 1.0 else "NOT kept"
     print(f"real time with the soft cube (bridge, count {count}): {verdict}")
+    paced, cpu = bridge_run(robot, seconds, True, real_time_factor=1.0)
+    print(
+        f"sim bridge at real_time_factor 1 with the soft cube: {paced:.3f} sim s per wall s, "
+        f"{100 * cpu:.0f} % of one core"
+    )
     print(f"soft_cube_rtf = {rtf:.3f}")
     return 0
 
