@@ -21,7 +21,8 @@ vertex spacing is chosen so that the spheres' outer surface spans ``size``. Defa
 The resolution ``count`` is the object's speed: the cube's default 3 (27 vertices) steps about 3×
 faster than 4 (64), which is what lets the sim bridge keep real time on two shared cores; it
 squeezes 8 % harder and strains less at the same jaw cap (docs/soft_objects.md "Speed"). At 3 the
-sphere rocks on its coarse facets, so the sphere and the cylinder keep 4.
+sphere rocks on its coarse facets, so it keeps 4, and so does the cylinder (not measured
+squeezed at 3).
 """
 
 from __future__ import annotations
