@@ -260,8 +260,8 @@ def pick_cell(node: str, state: str, context, domain: int, logs: Path) -> Cell:
         with seen.lock:
             cell.after = [s for t, s in seen.states if t > killed]
             outcome = seen.outcome
-        cell.arm_speed = seen.arm_speed(killed + WINDOW - 0.3)
-        cube1 = seen.cube[1] if seen.cube and seen.cube[0] > killed + WINDOW - 0.3 else None
+        cell.arm_speed = seen.arm_speed(killed + WINDOW - 0.5)
+        cube1 = seen.cube[1] if seen.cube and seen.cube[0] > killed + WINDOW - 0.5 else None
         cell.cube_z = (cube0, cube1)
         if outcome is not None:
             cell.outcome, cell.outcome_s = describe(outcome[1]), outcome[0] - killed

@@ -1,0 +1,61 @@
+"""Issue 15's crashed nodes, the representative run in CI (the whole table:
+``python test/crash_bench.py``, docs/faults.md): on the simulated pick graph, the TF publisher
+SIGKILLed mid-pick, then the pick node SIGKILLed mid-close; both started again.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import rclpy
+from crash_bench import Graph, Observer, latched_rejoin, wait
+
+from physai_ros.graph import pick_graph
+
+pytestmark = [pytest.mark.dds, pytest.mark.slow]
+
+STILL = 0.01  # [rad/s] "holds": no arm joint faster than this once the last goal has ended
+SETTLED = 0.003  # [m] the cube within this of where it rested: neither lifted nor knocked
+
+
+def test_tf_publisher_and_pick_killed_mid_pick_the_arm_holds_and_both_rejoin(tmp_path, ros_domain):
+    """The TF publisher killed in ``pre``: the pick, which planned from the cube's pose at the
+    end of settle, runs on into ``close``. The pick killed 0.6 s into close (the jaw has been
+    commanded shut, the arm holds at the down pose): nobody reports an outcome, and within 1 s
+    the arm is still -- the controller holds the last goal's end, no motion anyone did not
+    command -- and the cube sits where it was. Both restarted: a fresh subscriber receives the
+    latched /tf_static and robot_description, and the restarted pick, starting from wherever the
+    arm is held, picks the cube again and holds it (judged by its pose on TF)."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    graph = Graph(pick_graph(sim=True), tmp_path, ros_domain)
+    seen = Observer(context)
+    log = lambda: (tmp_path / "pick.log").read_text(errors="replace")[-3000:]  # noqa: E731
+    try:
+        assert wait(lambda: seen.state() == "pre", 120.0), log()
+        graph.kill("tf_publisher")
+        assert wait(lambda: seen.state() == "close", 5.0), (seen.states, log())
+        time.sleep(0.6)
+        resting = seen.cube[1]
+        graph.kill("pick")
+        killed = time.monotonic()
+        time.sleep(1.0)
+        assert seen.outcome is None
+        speed = seen.arm_speed(killed + 0.5)
+        assert speed is not None and speed < STILL, speed
+        assert seen.cube[0] > killed + 0.5 and abs(seen.cube[1] - resting) < SETTLED, seen.cube
+
+        seen.forget()
+        graph.restart("tf_publisher")
+        graph.restart("pick")
+        latched = latched_rejoin(context, 60.0)
+        assert None not in latched.values(), latched
+        assert wait(lambda: seen.outcome is not None, 90.0), log()
+        outcome = seen.outcome[1]
+        assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
+        assert seen.states[0][1] == "home", seen.states  # it started where the arm was held
+    finally:
+        seen.close()
+        graph.close()
+        rclpy.try_shutdown(context=context)
