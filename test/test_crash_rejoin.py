@@ -1,17 +1,19 @@
 """Issue 15's crashed nodes, the representative run in CI (the whole table:
 ``python test/crash_bench.py``, docs/faults.md): on the simulated pick graph, the TF publisher
-SIGKILLed mid-pick, then the pick node SIGKILLed mid-close; both started again.
+SIGKILLed mid-pick, then the pick node SIGKILLed mid-close, both started again; and the
+trajectory node's controller killed under a running goal.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 import rclpy
-from crash_bench import Graph, Observer, latched_rejoin, wait
+from crash_bench import Graph, Observer, TrajectoryClient, latched_rejoin, wait
 
-from physai_ros.graph import pick_graph
+from physai_ros.graph import pick_graph, trajectory_graph
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -57,5 +59,39 @@ def test_tf_publisher_and_pick_killed_mid_pick_the_arm_holds_and_both_rejoin(tmp
         assert seen.states[0][1] == "home", seen.states  # it started where the arm was held
     finally:
         seen.close()
+        graph.close()
+        rclpy.try_shutdown(context=context)
+
+
+def test_sim_bridge_killed_mid_goal_the_trajectory_node_aborts_the_goal_naming_the_silence(
+    tmp_path, ros_domain
+):
+    """The trajectory graph's controller (the sim bridge) killed 0.3 s into a 2 s goal: the
+    trajectory node's client gets an aborted result naming the silent robot within
+    ``state_timeout`` (1 s) + 0.5 s, not after the move's end + ``result_margin`` + the cancel's
+    ``server_timeout`` (16.8 s before the fix: nothing answers, and the stopped sim clock ends
+    nothing)."""
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=ros_domain)
+    specs = [s for s in trajectory_graph("so101", sim=True) if s.name != "tf_publisher"]
+    graph = Graph(specs, tmp_path, ros_domain)
+    user = TrajectoryClient(context, ["shoulder_pan"])
+    log = lambda: (tmp_path / "trajectory.log").read_text(errors="replace")[-3000:]  # noqa: E731
+    try:
+        handle = user.send([0.5], seconds=2)
+        assert handle is not None, log()
+        result = handle.get_result_async()
+        answered: list[float] = []
+        result.add_done_callback(lambda _f: answered.append(time.monotonic()))
+        time.sleep(0.3)
+        graph.kill("sim_bridge")
+        killed = time.monotonic()
+        assert wait(result.done, 5.0), log()
+        report = json.loads(result.result().result.error_string)
+        assert report["status"] == "aborted", report
+        assert report["message"].startswith("robot silent: no /joint_states for"), report
+        assert answered[0] - killed < 1.5, f"aborted {answered[0] - killed:.2f} s after the kill"
+    finally:
+        user.close()
         graph.close()
         rclpy.try_shutdown(context=context)
