@@ -298,87 +298,122 @@ def pick_cell(node: str, state: str, context, domain: int, logs: Path) -> Cell:
         graph.close()
 
 
-def trajectory_cell(phase: str, context, domain: int, logs: Path) -> Cell:
-    """The trajectory node killed ``idle`` or ``moving`` (0.3 s into a goal sent to it)."""
-    cell = Cell("trajectory", phase)
-    graph = Graph(trajectory_graph("panda", sim=True), logs, domain)
-    node = rclpy.create_node("crash_trajectory_client", context=context)
-    client = ActionClient(node, FollowJointTrajectory, "/trajectory/follow_joint_trajectory")
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    speeds: list[tuple[float, float]] = []
-    node.create_subscription(
-        JointState,
-        interfaces.JOINT_STATES,
-        lambda m: speeds.append((time.monotonic(), max(abs(v) for v in m.velocity))),
-        stream_qos(50),
-    )
-    running = True
-    thread = threading.Thread(
-        target=lambda: [executor.spin_once(timeout_sec=0.02) for _ in iter(lambda: running, False)],
-        daemon=True,
-    )
-    thread.start()
+TRAJECTORY_CELLS = (("trajectory", "idle"), ("trajectory", "moving"), ("sim_bridge", "moving"))
+"""The trajectory graph's cells: (killed node, phase). ``moving``: 0.3 s into a 2 s goal sent to
+the trajectory node (forwarded to the sim bridge's arm controller)."""
 
-    def goal(q: list[float]) -> FollowJointTrajectory.Goal:
-        g = FollowJointTrajectory.Goal()
-        g.trajectory.joint_names = ["joint1", "joint2", "joint4"]
-        g.trajectory.points = [JointTrajectoryPoint(positions=q)]  # untimed: node times it
-        return g
 
-    def send(q: list[float], timeout: float = 60.0):
-        """The goal's handle once accepted, None if not within ``timeout``. A node just
-        started rejects goals until its first joint states, and a request sent before it
-        discovered this client is lost unanswered (a killed server lingers in discovery, so
-        ``wait_for_server`` says ready): resent after 3 s without an answer."""
+class TrajectoryClient:
+    """A user's client of the trajectory node (``/trajectory/follow_joint_trajectory``) that
+    also watches the arm's joint speeds, spun on a thread of its own."""
+
+    def __init__(self, context, joints: list[str]) -> None:
+        self.joints = joints
+        self.node = rclpy.create_node("crash_trajectory_client", context=context)
+        self.client = ActionClient(
+            self.node, FollowJointTrajectory, "/trajectory/follow_joint_trajectory"
+        )
+        self.speeds: list[tuple[float, float]] = []  # (wall, largest joint speed [rad/s])
+        self.node.create_subscription(
+            JointState,
+            interfaces.JOINT_STATES,
+            lambda m: self.speeds.append((time.monotonic(), max(abs(v) for v in m.velocity))),
+            stream_qos(50),
+        )
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.running = True
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while self.running:
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(2.0)
+        self.executor.remove_node(self.node)
+        self.node.destroy_node()
+
+    def speed(self, since: float) -> float | None:
+        recent = [v for t, v in self.speeds if t >= since]
+        return max(recent) if recent else None
+
+    def send(self, q: list[float], seconds: int = 2, timeout: float = 60.0):
+        """A one-point goal to ``q`` [rad] in ``seconds``: its handle once accepted, None if not
+        within ``timeout``. A node just started rejects goals until its first joint states, and
+        a request sent before it discovered this client is lost unanswered (a killed server
+        lingers in discovery, so ``wait_for_server`` says ready): resent after 3 s without an
+        answer."""
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = self.joints
+        point = JointTrajectoryPoint(positions=[float(v) for v in q])
+        point.time_from_start.sec = seconds
+        goal.trajectory.points = [point]
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if not client.wait_for_server(timeout_sec=max(0.1, end - time.monotonic())):
+            if not self.client.wait_for_server(timeout_sec=max(0.1, end - time.monotonic())):
                 return None
-            future = client.send_goal_async(goal(q))
+            future = self.client.send_goal_async(goal)
             if wait(future.done, 3.0) and future.result().accepted:
                 return future.result()
             time.sleep(0.5)
         return None
 
+
+def trajectory_cell(killed: str, phase: str, context, domain: int, logs: Path) -> Cell:
+    """One cell of the trajectory graph (``TRAJECTORY_CELLS``)."""
+    cell = Cell(f"{killed} (trajectory graph)", phase)
+    graph = Graph(trajectory_graph("panda", sim=True), logs, domain)
+    user = TrajectoryClient(context, ["joint1", "joint2", "joint4"])
+    speeds, send = user.speeds, user.send
     try:
         if not wait(lambda: speeds, START_TIMEOUT):
             return cell
         cell.reached = True
-        handle = None
+        handle, result_time = None, []
         if phase == "moving":
             handle = send([0.6, 0.3, -2.0])
-            if handle is None or not handle.accepted:
+            if handle is None:
                 cell.reached = False
                 return cell
-            time.sleep(0.3)
-        graph.kill("trajectory")
-        killed = time.monotonic()
-        time.sleep(WINDOW)
-        end = [v for t, v in speeds if t > killed + WINDOW - 0.3]
-        cell.arm_speed = max(end) if end else None
-        if handle is not None:
             result = handle.get_result_async()
-            cell.outcome = (
-                "the client's goal: no result (the server died with it)"
-                if not result.done()
-                else f"client result {result.result().status}"
-            )
-            moved = [v for t, v in speeds if t > killed]
-            cell.outcome += (
-                "; the controller ran the forwarded trajectory to its end, then holds"
-                if moved and max(moved) > STILL and cell.arm_speed is not None
-                and cell.arm_speed < STILL else "; arm speed after the kill "
-                f"{max(moved) if moved else float('nan'):.3f} rad/s"
-            )  # fmt: skip
-        else:
+            result.add_done_callback(lambda _f: result_time.append(time.monotonic()))
+            time.sleep(0.3)
+        graph.kill(killed)
+        stamp = time.monotonic()
+        # the 2 s goal the controller still runs when the trajectory node dies: watched to its end
+        window = WINDOW + (1.5 if killed == "trajectory" and handle is not None else 0.0)
+        time.sleep(window)
+        cell.arm_speed = user.speed(stamp + window - 0.5)
+        if handle is None:
             cell.outcome = "nothing moves" if (cell.arm_speed or 0.0) < STILL else "arm moves"
-        graph.restart("trajectory")
+        else:
+            if killed != "trajectory":  # its server lives: it must answer
+                wait(result.done, 30.0)
+            if result.done():
+                report = json.loads(result.result().result.error_string)
+                cell.outcome = f"client: {report['status']}: {report['message']}"
+                cell.outcome_s = result_time[0] - stamp if result_time else None
+            else:
+                cell.outcome = "client: no result (the server died with its goal)"
+            if killed == "trajectory":
+                moved = [v for t, v in speeds if t > stamp]
+                cell.outcome += (
+                    "; the controller runs the forwarded trajectory to its end, then holds"
+                    if moved and max(moved) > STILL and cell.arm_speed is not None
+                    and cell.arm_speed < STILL else "; arm speed after the kill "
+                    f"{max(moved) if moved else float('nan'):.3f} rad/s"
+                )  # fmt: skip
+        graph.restart(killed)
+        if killed == "sim_bridge":
+            wait(lambda: speeds[-1][0] > time.monotonic() - 0.2, 60.0)
         cell.latched = latched_rejoin(context)
         began = time.monotonic()
         handle = send([0.2, 0.1, -2.2])
-        if handle is None or not handle.accepted:
-            cell.rerun = "goal not accepted by the restarted node"
+        if handle is None:
+            cell.rerun = "goal not accepted after the restart"
             return cell
         result = handle.get_result_async()
         ok = wait(result.done, 60.0)
@@ -387,10 +422,7 @@ def trajectory_cell(phase: str, context, domain: int, logs: Path) -> Cell:
         cell.rerun_s = time.monotonic() - began
         return cell
     finally:
-        running = False
-        thread.join(2.0)
-        executor.remove_node(node)
-        node.destroy_node()
+        user.close()
         graph.close()
 
 
@@ -412,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
     rclpy.init(context=context, domain_id=args.domain)
     cells = [(n, s) for n in args.nodes if n != "trajectory" for s in args.states]
     if "trajectory" in args.nodes:
-        cells += [("trajectory", "idle"), ("trajectory", "moving")]
+        cells += [(f"trajectory:{k}", phase) for k, phase in TRAJECTORY_CELLS]
     rows = []
     with tempfile.TemporaryDirectory(prefix="physai-crash-") as tmp:
         root = args.keep or Path(tmp)
@@ -420,13 +452,13 @@ def main(argv: list[str] | None = None) -> int:
             logs = root / f"{node}-{state}"
             logs.mkdir(parents=True, exist_ok=True)
             began = time.monotonic()
-            print(f"[{i}/{len(cells)}] SIGKILL {node} at {state} ...", end=" ", flush=True)
-            if node == "trajectory":
-                cell = trajectory_cell(state, context, args.domain, logs)
+            print(f"[{i}/{len(cells)}] SIGKILL {node} at {state} ...", flush=True)
+            if node.startswith("trajectory:"):
+                cell = trajectory_cell(node.split(":")[1], state, context, args.domain, logs)
             else:
                 cell = pick_cell(node, state, context, args.domain, logs)
             print(
-                f"{cell.outcome or 'state not reached'} "
+                f"    {cell.outcome or 'state not reached'} "
                 f"({'-' if cell.outcome_s is None else f'{cell.outcome_s:.2f} s'}); "
                 f"re-run: {cell.rerun} [{time.monotonic() - began:.0f} s]",
                 flush=True,
