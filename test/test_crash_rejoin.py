@@ -95,3 +95,57 @@ def test_sim_bridge_killed_mid_goal_the_trajectory_node_aborts_the_goal_naming_t
         user.close()
         graph.close()
         rclpy.try_shutdown(context=context)
+
+
+def test_a_pick_that_cannot_start_says_what_it_waits_for(ros_domain, monkeypatch):
+    """A pick whose graph lost a node before it started (the restarted TF publisher's cube pose
+    not through, no sim bridge, no /clock) waits, and every WAITING_LOG_PERIOD (wall clock,
+    also when no sim clock runs) logs what is missing, each named."""
+    from physai_ros.nodes import pick as pick_node
+
+    context = rclpy.Context()
+    rclpy.init(
+        context=context, domain_id=ros_domain, args=["--ros-args", "-p", "use_sim_time:=true"]
+    )
+    monkeypatch.setattr(pick_node.Node, "__init__", _in(context))
+    node = pick_node.PickNode()
+    try:
+        warnings: list[str] = []
+        monkeypatch.setattr(node, "get_logger", lambda: _Log(warnings))
+        node.watch_silence()
+        assert warnings == []  # not before the period has passed
+        node.waiting_logged -= pick_node.WAITING_LOG_PERIOD
+        node.watch_silence()
+        assert len(warnings) == 1, warnings
+        for what in (
+            "joint states of ['shoulder_pan'",
+            "the arm controller's state (arm_controller/controller_state)",
+            "the cube's pose (TF frame 'cube')",
+            "the action server arm_controller/follow_joint_trajectory",
+            "the action server gripper_controller/gripper_cmd",
+            "the clock (/clock)",
+        ):
+            assert what in warnings[0], warnings[0]
+        node.watch_silence()
+        assert len(warnings) == 1  # once a period, not at the watchdog's 10 Hz
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
+def _in(context):
+    """rclpy's Node.__init__ on ``context`` (PickNode passes none)."""
+    init = rclpy.node.Node.__init__
+
+    def patched(self, name, **kwargs):
+        init(self, name, context=context, **kwargs)
+
+    return patched
+
+
+class _Log:
+    def __init__(self, warnings: list[str]) -> None:
+        self.warnings = warnings
+
+    def warning(self, text: str) -> None:
+        self.warnings.append(text)
