@@ -283,7 +283,11 @@ class TrajectoryNode(Node):
             self.client.send_goal_async(goal, relay and (lambda f: relay(f.feedback)))
         )
         if sent is None or not sent.accepted:
-            msg = "the controller rejected the trajectory (see its log)"
+            msg = (
+                "the controller rejected the trajectory (see its log)"
+                if sent is not None
+                else f"the controller did not answer within {self.cfg['server_timeout']} s"
+            )
             return self._finish(handle, outcome_report("aborted", msg, planned, source=source))
         run.downstream = sent
         accepted = self.get_clock().now().nanoseconds * 1e-9
