@@ -72,6 +72,7 @@ LATCHED = QoSProfile(
 )
 FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
+WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
 
 
 def duration_msg(seconds: float) -> Duration:
@@ -230,6 +231,7 @@ class PickNode(Node):
         # the silence watchdog, on the steady clock (a stopped sim clock stops the node's timers)
         self.heard_at = time.monotonic()  # [s, steady] the last joint state arrived
         self.clock_seen = (self.now(), time.monotonic())  # node clock reading, when it changed
+        self.waiting_logged = time.monotonic()  # [s, steady] what a pick not started waits for
         self.watchdog = self.create_timer(
             0.1, self.watch_silence, clock=Clock(clock_type=ClockType.STEADY_TIME)
         )
@@ -296,17 +298,32 @@ class PickNode(Node):
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def ready(self, now: float) -> bool:
-        have_joints = all(n in self.joints for n in [*self.arm_joints, self.jaw_joint])
+    def missing(self, now: float) -> list[str]:
+        """What the pick still waits for before it starts; nothing: ready."""
+        out = []
+        absent = [n for n in [*self.arm_joints, self.jaw_joint] if n not in self.joints]
+        if absent:
+            out.append(f"joint states of {absent}")
+        if self.reference is None:
+            out.append(f"the arm controller's state ({interfaces.CONTROLLER_STATE})")
         cube = self.cube_target(now)  # fresh: a graph still starting up may lag behind
-        return (
-            have_joints
-            and self.reference is not None
-            and cube is not None
-            and now - cube[1] <= self.max_age
-            and self.arm.server_is_ready()
-            and self.gripper.server_is_ready()
+        if cube is None:
+            out.append(f"the cube's pose (TF frame {self.cube_frame!r})")
+        elif now - cube[1] > self.max_age:
+            out.append(f"a fresh cube pose (the last is {now - cube[1]:.2f} s old)")
+        servers = (
+            (self.arm, interfaces.FOLLOW_JOINT_TRAJECTORY),
+            (self.gripper, interfaces.GRIPPER_COMMAND),
         )
+        out += [
+            f"the action server {name}" for client, name in servers if not client.server_is_ready()
+        ]
+        if now == 0.0:  # under use_sim_time: no /clock yet (and the node's timers stand still)
+            out.append(f"the clock ({interfaces.CLOCK})")
+        return out
+
+    def ready(self, now: float) -> bool:
+        return not self.missing(now)
 
     def send_phase(self, now: float, start: float) -> None:
         """The current state's arm motion sampled from ``now``, stamped to start at ``start``
@@ -446,8 +463,16 @@ class PickNode(Node):
     def watch_silence(self) -> None:
         """End a running pick whose robot has gone silent (see the module docstring)."""
         machine = self.machine
-        if machine is None or (machine.finished and self.report_at is None):
-            return  # not started (a graph still starting may be quiet) or already reported
+        if machine is None:  # not started: say what it waits for, every WAITING_LOG_PERIOD
+            wall = time.monotonic()
+            if wall >= self.waiting_logged + WAITING_LOG_PERIOD:
+                self.waiting_logged = wall
+                waiting = self.missing(self.now())
+                if waiting:
+                    self.get_logger().warning("waiting for " + "; ".join(waiting))
+            return
+        if machine.finished and self.report_at is None:
+            return  # already reported
         silent = self.silence()
         if silent is None:
             return

@@ -7,7 +7,9 @@ robot's limits (lesson 13, ``physai_ros.core.trajectory_goal``), and forwards th
 trajectory to the controller (the sim bridge, or franka_ros2's joint_trajectory_controller).
 Feedback and results are relayed, cancels forwarded; a bad goal is rejected with the joint and
 the limit named and nothing reaches the controller. The tracking error (reference vs
-``/joint_states``) is reported on ``~/result`` (JSON) and in the action result.
+``/joint_states``) is reported on ``~/result`` (JSON) and in the action result. A robot that
+falls silent mid-goal (no ``/joint_states`` for ``state_timeout`` of wall time: its driver or
+the sim bridge died) aborts the goal at once, naming the silence.
 """
 
 from __future__ import annotations
@@ -71,7 +73,12 @@ PARAMS = {  # name: (description with units, (min, max) or None, read_only); def
         False,
     ),
     "result_margin": ("wait this long for the result after the end [s]", (0.1, 600.0), False),
-    "state_timeout": ("a /joint_states older than this is stale [s wall]", (0.01, 60.0), False),
+    "state_timeout": (
+        "a /joint_states older than this is stale: goals are rejected, a running one aborted "
+        "[s wall]",
+        (0.01, 60.0),
+        False,
+    ),
     "arrival_tolerance": (
         "after a success, the report waits for a joint state this close to the goal [rad]",
         (0.0, 1.0),
@@ -276,7 +283,11 @@ class TrajectoryNode(Node):
             self.client.send_goal_async(goal, relay and (lambda f: relay(f.feedback)))
         )
         if sent is None or not sent.accepted:
-            msg = "the controller rejected the trajectory (see its log)"
+            msg = (
+                "the controller rejected the trajectory (see its log)"
+                if sent is not None
+                else f"the controller did not answer within {self.cfg['server_timeout']} s"
+            )
             return self._finish(handle, outcome_report("aborted", msg, planned, source=source))
         run.downstream = sent
         accepted = self.get_clock().now().nanoseconds * 1e-9
@@ -292,10 +303,13 @@ class TrajectoryNode(Node):
         deadline = time.monotonic() + run.planned.duration + self.cfg["result_margin"]
         status = "aborted"
         while not future.done():
+            silent = time.monotonic() - self.state_wall
             if handle is not None and handle.is_cancel_requested:
                 status = "canceled"
             elif run.preempted.is_set():
                 status = "preempted"
+            elif silent > self.cfg["state_timeout"]:
+                return self._abandon(run, handle, silent)
             elif time.monotonic() > deadline:
                 status = "timeout"
             if status != "aborted":
@@ -333,6 +347,22 @@ class TrajectoryNode(Node):
             source="topic" if handle is None else "action",
             controller_error_code=code,
         )
+
+    def _abandon(self, run: Run, handle, silent: float) -> dict:
+        """The robot fell silent mid-goal (no /joint_states for ``state_timeout`` of wall
+        time: its driver or the sim bridge died, and with the bridge the sim clock stopped, so
+        nothing timed on the node's clock would end the wait). The goal ends aborted now, not
+        after the trajectory's end plus ``result_margin``; the controller is asked to cancel
+        without waiting for its answer (a live one holds the arm where it is, a dead one
+        cannot move it), and no tracking report waits for states that will not come."""
+        run.downstream.cancel_goal_async()
+        text = (
+            f"robot silent: no /joint_states for {silent:.1f} s (wall clock) mid-goal; the "
+            "controller was asked to cancel, its result is not awaited"
+        )
+        self.get_logger().error(text)
+        source = "topic" if handle is None else "action"
+        return outcome_report("aborted", text, run.planned, run.monitor, source=source)
 
     def _finish(self, handle, report: dict, run: Run | None = None) -> FJT.Result:
         with self.lock:

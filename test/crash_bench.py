@@ -1,0 +1,474 @@
+"""The crash table of issue 15: SIGKILL one node of the simulated pick graph at each pick state,
+see what the rest of the graph does, restart the node and check that it rejoins.
+
+The graph is ``pick_graph(sim=True)``, the nodes ``pick.launch.py sim:=true`` starts, each in a
+process of its own with the product's parameters (``physai_ros.bringup.start``). A client node
+in this process watches what a user's tools would: ``pick/state``, ``pick/outcome``, the joint
+states and the cube's pose from the sim bridge. For each node and state (one fresh graph per
+cell):
+
+1. wait for the state on ``pick/state``, SIGKILL the node, watch for ``WINDOW`` seconds: the
+   outcome (and how long after the kill it came), the states entered, whether the arm still
+   moves at the end and where the cube is;
+2. let a pick still running finish (its final outcome);
+3. start the node again; a fresh subscriber must receive the latched ``/tf_static`` and
+   ``robot_description``; then the pick is run again -- after ``sim/reset`` and with a new pick
+   node, except when the pick node itself was killed: its restart is the re-run, from wherever
+   the crash left the arm and the cube -- and its outcome is the restarted graph's proof (the
+   controllers accept its goals, TF and the clock flow).
+
+The trajectory graph (``trajectory_sim.launch.py``: sim bridge, TF, trajectory node; the pick
+graph has no trajectory node) gets the same treatment with the trajectory node killed idle and
+mid-goal.
+
+Run it (≈ 30 s a cell)::
+
+    python test/crash_bench.py                       # every cell
+    python test/crash_bench.py --nodes tf_publisher --states close hold
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import rclpy
+from control_msgs.action import FollowJointTrajectory
+from geometry_msgs.msg import PoseStamped
+from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from std_srvs.srv import Trigger
+from tf2_msgs.msg import TFMessage
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from physai_ros import interfaces
+from physai_ros.bringup import start, stop
+from physai_ros.graph import NodeSpec, pick_graph, trajectory_graph
+from physai_ros.nodes._common import stream_qos
+
+NODES = ("sim_bridge", "tf_publisher", "pick")
+STATES = ("settle", "pre", "down", "close", "lift", "hold")
+ARM = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
+WINDOW = 2.0  # [s wall] watched after the kill; the issue asks what happens within 1 s
+STILL = 0.01  # [rad/s] an arm joint slower than this at the window's end is held still
+START_TIMEOUT = 120.0  # [s wall] graph start-up + the pick up to the state (loaded machine)
+LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+class Observer:
+    """What a user's tools see of the pick graph, spun on a thread of its own."""
+
+    def __init__(self, context, name: str = "crash_observer") -> None:
+        self.context = context
+        self.node = node = rclpy.create_node(name, context=context)
+        self.lock = threading.Lock()
+        self.states: list[tuple[float, str]] = []  # (wall, state)
+        self.outcome: tuple[float, dict] | None = None  # (wall, outcome)
+        self.joints: list[tuple[float, dict[str, float]]] = []  # (wall, arm joint speeds)
+        self.cube: tuple[float, float] | None = None  # (wall, cube centre z [m])
+        node.create_subscription(String, interfaces.PICK_STATE, self._state, LATCHED)
+        node.create_subscription(String, interfaces.PICK_OUTCOME, self._outcome, LATCHED)
+        node.create_subscription(JointState, interfaces.JOINT_STATES, self._joints, stream_qos(50))
+        node.create_subscription(PoseStamped, interfaces.CUBE_POSE, self._cube, stream_qos(10))
+        self.reset = node.create_client(Trigger, interfaces.SIM_RESET)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(node)
+        self.running = True
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while self.running:
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(2.0)
+        self.executor.remove_node(self.node)
+        self.node.destroy_node()
+
+    def _state(self, msg: String) -> None:
+        with self.lock:
+            self.states.append((time.monotonic(), msg.data))
+
+    def _outcome(self, msg: String) -> None:
+        with self.lock:
+            self.outcome = (time.monotonic(), json.loads(msg.data))
+
+    def _joints(self, msg: JointState) -> None:
+        speeds = dict(zip(msg.name, msg.velocity, strict=False))
+        with self.lock:
+            self.joints.append((time.monotonic(), {j: speeds.get(j, 0.0) for j in ARM}))
+
+    def _cube(self, msg: PoseStamped) -> None:
+        with self.lock:
+            self.cube = (time.monotonic(), msg.pose.position.z)
+
+    def state(self) -> str | None:
+        with self.lock:
+            return self.states[-1][1] if self.states else None
+
+    def forget(self) -> None:
+        """Drop what was seen (a new pick starts)."""
+        with self.lock:
+            self.states, self.outcome = [], None
+
+    def arm_speed(self, since: float) -> float | None:
+        """Largest arm joint speed [rad/s] in the joint states received since ``since``."""
+        with self.lock:
+            recent = [max(abs(v) for v in s.values()) for t, s in self.joints if t >= since]
+        return max(recent) if recent else None
+
+    def call_reset(self, timeout: float = 20.0) -> bool:
+        if not self.reset.wait_for_service(timeout_sec=timeout):
+            return False
+        future = self.reset.call_async(Trigger.Request())
+        return wait(future.done, timeout) and future.result().success
+
+
+def wait(predicate: Callable[[], object], timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return bool(predicate())
+
+
+def latched_rejoin(context, timeout: float = 15.0) -> dict[str, float | None]:
+    """Seconds until a fresh subscriber receives ``/tf_static`` and ``robot_description``
+    (None: not within ``timeout``)."""
+    node = rclpy.create_node("crash_rejoin_probe", context=context)
+    got: dict[str, float | None] = {"tf_static": None, "robot_description": None}
+    t0 = time.monotonic()
+
+    def seen(key: str) -> Callable:
+        return lambda _msg: got.__setitem__(key, got[key] or time.monotonic() - t0)
+
+    node.create_subscription(TFMessage, interfaces.TF_STATIC, seen("tf_static"), LATCHED)
+    node.create_subscription(
+        String, interfaces.ROBOT_DESCRIPTION, seen("robot_description"), LATCHED
+    )
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    while None in got.values() and time.monotonic() - t0 < timeout:
+        executor.spin_once(timeout_sec=0.05)
+    executor.remove_node(node)
+    node.destroy_node()
+    return got
+
+
+class Graph:
+    """A graph of node processes (``bringup.start``) that can lose and regain a node."""
+
+    def __init__(self, specs: list[NodeSpec], log_dir: Path, domain: int) -> None:
+        self.specs = {s.name: s for s in specs}
+        for spec in specs:
+            spec.env["ROS_DOMAIN_ID"] = str(domain)
+        self.log_dir = log_dir
+        self.starts = 0
+        self.procs = dict(zip(self.specs, start(specs, log_dir), strict=True))
+
+    def kill(self, name: str) -> None:
+        """SIGKILL: no handler runs, nothing is said goodbye to."""
+        proc = self.procs[name]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def restart(self, name: str) -> None:
+        """Start ``name`` again (its old process stopped first if alive), logs in a new dir."""
+        stop([self.procs[name]])
+        self.starts += 1
+        logs = self.log_dir / f"restart{self.starts}"
+        logs.mkdir()
+        self.procs[name] = start([self.specs[name]], logs)[0]
+
+    def close(self) -> None:
+        stop(list(self.procs.values()))
+
+
+@dataclass
+class Cell:
+    """One killed node at one state: what followed and whether the graph recovered."""
+
+    node: str
+    state: str
+    reached: bool = False
+    outcome: str = ""  # what happened within WINDOW of the kill
+    outcome_s: float | None = None  # [s wall] kill → outcome on pick/outcome
+    after: list[str] = field(default_factory=list)  # states entered after the kill
+    arm_speed: float | None = None  # [rad/s] at the window's end (None: no joint states)
+    cube_z: tuple[float | None, float | None] = (None, None)  # [m] at the kill, window's end
+    final: str = ""  # the killed pick's final outcome, if it ran on
+    latched: dict[str, float | None] = field(default_factory=dict)
+    rerun: str = ""  # the re-run pick's outcome after the restart
+    rerun_s: float | None = None
+
+    def row(self) -> str:
+        if not self.reached:
+            return f"| {self.node} | {self.state} | state never reached | | | | |"
+        speed = "-" if self.arm_speed is None else f"{self.arm_speed:.3f}"
+        z0, z1 = (("-" if z is None else f"{100 * z:.1f}") for z in self.cube_z)
+        ms = "-" if self.outcome_s is None else f"{self.outcome_s:.2f}"
+        latched = " / ".join("no" if v is None else f"{v:.1f}" for v in self.latched.values())
+        rerun = f"{self.rerun} ({self.rerun_s:.0f} s)" if self.rerun_s is not None else self.rerun
+        after = " → ".join(self.after) or "-"
+        return (
+            f"| {self.node} | {self.state} | {self.outcome} | {ms} | {after} | {speed} | "
+            f"{z0} → {z1} | {self.final or '-'} | {latched} | {rerun} |"
+        )
+
+
+HEADER = (
+    "| killed | at | within the window | kill → outcome [s] | states after | "
+    "arm speed at end [rad/s] | cube z [cm] | final | rejoin: tf_static / description [s] "
+    "| re-run pick |\n|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def describe(outcome: dict) -> str:
+    if outcome["outcome"] == "aborted":
+        return f"aborted: {outcome.get('abort_reason')}"
+    return f"{outcome['outcome']} (judged by {outcome.get('judged_by')})"
+
+
+def pick_cell(node: str, state: str, context, domain: int, logs: Path) -> Cell:
+    """One cell of the pick table (see the module docstring)."""
+    cell = Cell(node, state)
+    graph = Graph(pick_graph(sim=True), logs, domain)
+    seen = Observer(context)
+    try:
+        if not wait(lambda: seen.state() == state, START_TIMEOUT):
+            return cell
+        cell.reached = True
+        graph.kill(node)
+        killed = time.monotonic()
+        cube0 = seen.cube[1] if seen.cube else None
+        time.sleep(WINDOW)
+        with seen.lock:
+            cell.after = [s for t, s in seen.states if t > killed]
+            outcome = seen.outcome
+        cell.arm_speed = seen.arm_speed(killed + WINDOW - 0.5)
+        cube1 = seen.cube[1] if seen.cube and seen.cube[0] > killed + WINDOW - 0.5 else None
+        cell.cube_z = (cube0, cube1)
+        if outcome is not None:
+            cell.outcome, cell.outcome_s = describe(outcome[1]), outcome[0] - killed
+        elif cell.after:
+            cell.outcome = "runs on"
+        else:
+            cell.outcome = "no outcome; arm " + (
+                "silent" if cell.arm_speed is None else
+                "still" if cell.arm_speed < STILL else "moving"
+            )  # fmt: skip
+        if node != "pick":  # a pick that runs on: its final outcome
+            wait(lambda: seen.outcome is not None, 30.0)
+            cell.final = describe(seen.outcome[1]) if seen.outcome else "none within 30 s (hang)"
+            if seen.outcome and cell.outcome_s is None:
+                cell.outcome_s = seen.outcome[0] - killed
+        graph.restart(node)
+        if node == "sim_bridge":  # the fresh sim clock: its first messages before the probe
+            wait(lambda: seen.arm_speed(time.monotonic() - 0.2) is not None, 60.0)
+        cell.latched = latched_rejoin(context, 60.0 if node == "tf_publisher" else 15.0)
+        seen.forget()
+        if node != "pick":
+            if node != "sim_bridge" and not seen.call_reset():
+                cell.rerun = "sim/reset not answered"
+                return cell
+            graph.restart("pick")
+        began = time.monotonic()
+        if wait(lambda: seen.outcome is not None, 90.0):
+            cell.rerun, cell.rerun_s = describe(seen.outcome[1]), time.monotonic() - began
+        else:
+            cell.rerun = "no outcome within 90 s"
+        return cell
+    finally:
+        seen.close()
+        graph.close()
+
+
+TRAJECTORY_CELLS = (("trajectory", "idle"), ("trajectory", "moving"), ("sim_bridge", "moving"))
+"""The trajectory graph's cells: (killed node, phase). ``moving``: 0.3 s into a 2 s goal sent to
+the trajectory node (forwarded to the sim bridge's arm controller)."""
+
+
+class TrajectoryClient:
+    """A user's client of the trajectory node (``/trajectory/follow_joint_trajectory``) that
+    also watches the arm's joint speeds, spun on a thread of its own."""
+
+    def __init__(self, context, joints: list[str]) -> None:
+        self.joints = joints
+        self.node = rclpy.create_node("crash_trajectory_client", context=context)
+        self.client = ActionClient(
+            self.node, FollowJointTrajectory, "/trajectory/follow_joint_trajectory"
+        )
+        self.speeds: list[tuple[float, float]] = []  # (wall, largest joint speed [rad/s])
+        self.node.create_subscription(
+            JointState,
+            interfaces.JOINT_STATES,
+            lambda m: self.speeds.append((time.monotonic(), max(abs(v) for v in m.velocity))),
+            stream_qos(50),
+        )
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.running = True
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while self.running:
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(2.0)
+        self.executor.remove_node(self.node)
+        self.node.destroy_node()
+
+    def speed(self, since: float) -> float | None:
+        recent = [v for t, v in self.speeds if t >= since]
+        return max(recent) if recent else None
+
+    def send(self, q: list[float], seconds: int = 2, timeout: float = 60.0):
+        """A one-point goal to ``q`` [rad] in ``seconds``: its handle once accepted, None if not
+        within ``timeout``. A node just started rejects goals until its first joint states, and
+        a request sent before it discovered this client is lost unanswered (a killed server
+        lingers in discovery, so ``wait_for_server`` says ready): resent after 3 s without an
+        answer."""
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = self.joints
+        point = JointTrajectoryPoint(positions=[float(v) for v in q])
+        point.time_from_start.sec = seconds
+        goal.trajectory.points = [point]
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if not self.client.wait_for_server(timeout_sec=max(0.1, end - time.monotonic())):
+                return None
+            future = self.client.send_goal_async(goal)
+            if wait(future.done, 3.0) and future.result().accepted:
+                return future.result()
+            time.sleep(0.5)
+        return None
+
+
+def trajectory_cell(killed: str, phase: str, context, domain: int, logs: Path) -> Cell:
+    """One cell of the trajectory graph (``TRAJECTORY_CELLS``)."""
+    cell = Cell(f"{killed} (trajectory graph)", phase)
+    graph = Graph(trajectory_graph("panda", sim=True), logs, domain)
+    user = TrajectoryClient(context, ["joint1", "joint2", "joint4"])
+    speeds, send = user.speeds, user.send
+    try:
+        if not wait(lambda: speeds, START_TIMEOUT):
+            return cell
+        cell.reached = True
+        handle, result_time = None, []
+        if phase == "moving":
+            handle = send([0.6, 0.3, -2.0])
+            if handle is None:
+                cell.reached = False
+                return cell
+            result = handle.get_result_async()
+            result.add_done_callback(lambda _f: result_time.append(time.monotonic()))
+            time.sleep(0.3)
+        graph.kill(killed)
+        stamp = time.monotonic()
+        # the 2 s goal the controller still runs when the trajectory node dies: watched to its end
+        window = WINDOW + (1.5 if killed == "trajectory" and handle is not None else 0.0)
+        time.sleep(window)
+        cell.arm_speed = user.speed(stamp + window - 0.5)
+        if handle is None:
+            cell.outcome = "nothing moves" if (cell.arm_speed or 0.0) < STILL else "arm moves"
+        else:
+            if killed != "trajectory":  # its server lives: it must answer
+                wait(result.done, 30.0)
+            if result.done():
+                report = json.loads(result.result().result.error_string)
+                cell.outcome = f"client: {report['status']}: {report['message']}"
+                cell.outcome_s = result_time[0] - stamp if result_time else None
+            else:
+                cell.outcome = "client: no result (the server died with its goal)"
+            if killed == "trajectory":
+                moved = [v for t, v in speeds if t > stamp]
+                cell.outcome += (
+                    "; the controller runs the forwarded trajectory to its end, then holds"
+                    if moved and max(moved) > STILL and cell.arm_speed is not None
+                    and cell.arm_speed < STILL else "; arm speed after the kill "
+                    f"{max(moved) if moved else float('nan'):.3f} rad/s"
+                )  # fmt: skip
+        graph.restart(killed)
+        if killed == "sim_bridge":
+            wait(lambda: speeds[-1][0] > time.monotonic() - 0.2, 60.0)
+        cell.latched = latched_rejoin(context)
+        began = time.monotonic()
+        handle = send([0.2, 0.1, -2.2])
+        if handle is None:
+            cell.rerun = "goal not accepted after the restart"
+            return cell
+        result = handle.get_result_async()
+        ok = wait(result.done, 60.0)
+        code = result.result().result.error_code if ok else None
+        cell.rerun = "goal succeeded" if code == 0 else f"goal ended with code {code}"
+        cell.rerun_s = time.monotonic() - began
+        return cell
+    finally:
+        user.close()
+        graph.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", nargs="+", default=[*NODES, "trajectory"])
+    parser.add_argument("--states", nargs="+", default=list(STATES), help="pick states")
+    parser.add_argument("--domain", type=int, default=78, help="ROS_DOMAIN_ID of the graphs")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
+    args = parser.parse_args(argv)
+    unknown = sorted(set(args.nodes) - {*NODES, "trajectory"}) + sorted(
+        set(args.states) - set(STATES)
+    )
+    if unknown:
+        parser.error(f"unknown {unknown}; nodes {[*NODES, 'trajectory']}, states {STATES}")
+    os.environ["ROS_DOMAIN_ID"] = str(args.domain)
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=args.domain)
+    cells = [(n, s) for n in args.nodes if n != "trajectory" for s in args.states]
+    if "trajectory" in args.nodes:
+        cells += [(f"trajectory:{k}", phase) for k, phase in TRAJECTORY_CELLS]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="physai-crash-") as tmp:
+        root = args.keep or Path(tmp)
+        for i, (node, state) in enumerate(cells, 1):
+            logs = root / f"{node}-{state}"
+            logs.mkdir(parents=True, exist_ok=True)
+            began = time.monotonic()
+            print(f"[{i}/{len(cells)}] SIGKILL {node} at {state} ...", flush=True)
+            if node.startswith("trajectory:"):
+                cell = trajectory_cell(node.split(":")[1], state, context, args.domain, logs)
+            else:
+                cell = pick_cell(node, state, context, args.domain, logs)
+            print(
+                f"    {cell.outcome or 'state not reached'} "
+                f"({'-' if cell.outcome_s is None else f'{cell.outcome_s:.2f} s'}); "
+                f"re-run: {cell.rerun} [{time.monotonic() - began:.0f} s]",
+                flush=True,
+            )
+            rows.append(cell.row())
+    rclpy.try_shutdown(context=context)
+    print(HEADER)
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
