@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from physai_ros.core.force_close import (
     MIN_EFFORT,
-    PRESHAPE_REACHED,
     ForceClose,
     ForceCloseParams,
     capacity_fault,
@@ -43,6 +42,7 @@ class Plant:
     def __init__(self, stiffness: float, lever: float, touch: float = TOUCH) -> None:
         self.k, self.lever, self.touch = stiffness, lever, touch
         self.q = OPEN
+        self.speed = 0.0  # [rad/s]
 
     def force(self) -> float:
         return self.k * max(self.touch - self.q, 0.0) / self.lever
@@ -54,7 +54,8 @@ class Plant:
         gap = self.touch - self.q
         contact = self.k * max(gap, 0.0)  # opens the jaw
         slope = (KP if abs(pull) < effort else 0.0) + (self.k if gap > 0.0 else 0.0)
-        self.q += DT * (servo + contact) / (DAMPING + DT * slope)
+        self.speed = (servo + contact) / (DAMPING + DT * slope)
+        self.q += DT * self.speed
 
 
 def run(close: ForceClose, plant: Plant, t_end: float = 6.0, lose_at: float = math.inf):
@@ -71,7 +72,7 @@ def run(close: ForceClose, plant: Plant, t_end: float = 6.0, lose_at: float = ma
             plant.touch = -10.0  # the object is gone
         n = plant.force()
         forces.append(n)
-        close.update(t, plant.q, (n, n))
+        close.update(t, plant.q, plant.speed, (n, n))
     return efforts, forces
 
 
@@ -103,20 +104,20 @@ def test_converges_within_tolerance_and_never_commands_more_than_needed(
 
 def test_rigid_cube_phases_take_the_times_the_plant_allows():
     """The rigid cube (K 3000) from open, target 8 N: the preshape at the cap (0.55 rad at
-    2.94 / 0.6 = 4.9 rad/s: about 0.1 s), the contact crawl (0.11 rad at 1 N·0.0738 m / 0.6 =
-    0.12 rad/s: about 0.9 s), then squeeze steps of 0.1 s and the 0.3 s settle; 1.73 s in all,
-    inside the 4 s timeout."""
+    2.94 / 0.6 = 4.9 rad/s: about 0.1 s), the contact crawl (from the preshape, where the jaw came
+    to rest, 0.11 rad at 1 N·0.0738 m / 0.6 = 0.12 rad/s: about 0.9 s), then squeeze steps of
+    0.1 s and the 0.3 s settle; under 2 s in all, inside the 4 s timeout."""
     close = ForceClose(params(8.0), 0.0)
     t, phases, plant = 0.0, {}, Plant(3000.0, LEVER)
     while not close.finished:
         for _ in range(round(TICK / DT)):
             plant.step(*close.command)
         t = round(t + TICK, 9)
-        phases.setdefault(close.update(t, plant.q, (plant.force(),) * 2), t)
+        phases.setdefault(close.update(t, plant.q, plant.speed, (plant.force(),) * 2), t)
     assert close.phase == "done"
     assert phases["contact"] == pytest.approx(0.11, abs=0.05)
     assert phases["squeeze"] - phases["contact"] == pytest.approx(
-        (PRESHAPE + PRESHAPE_REACHED - TOUCH) / (LEVER / DAMPING), rel=0.1
+        (PRESHAPE - TOUCH) / (LEVER / DAMPING), rel=0.1
     )
     assert phases["done"] - phases["settle"] == pytest.approx(0.3, abs=TICK + 1e-9)
     assert t < 2.0
@@ -139,7 +140,7 @@ def test_target_above_capacity_aborts_before_anything_moves():
     assert "39.837" in capacity_fault(p)
     close = ForceClose(p, 0.0)
     assert close.phase == "aborted" and "above what the gripper can apply" in close.reason
-    assert close.update(0.01, OPEN, (0.0, 0.0)) == "aborted"
+    assert close.update(0.01, OPEN, 0.0, (0.0, 0.0)) == "aborted"
     assert capacity_fault(params(39.8)) is None
 
 

@@ -44,7 +44,8 @@ PRESHAPE_REACHED = 0.02  # [rad] the jaw this close to ``preshape`` has arrived
 class ForceCloseParams:
     """target [N, normal, per jaw]; tolerance [fraction of target]; contact [N per jaw];
     settle_time, timeout, update_period [s]; cap [N·m]; lever [m] (normal force = torque /
-    lever); preshape, jaw_closed [rad]; touch [N]: a jaw pushing harder touches; gain [-]."""
+    lever); preshape, jaw_closed [rad]; touch [N]: a jaw pushing harder touches; gain [-];
+    still_speed [rad/s]: the jaw has arrived at the preshape once slower than this."""
 
     target: float
     cap: float
@@ -58,9 +59,10 @@ class ForceCloseParams:
     update_period: float = 0.1
     touch: float = 0.01
     gain: float = 0.5
+    still_speed: float = 0.05
 
     def __post_init__(self) -> None:
-        for name in ("target", "cap", "lever", "contact", "settle_time", "timeout"):
+        for name in ("target", "cap", "lever", "contact", "settle_time", "timeout", "still_speed"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise InvalidInput(f"force close {name} must be finite and > 0, got {value!r}")
@@ -139,9 +141,11 @@ class ForceClose:
         low, high = self.p.band
         return low <= force <= high
 
-    def update(self, now: float, jaw: float, forces: tuple[float, float]) -> str:
-        """Advance with the jaw position [rad] and the two jaws' normal forces [N] measured at
-        ``now`` [s]; returns the phase (``done`` / ``aborted`` are final)."""
+    def update(self, now: float, jaw: float, jaw_speed: float, forces: tuple[float, float]) -> str:
+        """Advance with the jaw position [rad], its speed [rad/s] and the two jaws' normal
+        forces [N] measured at ``now`` [s]; returns the phase (``done`` / ``aborted`` are
+        final). The preshape ends with the jaw there *and* still: a jaw still swinging from the
+        move at the cap would strike the object harder than the contact force."""
         if self.finished:
             return self.phase
         p = self.p
@@ -153,7 +157,11 @@ class ForceClose:
                 "rad): the object is bigger than planned"
             )
             return self.phase
-        if self.phase == "preshape" and abs(jaw - p.preshape) <= PRESHAPE_REACHED:
+        if (
+            self.phase == "preshape"
+            and abs(jaw - p.preshape) <= PRESHAPE_REACHED
+            and abs(jaw_speed) < p.still_speed
+        ):
             self.phase, self.position = "contact", p.jaw_closed
             self.effort = self._clamp(p.contact * p.lever)
         if self.phase == "contact" and touching:
