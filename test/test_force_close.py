@@ -123,6 +123,51 @@ def test_rigid_cube_phases_take_the_times_the_plant_allows():
     assert t < 2.0
 
 
+def test_hold_brings_a_drifting_force_back_into_the_band():
+    """After ``done`` the object gives way (the plant's lever 30 % longer: the force at the
+    settled effort drops to 1/1.3 of the target, out of the band); ``hold`` raises the effort
+    until the force is back within 15 %, and never beyond the new plant's need."""
+    close = ForceClose(params(8.0), 0.0)
+    plant = Plant(3000.0, LEVER)
+    run(close, plant)
+    assert close.phase == "done"
+    plant.lever *= 1.3
+    t, efforts = 10.0, []
+    for _ in range(300):  # 3 s
+        for _ in range(round(TICK / DT)):
+            plant.step(*close.command)
+        t = round(t + TICK, 9)
+        close.hold(t, (plant.force(),) * 2)
+        efforts.append(close.effort)
+    assert abs(plant.force() - 8.0) <= 0.15 * 8.0
+    assert max(efforts) <= 8.0 * 1.15 * plant.lever
+
+
+def test_commands_in_flight_hold_the_squeeze_back():
+    """Over ROS a jaw goal takes time to act (here 0.25 s, 2.5 update periods, a loaded
+    machine): told the last command is not acked yet, the close waits for it and never
+    squeezes past the band; stepping on the stale force instead overshoots and rings."""
+    delay = 25  # ticks
+
+    def squeeze(ack: bool) -> float:
+        close, plant = ForceClose(params(8.0), 0.0), Plant(3000.0, LEVER)
+        t, sent, peak = 0.0, [], 0.0
+        while not close.finished and t < 6.0:
+            sent.append(close.command)
+            applied = sent[max(len(sent) - 1 - delay, 0)]
+            for _ in range(round(TICK / DT)):
+                plant.step(*applied)
+            t = round(t + TICK, 9)
+            pending = any(c != sent[-1] for c in sent[-delay - 1 :])
+            peak = max(peak, plant.force())
+            close.update(t, plant.q, plant.speed, (plant.force(),) * 2, not (ack and pending))
+        assert close.phase == ("done" if ack else "aborted"), close.reason
+        return peak
+
+    assert squeeze(ack=True) <= 8.0 * 1.15
+    assert squeeze(ack=False) > 8.0 * 1.15  # and it never settles: aborted by the timeout
+
+
 def test_force_above_the_band_brings_the_effort_down():
     """A plant that gives twice the force the model expects (lever half the model's, outside
     the ±10 % above): the effort comes down until the force is within the band, never up."""

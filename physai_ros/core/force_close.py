@@ -13,9 +13,13 @@ The seed's real-hand step, for the pick's ``close_mode: force``:
    gives the target (``Δτ = gain · (N* − N) · r``, r the jaw's torque→force lever), so it
    climbs from the contact effort without overshooting the plant's need; a force above
    ``N*·(1 + tolerance)`` brings it down by the same law; it rests once within a third of the
-   tolerance;
+   tolerance. A step waits a full period after the jaw controller took the last command (over
+   ROS a goal in flight has not acted yet: stepping again on the old force would overshoot);
 4. ``settle`` -- the force has stayed within ``N*·(1 ± tolerance)`` for ``settle_time``: done,
-   the pick lifts (the effort stays where it is).
+   the pick lifts. :meth:`ForceClose.hold` keeps the same law running through lift and hold
+   (an object that relaxes, or a jaw whose friction let the force drift, is brought back into
+   the band), without faults of its own: whether the object is still held is the pick's
+   outcome test.
 
 The effort is clamped to the cap, and never set to 0 (``GripperCommand``'s ``max_effort`` of 0
 means "the controller's default", i.e. the full cap). Faults end in ``aborted`` with the
@@ -141,11 +145,19 @@ class ForceClose:
         low, high = self.p.band
         return low <= force <= high
 
-    def update(self, now: float, jaw: float, jaw_speed: float, forces: tuple[float, float]) -> str:
+    def update(
+        self,
+        now: float,
+        jaw: float,
+        jaw_speed: float,
+        forces: tuple[float, float],
+        acked: bool = True,
+    ) -> str:
         """Advance with the jaw position [rad], its speed [rad/s] and the two jaws' normal
-        forces [N] measured at ``now`` [s]; returns the phase (``done`` / ``aborted`` are
-        final). The preshape ends with the jaw there *and* still: a jaw still swinging from the
-        move at the cap would strike the object harder than the contact force."""
+        forces [N] measured at ``now`` [s]; ``acked``: the last command has reached the jaw.
+        Returns the phase (``done`` / ``aborted`` are final). The preshape ends with the jaw
+        there *and* still: a jaw still swinging from the move at the cap would strike the
+        object harder than the contact force."""
         if self.finished:
             return self.phase
         p = self.p
@@ -166,11 +178,32 @@ class ForceClose:
             self.effort = self._clamp(p.contact * p.lever)
         if self.phase == "contact" and touching:
             self.phase, self._next_update = "squeeze", now + p.update_period
+        if not acked:  # the next step waits a full period from when it has
+            self._next_update = max(self._next_update, now + p.update_period)
         if self.phase in ("squeeze", "settle"):
             self._squeeze(now, touching)
         if not self.finished and now - self.t0 > p.timeout:
             self._timeout()
         return self.phase
+
+    def hold(self, now: float, forces: tuple[float, float], acked: bool = True) -> None:
+        """After ``done``: keep the force at the target with the squeeze law while both jaws
+        touch (a jaw that lets go is left to the pick's outcome test, not adjusted for)."""
+        if not acked:
+            self._next_update = max(self._next_update, now + self.p.update_period)
+        if self.phase != "done" or not all(f > self.p.touch for f in forces):
+            return
+        self.force = 0.5 * (forces[0] + forces[1])
+        self._step_effort(now)
+
+    def _step_effort(self, now: float) -> None:
+        """The squeeze law, at most once per ``update_period``."""
+        p = self.p
+        if now >= self._next_update:
+            self._next_update = now + p.update_period
+            error = p.target - self.force
+            if abs(error) > DEADBAND * p.tolerance * p.target:
+                self.effort = self._clamp(self.effort + p.gain * error * p.lever)
 
     def _squeeze(self, now: float, touching: bool) -> None:
         p = self.p
@@ -188,11 +221,7 @@ class ForceClose:
                 return
         else:
             self._band_since, self.phase = None, "squeeze"
-        if now >= self._next_update:
-            self._next_update = now + p.update_period
-            error = p.target - self.force
-            if abs(error) > DEADBAND * p.tolerance * p.target:
-                self.effort = self._clamp(self.effort + p.gain * error * p.lever)
+        self._step_effort(now)
 
     def _timeout(self) -> None:
         p = self.p

@@ -180,8 +180,9 @@ class PickSensing(NamedTuple):
 
     both_touch: both jaws push on the object; jaw_speed: jaw joint speed [rad/s];
     cube_pos: object centre in the IK frame [m] or None if unseen; cube_stamp: when that pose
-    was measured [s] (same clock as ``now``); jaw: jaw joint position [rad] and jaw_forces:
-    (fixed, moving) jaw normal forces [N], read by the force close only.
+    was measured [s] (same clock as ``now``); jaw: jaw joint position [rad], jaw_forces:
+    (fixed, moving) jaw normal forces [N] and jaw_acked: the jaw controller has taken the last
+    jaw command (a goal still in flight has not acted yet), read by the force close only.
     """
 
     both_touch: bool = False
@@ -190,6 +191,7 @@ class PickSensing(NamedTuple):
     cube_stamp: float | None = None
     jaw: float = math.nan
     jaw_forces: tuple[float, float] = (0.0, 0.0)
+    jaw_acked: bool = True
 
 
 def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: float) -> float:
@@ -275,8 +277,8 @@ class PickMachine:
         return PickCommand(qa + minjerk(t / duration) * dq, jaw, self._held_effort(jaw))
 
     def _held_effort(self, jaw: float) -> float:
-        """The jaw effort [N·m] after a force close that ended in a grip: the one it settled
-        at, kept through lift and hold (nan elsewhere: the cap)."""
+        """The jaw effort [N·m] after a force close that ended in a grip: the force close's,
+        which keeps the squeeze at its target through lift and hold (nan elsewhere: the cap)."""
         if self.closed and self.force_close is not None and jaw == self.cfg.jaw_closed:
             return self.force_close.effort
         return math.nan
@@ -301,8 +303,14 @@ class PickMachine:
         cfg, t = self.cfg, now - self.t_state
         if self.state in TERMINAL:
             return self.state
+        if self.closed and self.force_close is not None and self.state in ("lift", "hold"):
+            self.force_close.hold(
+                now, sensed.jaw_forces, sensed.jaw_acked
+            )  # the squeeze kept at its target
         if self.state == "close" and self.force_close is not None:
-            phase = self.force_close.update(now, sensed.jaw, sensed.jaw_speed, sensed.jaw_forces)
+            phase = self.force_close.update(
+                now, sensed.jaw, sensed.jaw_speed, sensed.jaw_forces, sensed.jaw_acked
+            )
             if phase == "done":
                 self.close_s, self.closed = t, True
                 self._enter("lift", now)

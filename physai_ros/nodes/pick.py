@@ -237,6 +237,7 @@ class PickNode(Node):
         self.jaw_sent: tuple[float, float] | None = None  # the force close's last jaw goal
         self.jaw_start = math.nan  # [s] when the close's first jaw goal starts
         self.peak_force = 0.0  # [N] largest jaw force seen while closing
+        self.jaw_in_flight = 0  # jaw goals sent (or due) that the controller has not answered
         self.reference: np.ndarray | None = None  # where the arm controller holds the arm
         self.create_subscription(
             JointTrajectoryControllerState,
@@ -327,6 +328,7 @@ class PickNode(Node):
             cube_stamp=None if cube is None else cube[1],
             jaw=jaw,
             jaw_forces=(self.jaw_force[self.jaws[0]], self.jaw_force[self.jaws[1]]),
+            jaw_acked=self.jaw_in_flight == 0,
         )
 
     def arm_positions(self) -> np.ndarray:
@@ -375,18 +377,29 @@ class PickNode(Node):
         self._watch(self.arm.send_goal_async(goal), what, self._arm_done, chained=True)
 
     def send_jaw(self, position: float, effort: float, delay: float) -> None:
-        """Command the jaw ``delay`` [s] from now (now if ≤ 0), when the arm's phase starts."""
+        """Command the jaw ``delay`` [s] from now (now if ≤ 0), when the arm's phase starts.
+        Until the controller has answered, the goal counts in ``jaw_in_flight``."""
         goal = GripperCommand.Goal()
         goal.command.position, goal.command.max_effort = float(position), float(effort)
-        if delay <= 0.0:
-            self._watch(self.gripper.send_goal_async(goal), "gripper goal", None)
-            return
+        self.jaw_in_flight += 1
+
+        def answered(_future) -> None:
+            self.jaw_in_flight -= 1
 
         def send() -> None:
-            self.destroy_timer(timer)
-            self._watch(self.gripper.send_goal_async(goal), "gripper goal", None)
+            future = self.gripper.send_goal_async(goal)
+            future.add_done_callback(answered)
+            self._watch(future, "gripper goal", None)
 
-        timer = self.create_timer(delay, send)
+        if delay <= 0.0:
+            send()
+            return
+
+        def later() -> None:
+            self.destroy_timer(timer)
+            send()
+
+        timer = self.create_timer(delay, later)
 
     def follow_force_close(self, now: float) -> None:
         """Send the force close's jaw command when it changed (from when its first goal
@@ -481,7 +494,8 @@ class PickNode(Node):
         state = machine.update(now, self.sensed(now))
         if before == "close":
             self.peak_force = max(self.peak_force, *self.jaw_force.values())
-        if before == state == "close" and machine.force_close is not None:
+        squeezing = state == "close" or (machine.closed and state in ("lift", "hold"))
+        if before == state and squeezing and machine.force_close is not None:
             self.follow_force_close(now)  # (entering close sends its first goal)
         if before == "close" and state != "close":
             self.squeeze = sum(self.jaw_force.values())
