@@ -61,3 +61,4 @@ def test_force_target_beyond_the_cap_aborts_naming_it(ros2, ros_context, tmp_pat
     assert "39.837 N" in outcome["abort_reason"], outcome
     force = outcome["force"]
     assert force["phase"] is None and force["peak_while_closing_N"] == 0.0, outcome
+    assert force["squeeze_per_jaw_N"] is None and not force["within_tolerance"], outcome

@@ -626,17 +626,18 @@ class PickNode(Node):
 
     def force_report(self) -> dict:
         """The force close's numbers for the outcome: target and band, the squeeze per jaw
-        (mean of the two jaws) measured now and when the close ended, whether the final one is
-        within tolerance, the effort it settled at and the peak jaw force while closing."""
+        (mean of the two jaws) measured now (None before a pick started) and when the close
+        ended, whether the final one is within tolerance, the last effort commanded and the
+        peak jaw force while closing."""
         p = self.cfg.force
         close = None if self.machine is None else self.machine.force_close
-        final = 0.5 * sum(self.jaw_force.values())
+        final = 0.5 * sum(self.jaw_force.values()) if self.machine is not None else math.nan
         at_close = self.squeeze / 2.0
         return {
             "target_N": p.target,
             "tolerance": p.tolerance,
             "capacity_N": round(p.capacity, 3),
-            "squeeze_per_jaw_N": round(final, 3),
+            "squeeze_per_jaw_N": None if math.isnan(final) else round(final, 3),
             "within_tolerance": p.band[0] <= final <= p.band[1],
             "squeeze_at_close_end_N": None if math.isnan(at_close) else round(at_close, 3),
             "peak_while_closing_N": round(self.peak_force, 3),
