@@ -34,7 +34,8 @@ def test_force_close_holds_the_rigid_cube_at_its_target(ros2, ros_context, tmp_p
     outcome = Watcher(ros_context).wait_outcome(120.0)
     assert outcome is not None, log.read_text()[-3000:]
     force = outcome["force"]
-    assert outcome["outcome"] == "held" and outcome["robot"]["outcome"] == "held", outcome
+    why = f"{outcome['abort_reason']}: {outcome}"  # the reason first: pytest cuts long dicts
+    assert outcome["outcome"] == "held" and outcome["robot"]["outcome"] == "held", why
     # the cube's own pose agrees, unless it was stale at the end (then it judges nothing: on a
     # machine at load 13 on 2 cores the bridge's TF came 0.5 s late once in four runs)
     pose = outcome["cube_pose"]
