@@ -42,6 +42,14 @@ def test_pick_torque_cap_is_the_servo_stall_torque():
     assert load("pick.yaml")["/**"]["ros__parameters"]["jaw_torque_cap"] == stall
 
 
+def test_pick_jaw_lever_is_the_driver_moment_arm():
+    """The force close's capacity check (cap / lever) and the real driver's force estimate
+    (torque / moment arm) use the same lesson-16 lever."""
+    lever = load("pick.yaml")["/**"]["ros__parameters"]["so101"]["jaw_lever"]
+    jaw = load("so101_driver.yaml")["/**"]["ros__parameters"]["jaw"]
+    assert lever == jaw["moment_arm"]
+
+
 def test_emulator_powers_up_in_the_rest_pose_the_physics_rests_in():
     """The node's default initial pose (its params file) is the pose the bare emulator uses."""
     from physai_ros.backends.so101_physics import REST_POSE

@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 
 from physai_ros.core.kinematics import IKResult
-from physai_ros.core.pick import PickMachine, PickSensing, load_pick_config
+from physai_ros.core.pick import (
+    PickMachine,
+    PickSensing,
+    load_pick_config,
+    load_pick_tree,
+    pick_config,
+)
 from physai_ros.errors import InvalidInput
 
 DT = 0.002  # [s]
@@ -171,3 +177,50 @@ def test_abort_starts_where_the_controller_holds_the_arm():
     machine.abort(0.5, "the controller stopped the arm", start=held)
     np.testing.assert_allclose(machine.command(0.5).arm, held)
     np.testing.assert_allclose(machine.command(0.5 + CFG.durations["abort"]).arm, HOME)
+
+
+def force_config(target: float):
+    tree = load_pick_tree()
+    tree["close_mode"] = "force"
+    tree["force"]["target"] = target
+    return pick_config(tree)
+
+
+def test_force_mode_closes_on_the_settled_force_and_keeps_its_effort_through_lift():
+    """close_mode force with a scripted jaw: at the preshape and still at once, touching 0.2 s
+    later, the force a spring of the effort (N = τ / lever): the close ends after the squeeze
+    and the 0.3 s settle, the pick lifts and holds with the settled effort (not the cap)."""
+    cfg = force_config(8.0)
+    machine = PickMachine(cfg, linear_ik, HOME)
+    t, efforts = 0.0, []
+    while not machine.finished and t < 20.0:
+        cmd = machine.command(t)
+        t = round(t + DT, 9)
+        forces, jaw = (0.0, 0.0), cfg.force.preshape
+        if machine.state == "close":
+            efforts.append(cmd.effort)
+            touching = cmd.jaw == cfg.jaw_closed and t - machine.t_state > 0.2
+            forces = (cmd.effort / cfg.force.lever,) * 2 if touching else forces
+        machine.update(t, PickSensing(False, 0.0, CUBE, t, jaw, forces))
+        if machine.state == "hold":
+            held = machine.command(t)
+    assert machine.state == "done" and machine.closed, machine.abort_reason
+    assert efforts[0] == cfg.force.cap  # the preshape: a position move at the cap
+    assert held.jaw == cfg.jaw_closed
+    assert held.effort / cfg.force.lever == pytest.approx(8.0, rel=0.15)
+    assert max(efforts[1:]) <= 8.0 * 1.15 * cfg.force.lever
+
+
+def test_force_target_beyond_the_cap_aborts_before_anything_moves():
+    machine = PickMachine(force_config(45.0), linear_ik, HOME)
+    assert machine.state == "abort" and "above what the gripper can apply" in machine.abort_reason
+    _, trace = drive(machine, lambda state, t: (False, 0.0))
+    assert machine.state == "aborted"
+    assert all(c.jaw == CFG.jaw_open and np.array_equal(c.arm, HOME) for _, _, c in trace)
+
+
+def test_unknown_close_mode_is_refused():
+    tree = load_pick_tree()
+    tree["close_mode"] = "grab"
+    with pytest.raises(InvalidInput, match="cap"):
+        pick_config(tree)

@@ -8,6 +8,10 @@ Timed states end after their duration. ``close`` ends on a *sensed* condition �
 and the jaw is still for ``still_time`` — because how long a jaw takes to seat depends on its
 torque cap and the object (0.9 s to 2.7 s in lesson 16); a fixed timer would either lift too
 early or waste time. A timeout lifts anyway; the physical outcome test then tells.
+That is ``close_mode: cap``, the default. With ``close_mode: force`` the close is a
+:class:`~physai_ros.core.force_close.ForceClose` instead: it squeezes to a target normal force
+per jaw and ends when the force has settled within its tolerance (then lift), or aborts the
+pick with the reason (a target beyond the cap aborts before anything moves).
 
 Nothing here calls MuJoCo or ROS: inverse kinematics is injected as a callable, so the same
 machine runs lockstep in-process for sweeps and behind the ROS pick node.
@@ -25,6 +29,7 @@ import mujoco
 import numpy as np
 import yaml
 
+from physai_ros.core.force_close import ForceClose, ForceCloseParams, capacity_fault
 from physai_ros.core.grasp import minjerk
 from physai_ros.core.kinematics import IKResult, solve_ik
 from physai_ros.errors import InvalidInput
@@ -39,6 +44,7 @@ JAW_OPEN_STATES = frozenset({"home", "settle", "pre", "down", "abort", "aborted"
 MINJERK_PEAK_SPEED = 1.875  # peak of s'(u) for s = 10u³ − 15u⁴ + 6u⁵
 MINJERK_PEAK_ACCEL = 10.0 * math.sqrt(3.0) / 3.0  # peak of |s''(u)|
 TERMINAL = frozenset({"done", "aborted"})
+CLOSE_MODES = ("cap", "force")
 IKSolver = Callable[[np.ndarray, np.ndarray], IKResult]
 
 
@@ -62,8 +68,14 @@ class PickConfig:
     ik: dict[str, float] = field(default_factory=dict)
     robot: dict[str, object] = field(default_factory=dict)
     ros: dict[str, float] = field(default_factory=dict)
+    close_mode: str = "cap"
+    force: ForceCloseParams | None = None  # the force close's, with close_mode force
 
     def __post_init__(self) -> None:
+        if self.close_mode not in CLOSE_MODES:
+            raise InvalidInput(f"close_mode {self.close_mode!r} unknown; valid: {CLOSE_MODES}")
+        if self.close_mode == "force" and self.force is None:
+            raise InvalidInput("close_mode force needs the force section's parameters")
         missing = [k for k in TIMED if k not in self.durations]
         if missing:
             raise InvalidInput(f"pick durations lack {missing}; required: {list(TIMED)}")
@@ -107,18 +119,46 @@ def pick_config(tree: dict, robot: str = "so101") -> PickConfig:
     if robot not in tree:
         robots = [k for k, v in tree.items() if isinstance(v, dict) and "arm_joints" in v]
         raise InvalidInput(f"pick config has no robot {robot!r}; valid: {robots}")
-    nested = ("durations", "offsets", "ik", "robot", "ros")
+    nested = ("durations", "offsets", "ik", "robot", "ros", "close_mode", "force")
     scalars = {
         k: float(tree[k]) for k in PickConfig.__dataclass_fields__ if k in tree and k not in nested
     }
+    mode = str(tree.get("close_mode", "cap"))
+    ros = {k: float(v) for k, v in tree.get("ros", {}).items()}
     return PickConfig(
         durations={k: float(v) for k, v in tree["durations"].items()},
         offsets={k: float(v) for k, v in tree["offsets"].items()},
         ik={k: float(v) for k, v in tree.get("ik", {}).items()},
         robot=dict(tree[robot]),
-        ros={k: float(v) for k, v in tree.get("ros", {}).items()},
+        ros=ros,
+        close_mode=mode,
+        force=force_params(tree, robot) if mode == "force" else None,
         **scalars,
     )
+
+
+def force_params(tree: dict, robot: str = "so101") -> ForceCloseParams:
+    """The force close's parameters from a pick parameters tree: its ``force`` section, the
+    cap (``jaw_torque_cap``), the robot's jaw lever, the closed jaw and the touch threshold."""
+    try:
+        force = {k: float(v) for k, v in tree["force"].items()}
+        return ForceCloseParams(
+            target=force["target"],
+            tolerance=force["tolerance"],
+            contact=force["contact"],
+            settle_time=force["settle_time"],
+            timeout=force["timeout"],
+            update_period=force["update_period"],
+            gain=force["gain"],
+            preshape=force["preshape"],
+            cap=float(tree["jaw_torque_cap"]),
+            lever=float(tree[robot]["jaw_lever"]),
+            jaw_closed=float(tree["jaw_closed"]),
+            touch=float(tree["ros"]["touch_force"]),
+            still_speed=float(tree["still_speed"]),
+        )
+    except KeyError as err:
+        raise InvalidInput(f"close_mode force: the pick config lacks {err}") from err
 
 
 def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
@@ -127,10 +167,12 @@ def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> Pi
 
 
 class PickCommand(NamedTuple):
-    """Targets for one control step: arm joints [rad] and the jaw joint [rad]."""
+    """Targets for one control step: arm joints [rad], the jaw joint [rad] and the jaw's
+    effort [N·m] (nan: the jaw torque cap, as the cap-based close uses throughout)."""
 
     arm: np.ndarray
     jaw: float
+    effort: float = math.nan
 
 
 class PickSensing(NamedTuple):
@@ -138,13 +180,18 @@ class PickSensing(NamedTuple):
 
     both_touch: both jaws push on the object; jaw_speed: jaw joint speed [rad/s];
     cube_pos: object centre in the IK frame [m] or None if unseen; cube_stamp: when that pose
-    was measured [s] (same clock as ``now``).
+    was measured [s] (same clock as ``now``); jaw: jaw joint position [rad], jaw_forces:
+    (fixed, moving) jaw normal forces [N] and jaw_acked: the jaw controller has taken the last
+    jaw command (a goal still in flight has not acted yet), read by the force close only.
     """
 
     both_touch: bool = False
     jaw_speed: float = 0.0
     cube_pos: np.ndarray | None = None
     cube_stamp: float | None = None
+    jaw: float = math.nan
+    jaw_forces: tuple[float, float] = (0.0, 0.0)
+    jaw_acked: bool = True
 
 
 def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: float) -> float:
@@ -193,6 +240,12 @@ class PickMachine:
         self.abort_reason: str | None = None
         self.ik_error = math.nan  # [m] worst IK position error of the pick targets
         self._abort_from = self.poses["home"]
+        self.force_close: ForceClose | None = None  # the close_mode force close, in close
+        if config.force is not None and config.close_mode == "force":
+            fault = capacity_fault(config.force)
+            if fault is not None:  # before anything moves: open the jaw, go (stay) home
+                self._abort_from, self.abort_reason = self.poses["start"], fault
+                self.state = "abort"
         # (start [rad], change [rad], duration [s], jaw [rad]) of the current timed state's
         # blend, built on first use: command() runs every physics step of a sweep
         self._segment: tuple[np.ndarray, np.ndarray, float, float] | None = None
@@ -204,6 +257,8 @@ class PickMachine:
     def command(self, now: float) -> PickCommand:
         """Arm and jaw targets at time ``now`` [s]: min-jerk between poses; a jaw ramp in close."""
         cfg, t = self.cfg, now - self.t_state
+        if self.state == "close" and self.force_close is not None:
+            return PickCommand(self.poses["down"], *self.force_close.command)
         if self.state == "close":
             u = minjerk(t / cfg.durations["close_ramp"])
             return PickCommand(
@@ -219,7 +274,14 @@ class PickMachine:
             jaw = cfg.jaw_open if self.state in JAW_OPEN_STATES else cfg.jaw_closed
             self._segment = (qa, self.poses[b] - qa, self.durations.get(self.state, 1.0), jaw)
         qa, dq, duration, jaw = self._segment
-        return PickCommand(qa + minjerk(t / duration) * dq, jaw)
+        return PickCommand(qa + minjerk(t / duration) * dq, jaw, self._held_effort(jaw))
+
+    def _held_effort(self, jaw: float) -> float:
+        """The jaw effort [N·m] after a force close that ended in a grip: the force close's,
+        which keeps the squeeze at its target through lift and hold (nan elsewhere: the cap)."""
+        if self.closed and self.force_close is not None and jaw == self.cfg.jaw_closed:
+            return self.force_close.effort
+        return math.nan
 
     def wants_contacts(self, now: float, jaw_speed: float) -> bool:
         """Whether a contact reading can change what :meth:`update` decides at ``now``.
@@ -228,6 +290,8 @@ class PickMachine:
         ``both_touch`` is ignored, so a lockstep loop may skip reading contacts (the costly
         part of sensing) and pass ``both_touch=False`` with the same result.
         """
+        if self.state == "close" and self.force_close is not None:
+            return True  # the force close reads the forces throughout
         return (
             self.state == "close"
             and abs(jaw_speed) < self.cfg.still_speed
@@ -239,7 +303,20 @@ class PickMachine:
         cfg, t = self.cfg, now - self.t_state
         if self.state in TERMINAL:
             return self.state
-        if self.state == "close":
+        if self.closed and self.force_close is not None and self.state in ("lift", "hold"):
+            self.force_close.hold(
+                now, sensed.jaw_forces, sensed.jaw_acked
+            )  # the squeeze kept at its target
+        if self.state == "close" and self.force_close is not None:
+            phase = self.force_close.update(
+                now, sensed.jaw, sensed.jaw_speed, sensed.jaw_forces, sensed.jaw_acked
+            )
+            if phase == "done":
+                self.close_s, self.closed = t, True
+                self._enter("lift", now)
+            elif phase == "aborted":
+                self.abort(now, f"force close: {self.force_close.reason}")
+        elif self.state == "close":
             settled = (
                 sensed.both_touch
                 and abs(sensed.jaw_speed) < cfg.still_speed
@@ -274,6 +351,8 @@ class PickMachine:
     def _enter(self, state: str, now: float) -> None:
         self.state, self.t_state, self.still_since = state, now, None
         self._segment = None
+        if state == "close" and self.cfg.close_mode == "force":
+            self.force_close = ForceClose(self.cfg.force, now)
 
     def _plan(self, now: float, sensed: PickSensing) -> None:
         """Solve pre/down/lift targets from the latest cube pose, or abort with the reason."""

@@ -9,6 +9,12 @@ capture). Outputs: each arm phase as a ``FollowJointTrajectory`` goal, the jaw t
 ``GripperCommand`` (``max_effort`` = the jaw torque cap), the state on ``pick/state`` and the
 outcome on ``pick/outcome`` (latched JSON).
 
+``close_mode: force`` (docs/force_close.md): the close is the force close of
+``physai_ros.core.force_close``, reading the jaw wrenches' magnitudes as the normal forces; each
+change of its jaw command (at most every ``force.update_period``) is a new ``GripperCommand``
+goal, and the outcome gains a ``force`` section (target, final squeeze per jaw, within
+tolerance, the peak seen while closing).
+
 Where the cube is: a fresh pose from TF when one is published, else ``cube_position`` (the
 position the user placed it at, a target, not a measurement). Whether it was held is judged by
 ``physai_ros.core.pick_judge`` from measurements only -- the robot's own (gripper stalled on
@@ -46,6 +52,7 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
+from physai_ros.core.force_close import capacity_fault
 from physai_ros.core.goal_chain import GoalChain
 from physai_ros.core.pick import (
     PickMachine,
@@ -108,6 +115,35 @@ PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, m
         f"offsets.{k}": (f"gripper site height above the cube centre in {k} {M}", (-0.5, 0.5), True)
         for k in ("pre", "down", "lift")
     },
+    "close_mode": (
+        "cap: close against the torque cap (lesson 16) | force: to force.target",
+        None,
+        True,
+    ),
+    "force.target": (
+        "normal force per jaw the force close squeezes with [N]",
+        (0.01, 1000.0),
+        True,
+    ),
+    "force.tolerance": ("accepted force: target * (1 -/+ this) [-]", (0.001, 0.99), True),
+    "force.contact": ("force per jaw while closing onto the object [N]", (0.001, 1000.0), True),
+    "force.preshape": (
+        f"jaw closed to by position first, open of the object {RAD}",
+        (-3.2, 3.2),
+        True,
+    ),
+    "force.settle_time": (f"force within tolerance this long = grip formed {S}", (0.0, 10.0), True),
+    "force.timeout": (
+        f"no settled force this long after the close began: abort {S}",
+        (0.1, 60.0),
+        True,
+    ),
+    "force.update_period": (
+        f"the squeeze changes the jaw effort this often {S}",
+        (0.01, 5.0),
+        True,
+    ),
+    "force.gain": ("fraction of the way to the target effort per change [-]", (0.01, 1.0), True),
     "jaw_open": (f"gripper joint when open {RAD}", (-3.2, 3.2), True),
     "jaw_closed": (f"gripper joint target when closing (its stop) {RAD}", (-3.2, 3.2), True),
     "min_lift": (f"held: cube bottom at least this far above the table {M}", (0.0, 1.0), True),
@@ -129,6 +165,7 @@ PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, m
         None,
         True,
     ),
+    "so101.jaw_lever": (f"jaw normal force = servo torque / this {M}", (0.001, 1.0), True),
     "ros.control_rate": ("PickMachine update rate [Hz, node clock]", (1.0, 1000.0), True),
     "ros.trajectory_dt": (f"sampling of each phase into a trajectory goal {S}", (0.001, 1.0), True),
     "ros.command_lead": (f"arm goals are stamped this far ahead {S}", (0.0, 5.0), True),
@@ -198,6 +235,10 @@ class PickNode(Node):
         self.machine: PickMachine | None = None
         self.squeeze = math.nan
         self.site_at_grip = math.nan  # [m] gripper-site height when the close ended
+        self.jaw_sent: tuple[float, float] | None = None  # the force close's last jaw goal
+        self.jaw_start = math.nan  # [s] when the close's first jaw goal starts
+        self.peak_force = 0.0  # [N] largest jaw force seen while closing
+        self.jaw_in_flight = 0  # jaw goals sent (or due) that the controller has not answered
         self.reference: np.ndarray | None = None  # where the arm controller holds the arm
         self.create_subscription(
             JointTrajectoryControllerState,
@@ -235,6 +276,10 @@ class PickNode(Node):
         self.watchdog = self.create_timer(
             0.1, self.watch_silence, clock=Clock(clock_type=ClockType.STEADY_TIME)
         )
+        self.refused = None if self.cfg.force is None else capacity_fault(self.cfg.force)
+        if self.refused is not None:  # known before anything moves: say so, send nothing
+            self.refuse(self.refused)
+            return
         self.get_logger().info("waiting for joint states, the cube and the controllers")
 
     # --- sensing -------------------------------------------------------------------------
@@ -277,11 +322,15 @@ class PickNode(Node):
 
     def sensed(self, now: float) -> PickSensing:
         cube = self.cube_target(now)
+        jaw, jaw_speed = self.joints.get(self.jaw_joint, (math.nan, 0.0))
         return PickSensing(
             both_touch=self.both_touch(),
-            jaw_speed=self.joints.get(self.jaw_joint, (0.0, 0.0))[1],
+            jaw_speed=jaw_speed,
             cube_pos=None if cube is None else cube[0],
             cube_stamp=None if cube is None else cube[1],
+            jaw=jaw,
+            jaw_forces=(self.jaw_force[self.jaws[0]], self.jaw_force[self.jaws[1]]),
+            jaw_acked=self.jaw_in_flight == 0,
         )
 
     def arm_positions(self) -> np.ndarray:
@@ -345,15 +394,37 @@ class PickNode(Node):
         self._watch(self.arm.send_goal_async(goal), what, self._arm_done, chained=True)
 
     def send_jaw(self, position: float, effort: float, delay: float) -> None:
-        """Command the jaw ``delay`` [s] from now, when the arm's phase starts too."""
+        """Command the jaw ``delay`` [s] from now (now if ≤ 0), when the arm's phase starts.
+        Until the controller has answered, the goal counts in ``jaw_in_flight``."""
         goal = GripperCommand.Goal()
         goal.command.position, goal.command.max_effort = float(position), float(effort)
+        self.jaw_in_flight += 1
+
+        def answered(_future) -> None:
+            self.jaw_in_flight -= 1
 
         def send() -> None:
-            self.destroy_timer(timer)
-            self._watch(self.gripper.send_goal_async(goal), "gripper goal", None)
+            future = self.gripper.send_goal_async(goal)
+            future.add_done_callback(answered)
+            self._watch(future, "gripper goal", None)
 
-        timer = self.create_timer(delay, send)
+        if delay <= 0.0:
+            send()
+            return
+
+        def later() -> None:
+            self.destroy_timer(timer)
+            send()
+
+        timer = self.create_timer(delay, later)
+
+    def follow_force_close(self, now: float) -> None:
+        """Send the force close's jaw command when it changed (from when its first goal
+        starts: a later goal must not overtake the delayed first one)."""
+        cmd = self.machine.command(now)
+        if (cmd.jaw, cmd.effort) != self.jaw_sent:
+            self.jaw_sent = (cmd.jaw, cmd.effort)
+            self.send_jaw(cmd.jaw, cmd.effort, self.jaw_start - now)
 
     def _watch(self, future, what: str, on_result, chained: bool = False) -> None:
         """Note a rejected goal (and, for the arm, an aborted one) as trouble for the next
@@ -397,7 +468,10 @@ class PickNode(Node):
                 f"{state}: the previous arm goal reached the controller late; this phase "
                 f"starts {start - now - self.lead:.3f} s later to join where it ends"
             )
-        if state == "close":
+        if state == "close" and self.machine.force_close is not None:
+            self.jaw_delay, self.jaw_start, self.jaw_sent = start - now, start, None
+            self.follow_force_close(now)
+        elif state == "close":
             self.jaw_delay = start - now
             self.send_jaw(self.cfg.jaw_closed, self.cap, self.jaw_delay)
         elif state in ("home", "settle", "abort"):
@@ -405,6 +479,8 @@ class PickNode(Node):
         self.send_phase(now, start)
 
     def tick(self) -> None:
+        if self.refused is not None:
+            return
         now = self.now()
         if self.machine is None:
             if not self.ready(now):
@@ -433,6 +509,11 @@ class PickNode(Node):
             return
         before = machine.state
         state = machine.update(now, self.sensed(now))
+        if before == "close":
+            self.peak_force = max(self.peak_force, *self.jaw_force.values())
+        squeezing = state == "close" or (machine.closed and state in ("lift", "hold"))
+        if before == state and squeezing and machine.force_close is not None:
+            self.follow_force_close(now)  # (entering close sends its first goal)
         if before == "close" and state != "close":
             self.squeeze = sum(self.jaw_force.values())
             self.site_at_grip = self.site_height()
@@ -541,10 +622,53 @@ class PickNode(Node):
             "jaw_forces_N": [round(self.jaw_force[j], 3) for j in self.jaws],
             "ik_error_mm": None if math.isnan(m.ik_error) else round(m.ik_error * 1e3, 4),
             "time_s": round(now, 3),
+            "close_mode": cfg.close_mode,
+            "force": self.force_report() if cfg.close_mode == "force" else None,
         }
         self.pub_state.publish(String(data=m.state))
         self.pub_outcome.publish(String(data=json.dumps(report)))
         self.get_logger().info(f"pick finished: {json.dumps(report)}")
+
+    def refuse(self, reason: str) -> None:
+        """Publish an aborted outcome at once for a pick that cannot be done as configured
+        (the force target beyond the cap): the robot is never commanded, nothing measured."""
+        report = dict.fromkeys(
+            ("judged_by", "lift_cm", "robot", "cube_pose", "close_s", "squeeze_N", "ik_error_mm")
+        )
+        report.update(
+            outcome="aborted",
+            reason=reason,
+            state="aborted",
+            abort_reason=reason,
+            jaw_forces_N=None,
+            time_s=round(self.now(), 3),
+            close_mode=self.cfg.close_mode,
+            force=self.force_report(),
+        )
+        self.get_logger().error(f"{reason}; the pick does not start")
+        self.pub_state.publish(String(data="aborted"))
+        self.pub_outcome.publish(String(data=json.dumps(report)))
+
+    def force_report(self) -> dict:
+        """The force close's numbers for the outcome: target and band, the squeeze per jaw
+        (mean of the two jaws) measured now (None before a pick started) and when the close
+        ended, whether the final one is within tolerance, the last effort commanded and the
+        peak jaw force while closing."""
+        p = self.cfg.force
+        close = None if self.machine is None else self.machine.force_close
+        final = 0.5 * sum(self.jaw_force.values()) if self.machine is not None else math.nan
+        at_close = self.squeeze / 2.0
+        return {
+            "target_N": p.target,
+            "tolerance": p.tolerance,
+            "capacity_N": round(p.capacity, 3),
+            "squeeze_per_jaw_N": None if math.isnan(final) else round(final, 3),
+            "within_tolerance": p.band[0] <= final <= p.band[1],
+            "squeeze_at_close_end_N": None if math.isnan(at_close) else round(at_close, 3),
+            "peak_while_closing_N": round(self.peak_force, 3),
+            "effort_Nm": None if close is None else round(close.effort, 4),
+            "phase": None if close is None else close.phase,
+        }
 
 
 def main(args: list[str] | None = None) -> None:
