@@ -97,6 +97,23 @@ def flag_names(flags: int) -> str:
     return "|".join(names) if names else "no error"
 
 
+# What a person does about a servo's latched protection (overload, overheat, over-current).
+# The driver never clears one itself: only switching torque off and on again does (or a power
+# cycle), which drops the arm for that instant and gives full torque back to a servo that has
+# just declared its load too much -- it would trip again, or push on into what blocked it.
+CLEAR_PROTECTION = (
+    "support the arm, call ~/release (torque off: the arm goes limp), rest it where the "
+    "servos can hold it (folded) or remove what blocks it, then activate again (switching "
+    "torque on clears the protection)"
+)
+
+
+def servo_error(index: int, flags: int) -> str:
+    """'servo 3 (elbow_flex) reports OVERLOAD (status 0x20)' for joint ``index``."""
+    flags = int(flags)
+    return f"servo {IDS[index]} ({JOINTS[index]}) reports {flag_names(flags)} (status {flags:#04x})"
+
+
 class Snapshot(NamedTuple):
     """What one cycle publishes: stamp [s, loop clock]; the state (None when stale); the jaw
     estimate; the last health read; mode; fault ("" = none); the gripper torque limit [N·m]."""
@@ -164,6 +181,7 @@ class ServoLoop:
             try:
                 notes = self._verify_setup()
                 reading = bus.read_state()
+                errors = self._servo_errors()
             except BusError:
                 bus.close()
                 raise
@@ -182,7 +200,21 @@ class ServoLoop:
             ]
             if outside:
                 lines.append(f"present pose outside the limits: {outside} (activation refused)")
+            if errors:
+                self.log("warn", f"{'; '.join(errors)}: {CLEAR_PROTECTION}")
+                lines.append(f"servo errors: {'; '.join(errors)}")
             return "; ".join(lines)
+
+    def _servo_errors(self) -> list[str]:
+        """Each servo's error flags in words -- from its status register and from the error
+        byte its ping answered with -- also stored as the health the diagnostics report."""
+        health = self.bus.read_health()
+        flags = health.status.astype(int)
+        for sid, error in self.bus.ping_errors.items():
+            flags[IDS.index(sid)] |= error
+        self.health = health._replace(status=flags)
+        self._reported_flags = flags.copy()
+        return [servo_error(i, f) for i, f in enumerate(flags) if f]
 
     def _verify_setup(self) -> list[str]:
         bus, notes = self.bus, []
@@ -237,11 +269,8 @@ class ServoLoop:
             torque = bus.torque_enabled()
             held = [i for i, f in enumerate(flags) if f and torque[i]]
             if held:  # a servo holding torque under a latched protection: release it first
-                names = [f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(flags[i])}" for i in held]
-                raise Refused(
-                    f"servo errors: {names}; release the arm (torque off; switching it on "
-                    "again clears a latched protection) and activate again"
-                )
+                names = "; ".join(servo_error(i, flags[i]) for i in held)
+                raise Refused(f"servo errors: {names}: {CLEAR_PROTECTION}")
             q = np.clip(reading.position, bus.lower, bus.upper)
             try:
                 self.sent = bus.arm(q)
@@ -459,7 +488,7 @@ class ServoLoop:
         new = status & ~self._reported_flags
         self._reported_flags = status.copy()
         for i in np.flatnonzero(new):
-            self.log("warn", f"servo {IDS[i]} ({JOINTS[i]}) reports {flag_names(status[i])}")
+            self.log("warn", servo_error(i, status[i]))
         if self.mode != "active" or self.rearm_needed:
             return
         bad = [
@@ -577,8 +606,9 @@ class Report(NamedTuple):
 
 
 def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
-    """The driver's state, then each servo's health. A fault outranks a stale state, which
-    outranks a servo's own error flags."""
+    """The driver's state, then each servo's health. A servo's own latched protection
+    (overload, overheat, over-current) is named first, with what to do; then a fault of the
+    driver, then a stale state, then the servo's other error flags."""
     if snap.fault:
         level, message = "error", snap.fault + ("; re-arm needed" if rearm_needed else "")
     elif snap.mode == "active":
@@ -592,12 +622,14 @@ def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
     for i, (sid, joint) in enumerate(zip(IDS, JOINTS, strict=True)):
         flags = 0 if h is None else int(h.status[i])
         level, message = "ok", "ok"
-        if snap.fault:
+        if flags & FAULT_FLAGS:
+            level, message = "error", f"{servo_error(i, flags)}: {CLEAR_PROTECTION}"
+        elif snap.fault:
             level, message = "error", snap.fault
         elif snap.reading is None:
             level, message = "stale", "no fresh state"
         elif flags:
-            level, message = "warn", f"error flags {flag_names(flags)}"
+            level, message = "warn", servo_error(i, flags)
         values: dict[str, float] = {}
         if h is not None:
             values = {
