@@ -255,7 +255,7 @@ class So101Bus:
             bus.connect(handshake=False)
             if bus.get_baudrate() != self.s.baudrate:
                 bus.set_baudrate(self.s.baudrate)  # the adapter's rate, not a servo register
-            found = {i: ping(bus, i) for i in IDS}
+            found = {i: ping(bus, i, retries=1) for i in IDS}  # one lost reply is no silence
             self.ping_errors = {i: error for i, (_, error) in found.items() if error}
             silent = [i for i, (model, _) in found.items() if model is None]
             if silent:

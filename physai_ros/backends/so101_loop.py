@@ -209,12 +209,19 @@ class ServoLoop:
         """Each servo's error flags in words -- from its status register and from the error
         byte its ping answered with -- also stored as the health the diagnostics report."""
         health = self.bus.read_health()
-        flags = health.status.astype(int)
+        flags = self._latched_flags(health.status.astype(int))
         for sid, error in self.bus.ping_errors.items():
             flags[IDS.index(sid)] |= error
         self.health = health._replace(status=flags)
         self._reported_flags = flags.copy()
         return [servo_error(i, f) for i, f in enumerate(flags) if f]
+
+    def _latched_flags(self, first: np.ndarray) -> np.ndarray:
+        """The error flags of ``first`` (a Status read) that a second read repeats: a latched
+        protection stays, while one garbled read (a desynchronised bus hands another
+        register's bytes to this one: 0x5b seen on a starved machine) must not refuse
+        arming or name a servo wrongly."""
+        return first & self.bus.read_health().status.astype(int)
 
     def _verify_setup(self) -> list[str]:
         bus, notes = self.bus, []
@@ -265,7 +272,7 @@ class ServoLoop:
                     f"present pose outside the limits: {'; '.join(outside)}; move the arm "
                     "inside its range by hand (torque is off) and activate again"
                 )
-            flags = bus.read_health().status.astype(int)
+            flags = self._latched_flags(bus.read_health().status.astype(int))
             torque = bus.torque_enabled()
             held = [i for i, f in enumerate(flags) if f and torque[i]]
             if held:  # a servo holding torque under a latched protection: release it first
@@ -278,7 +285,8 @@ class ServoLoop:
                 with contextlib.suppress(BusError):
                     bus.release()
                 raise
-            flags = bus.read_health().status.astype(int)  # arming clears latched protections
+            # arming clears latched protections
+            flags = self._latched_flags(bus.read_health().status.astype(int))
             if flags.any():
                 bus.release()
                 names = [
