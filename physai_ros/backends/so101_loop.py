@@ -55,6 +55,7 @@ from physai_ros.errors import InvalidInput
 
 Log = Callable[[str, str], None]  # (level: info | warn | error, message)
 FAULT_FLAGS = fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT | fp.ErrorBit.OVERCURRENT
+KNOWN_FLAGS = sum(int(bit) for bit in fp.ErrorBit)  # bits the STS3215 documents (0x2f)
 MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
 BEYOND_RANGE = 0.5  # [rad] no joint rests further beyond its range: further = a garbled read
 GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
@@ -211,7 +212,7 @@ class ServoLoop:
         health = self.bus.read_health()
         flags = self._latched_flags(health.status.astype(int))
         for sid, error in self.bus.ping_errors.items():
-            flags[IDS.index(sid)] |= error
+            flags[IDS.index(sid)] |= error & KNOWN_FLAGS
         self.health = health._replace(status=flags)
         self._reported_flags = flags.copy()
         return [servo_error(i, f) for i, f in enumerate(flags) if f]
@@ -488,11 +489,14 @@ class ServoLoop:
 
     def _check_health(self) -> None:
         try:
-            self.health = self.bus.read_health()
+            health = self.bus.read_health()
+            status = health.status.astype(int)
+            if status.any():  # confirmed by a second read before anyone is told
+                status = self._latched_flags(status)
         except BusError as exc:
             self.log("warn", f"health read failed: {exc}")
             return
-        status = self.health.status.astype(int)
+        self.health = health._replace(status=status)
         new = status & ~self._reported_flags
         self._reported_flags = status.copy()
         for i in np.flatnonzero(new):
