@@ -20,6 +20,10 @@ Faults, and what they do (a fault never re-energises anything):
   came back: the arm fell), the driver refuses goals until re-armed (``rearm_needed``);
 * a servo's error flags (overload, overheat, over-current), or an exception in the cycle
   itself: goals aborted, the servos hold the present pose, re-arm needed;
+* a servo found at configure under a latched protection (the driver was killed and the servo
+  tripped holding the arm): it answers, so it is named with its status byte, never taken for
+  a missing one; activation is refused while it holds torque, and the loop never clears the
+  protection itself (``CLEAR_PROTECTION`` says what a person does and why);
 * ``stop()`` holds the present pose with torque on and refuses goals until ``resume()``;
   ``release()`` switches torque off (the arm goes limp) and needs a re-arm.
 """
