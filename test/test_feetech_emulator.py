@@ -24,7 +24,7 @@ from physai_ros.backends.feetech_emulator import (
     joint_offsets,
     write_calibration,
 )
-from physai_ros.backends.so101_lerobot import BusSettings, PortUnavailable, So101Bus
+from physai_ros.backends.so101_lerobot import BusSettings, PortUnavailable, So101Bus, ping
 from physai_ros.core import feetech_protocol as fp
 
 lerobot_motors = require("lerobot.motors")
@@ -137,6 +137,26 @@ def test_overload_flag_reaches_lerobot_and_the_status_register(emulator):
         assert bus.sync_read("Status")["gripper"] & int(fp.ErrorBit.OVERLOAD)
     finally:
         emulator.servos[5].forced = 0
+        bus.port_handler.closePort()
+
+
+def test_an_overloaded_servo_answers_its_ping_with_the_error_byte(emulator):
+    """A latched protection does not silence a servo: its ping is answered, the error byte set.
+    LeRobot's ``ping`` returns None for that as for silence; the driver's ``ping`` keeps the
+    model number and the error apart, so an overloaded servo is never reported missing."""
+    bus = _bus(emulator.port, emulator.calibration)
+    bus.connect(handshake=False)
+    try:
+        emulator.servos[2].forced = int(fp.ErrorBit.OVERLOAD)
+        # (retries: on a starved machine the emulator's reply may come too late)
+        assert bus.ping(3, num_retry=3) is None  # LeRobot: as if the servo were missing
+        assert ping(bus, 3, retries=3) == (777, int(fp.ErrorBit.OVERLOAD))
+        assert ping(bus, 2, retries=3) == (777, 0)
+        emulator.faults.mute_ids = {3}
+        assert ping(bus, 3) == (None, 0)
+    finally:
+        emulator.servos[2].forced = 0
+        emulator.faults.mute_ids = set()
         bus.port_handler.closePort()
 
 

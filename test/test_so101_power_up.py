@@ -116,7 +116,7 @@ def test_driver_killed_mid_goal_the_arm_holds_and_a_restarted_driver_takes_over_
         os.killpg(bench.procs[1].pid, signal.SIGKILL)
         bench.procs[1].wait(10)
         killed = time.time()
-        time.sleep(1.5)
+        time.sleep(1.0)
         truth = bench.truth()
         assert all(truth["torque_enabled"]), truth
         assert largest_fall(bench.truth_since(killed)) < FALL

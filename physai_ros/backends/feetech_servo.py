@@ -17,7 +17,17 @@ what they face):
 * protections: load above Overload_Torque % for Protection_Time × 10 ms latches OVERLOAD (if
   enabled in Unloading_Condition) and cuts the output to Protective_Torque %; over-current
   likewise; over-temperature (first-order thermal model) unloads. Latched errors clear when
-  torque is switched on again (0 → 1).
+  torque is switched on again (0 → 1). Sources: Feetech's STS memory table (addresses 19
+  Unloading_Condition, 34 Protective_Torque "output torque after entering overload
+  protection", 35 Protection_Time, 36 Overload_Torque, 65 Status: bit 0 voltage, 1 magnetic
+  encoder, 2 temperature, 3 current, 5 load), wiki.aifitlab.com/feetech-servo-motor-docs/
+  feetech-sts-servo-memory-table-analysis and wiki.juxitech.com's copy; the clearing by a
+  torque re-enable is as modelled here, not found in those pages.
+* a servo under a latched protection still answers every instruction, PING included: the
+  FT-SCS response frame carries the servo's state in its error byte (wiki.juxitech.com
+  "Feetech SCS Communication Protocol"), and LeRobot's ``broadcast_ping`` reports "Some motors
+  found returned an error status" from real arms (huggingface/lerobot#2387: a servo answering
+  its ping with "Input voltage error").
 * EPROM: every field of the EPROM area keeps a persisted copy. A write always changes the live
   table; it is persisted (and counted in ``eprom_writes``) only while ``Lock`` is 0, as on the
   STS series, where ``Lock`` = 1 write-protects the EPROM. A power cycle restores the EPROM

@@ -68,6 +68,24 @@ class ServoSilent(BusError):
     """Servos did not answer ("There is no status packet") or answered garbage."""
 
 
+def ping(bus, servo_id: int, retries: int = 0) -> tuple[int | None, int]:
+    """(model number, error byte) of one servo; the model is None when it does not answer.
+
+    Not LeRobot's ``FeetechMotorsBus.ping``: that returns None both for silence and for a
+    status packet with an error bit set, so a servo that answers "overloaded" would read as a
+    missing one. A servo keeps answering under a latched protection, its error byte saying
+    which (the Feetech SCS/STS protocol's response frame carries the servo's state; LeRobot's
+    own ``broadcast_ping`` logs "Some motors found returned an error status"); the SDK's ping,
+    which LeRobot's wraps, keeps the two apart."""
+    from scservo_sdk import COMM_SUCCESS
+
+    for _ in range(1 + retries):
+        model, comm, error = bus.packet_handler.ping(bus.port_handler, servo_id)
+        if comm == COMM_SUCCESS:
+            return int(model), int(error)
+    return None, 0
+
+
 def default_calibration_path(robot_id: str) -> Path:
     """Where LeRobot 0.4 keeps ``<robot_id>.json`` for an SO follower."""
     home = Path(os.environ.get("HF_LEROBOT_HOME", "~/.cache/huggingface/lerobot")).expanduser()
@@ -166,6 +184,7 @@ class So101Bus:
         self.bus = None
         self._lock_fd: int | None = None
         self._max_torque: dict[str, int] | None = None
+        self.ping_errors: dict[int, int] = {}  # servo id -> error byte its ping answered with
         if settings.calibration_file.is_file():
             self.load_calibration()
 
@@ -216,7 +235,9 @@ class So101Bus:
         self._lock_fd = fd
 
     def open(self) -> None:
-        """Open the port and find all six STS3215 servos. Writes nothing to the servos."""
+        """Open the port and find all six STS3215 servos. Writes nothing to the servos. A servo
+        answering with an error bit (overload, …) is found, its error byte in ``ping_errors``:
+        what to do about it is the caller's decision."""
         Motor, _, MotorNormMode, FeetechMotorsBus = _lerobot()
         import serial
 
@@ -234,15 +255,16 @@ class So101Bus:
             bus.connect(handshake=False)
             if bus.get_baudrate() != self.s.baudrate:
                 bus.set_baudrate(self.s.baudrate)  # the adapter's rate, not a servo register
-            found = {i: bus.ping(i) for i in IDS}
-            silent = [i for i, model in found.items() if model is None]
+            found = {i: ping(bus, i, retries=1) for i in IDS}  # one lost reply is no silence
+            self.ping_errors = {i: error for i, (_, error) in found.items() if error}
+            silent = [i for i, (model, _) in found.items() if model is None]
             if silent:
                 raise ServoSilent(
                     f"servo(s) {silent} do not answer on {self.s.port} at {self.s.baudrate} "
                     "bit/s (power off, cable, or a wrong baud rate)",
                     silent,
                 )
-            wrong = [i for i, model in found.items() if model != 777]
+            wrong = [i for i, (model, _) in found.items() if model != 777]
             if wrong:
                 raise ServoSilent(f"servo(s) {wrong} are not STS3215 (model 777)", wrong)
             self.bus = bus
@@ -426,7 +448,7 @@ class So101Bus:
         silent = []
         for i in IDS:
             try:
-                model = self._guard(f"ping servo {i}", lambda i=i: self.bus.ping(i, num_retry=1))
+                model, _ = self._guard(f"ping servo {i}", lambda i=i: ping(self.bus, i, retries=1))
             except ServoSilent:
                 model = None
             if model is None:

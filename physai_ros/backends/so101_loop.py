@@ -20,6 +20,10 @@ Faults, and what they do (a fault never re-energises anything):
   came back: the arm fell), the driver refuses goals until re-armed (``rearm_needed``);
 * a servo's error flags (overload, overheat, over-current), or an exception in the cycle
   itself: goals aborted, the servos hold the present pose, re-arm needed;
+* a servo found at configure under a latched protection (the driver was killed and the servo
+  tripped holding the arm): it answers, so it is named with its status byte, never taken for
+  a missing one; activation is refused while it holds torque, and the loop never clears the
+  protection itself (``CLEAR_PROTECTION`` says what a person does and why);
 * ``stop()`` holds the present pose with torque on and refuses goals until ``resume()``;
   ``release()`` switches torque off (the arm goes limp) and needs a re-arm.
 """
@@ -55,6 +59,7 @@ from physai_ros.errors import InvalidInput
 
 Log = Callable[[str, str], None]  # (level: info | warn | error, message)
 FAULT_FLAGS = fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT | fp.ErrorBit.OVERCURRENT
+KNOWN_FLAGS = sum(int(bit) for bit in fp.ErrorBit)  # bits the STS3215 documents (0x2f)
 MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
 BEYOND_RANGE = 0.5  # [rad] no joint rests further beyond its range: further = a garbled read
 GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
@@ -95,6 +100,23 @@ def flag_names(flags: int) -> str:
     """A servo's error byte in words ("OVERLOAD|OVERHEAT")."""
     names = [bit.name for bit in fp.ErrorBit if int(flags) & int(bit)]
     return "|".join(names) if names else "no error"
+
+
+# What a person does about a servo's latched protection (overload, overheat, over-current).
+# The driver never clears one itself: only switching torque off and on again does (or a power
+# cycle), which drops the arm for that instant and gives full torque back to a servo that has
+# just declared its load too much -- it would trip again, or push on into what blocked it.
+CLEAR_PROTECTION = (
+    "support the arm, call ~/release (torque off: the arm goes limp), rest it where the "
+    "servos can hold it (folded) or remove what blocks it, then activate again (switching "
+    "torque on clears the protection)"
+)
+
+
+def servo_error(index: int, flags: int) -> str:
+    """'servo 3 (elbow_flex) reports OVERLOAD (status 0x20)' for joint ``index``."""
+    flags = int(flags)
+    return f"servo {IDS[index]} ({JOINTS[index]}) reports {flag_names(flags)} (status {flags:#04x})"
 
 
 class Snapshot(NamedTuple):
@@ -164,6 +186,7 @@ class ServoLoop:
             try:
                 notes = self._verify_setup()
                 reading = bus.read_state()
+                errors = self._servo_errors()
             except BusError:
                 bus.close()
                 raise
@@ -182,7 +205,28 @@ class ServoLoop:
             ]
             if outside:
                 lines.append(f"present pose outside the limits: {outside} (activation refused)")
+            if errors:
+                self.log("warn", f"{'; '.join(errors)}: {CLEAR_PROTECTION}")
+                lines.append(f"servo errors: {'; '.join(errors)}")
             return "; ".join(lines)
+
+    def _servo_errors(self) -> list[str]:
+        """Each servo's error flags in words -- from its status register and from the error
+        byte its ping answered with -- also stored as the health the diagnostics report."""
+        health = self.bus.read_health()
+        flags = self._latched_flags(health.status.astype(int))
+        for sid, error in self.bus.ping_errors.items():
+            flags[IDS.index(sid)] |= error & KNOWN_FLAGS
+        self.health = health._replace(status=flags)
+        self._reported_flags = flags.copy()
+        return [servo_error(i, f) for i, f in enumerate(flags) if f]
+
+    def _latched_flags(self, first: np.ndarray) -> np.ndarray:
+        """The error flags of ``first`` (a Status read) that a second read repeats: a latched
+        protection stays, while one garbled read (a desynchronised bus hands another
+        register's bytes to this one: 0x5b seen on a starved machine) must not refuse
+        arming or name a servo wrongly."""
+        return first & self.bus.read_health().status.astype(int)
 
     def _verify_setup(self) -> list[str]:
         bus, notes = self.bus, []
@@ -233,15 +277,12 @@ class ServoLoop:
                     f"present pose outside the limits: {'; '.join(outside)}; move the arm "
                     "inside its range by hand (torque is off) and activate again"
                 )
-            flags = bus.read_health().status.astype(int)
+            flags = self._latched_flags(bus.read_health().status.astype(int))
             torque = bus.torque_enabled()
             held = [i for i, f in enumerate(flags) if f and torque[i]]
             if held:  # a servo holding torque under a latched protection: release it first
-                names = [f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(flags[i])}" for i in held]
-                raise Refused(
-                    f"servo errors: {names}; release the arm (torque off; switching it on "
-                    "again clears a latched protection) and activate again"
-                )
+                names = "; ".join(servo_error(i, flags[i]) for i in held)
+                raise Refused(f"servo errors: {names}: {CLEAR_PROTECTION}")
             q = np.clip(reading.position, bus.lower, bus.upper)
             try:
                 self.sent = bus.arm(q)
@@ -249,7 +290,8 @@ class ServoLoop:
                 with contextlib.suppress(BusError):
                     bus.release()
                 raise
-            flags = bus.read_health().status.astype(int)  # arming clears latched protections
+            # arming clears latched protections
+            flags = self._latched_flags(bus.read_health().status.astype(int))
             if flags.any():
                 bus.release()
                 names = [
@@ -451,15 +493,18 @@ class ServoLoop:
 
     def _check_health(self) -> None:
         try:
-            self.health = self.bus.read_health()
+            health = self.bus.read_health()
+            status = health.status.astype(int)
+            if status.any():  # confirmed by a second read before anyone is told
+                status = self._latched_flags(status)
         except BusError as exc:
             self.log("warn", f"health read failed: {exc}")
             return
-        status = self.health.status.astype(int)
+        self.health = health._replace(status=status)
         new = status & ~self._reported_flags
         self._reported_flags = status.copy()
         for i in np.flatnonzero(new):
-            self.log("warn", f"servo {IDS[i]} ({JOINTS[i]}) reports {flag_names(status[i])}")
+            self.log("warn", servo_error(i, status[i]))
         if self.mode != "active" or self.rearm_needed:
             return
         bad = [
@@ -577,8 +622,9 @@ class Report(NamedTuple):
 
 
 def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
-    """The driver's state, then each servo's health. A fault outranks a stale state, which
-    outranks a servo's own error flags."""
+    """The driver's state, then each servo's health. A servo's own latched protection
+    (overload, overheat, over-current) is named first, with what to do; then a fault of the
+    driver, then a stale state, then the servo's other error flags."""
     if snap.fault:
         level, message = "error", snap.fault + ("; re-arm needed" if rearm_needed else "")
     elif snap.mode == "active":
@@ -592,12 +638,14 @@ def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
     for i, (sid, joint) in enumerate(zip(IDS, JOINTS, strict=True)):
         flags = 0 if h is None else int(h.status[i])
         level, message = "ok", "ok"
-        if snap.fault:
+        if flags & FAULT_FLAGS:
+            level, message = "error", f"{servo_error(i, flags)}: {CLEAR_PROTECTION}"
+        elif snap.fault:
             level, message = "error", snap.fault
         elif snap.reading is None:
             level, message = "stale", "no fresh state"
         elif flags:
-            level, message = "warn", f"error flags {flag_names(flags)}"
+            level, message = "warn", servo_error(i, flags)
         values: dict[str, float] = {}
         if h is not None:
             values = {

@@ -305,7 +305,10 @@ class So101Driver(LifecycleNode):
 
     def destroy_node(self) -> None:
         self.running = False
-        self.thread.join(timeout=1.0)
+        # rclpy's shutdown destroys a node whose __init__ was interrupted (Ctrl-C while LeRobot
+        # imports torch) before the bus thread existed
+        if (thread := getattr(self, "thread", None)) is not None:
+            thread.join(timeout=1.0)
         super().destroy_node()
 
 

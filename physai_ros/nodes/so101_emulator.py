@@ -7,8 +7,8 @@ unchanged against it; only the serial port is emulated.
 What really happens is published for tests and for RViz as an independent witness, never as
 an input of the graph: ``~/true_cube_pose`` (PoseStamped, world) and ``~/witness`` (JSON: true
 joint angles, gripper site, cube pose, cube in both jaws, torque per servo, power, EPROM
-writes). With ``mocap:=true`` the cube pose also goes to ``cube_pose``, as a motion-capture
-system beside a real arm would publish it.
+writes, error byte per servo). With ``mocap:=true`` the cube pose also goes to ``cube_pose``,
+as a motion-capture system beside a real arm would publish it.
 
 Faults, set at run time with ``ros2 param set /so101_emulator <name> <value>``:
 ``port_connected`` (false = cable pulled), ``power`` (false = supply lost: servos silent and
@@ -178,6 +178,7 @@ class So101Emulator(Node):
             "powered": w.powered,
             "eprom_writes": w.eprom_writes,
             "acceleration": [servo.get("Acceleration") for servo in self.emulator.servos],
+            "status": [servo.error for servo in self.emulator.servos],  # error byte per servo
         }
         self.pub_witness.publish(String(data=json.dumps(record)))
 

@@ -1,0 +1,37 @@
+"""What the SO-101 driver puts on /diagnostics for a servo's error flags (pure: no ROS, no bus)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from physai_ros.backends.so101_lerobot import Health, JointReading
+from physai_ros.backends.so101_loop import CLEAR_PROTECTION, Snapshot, reports, servo_error
+from physai_ros.core.jaw_estimate import JawEstimate
+
+
+def snapshot(status: list[int], mode: str = "inactive", fault: str = "") -> Snapshot:
+    six = np.zeros(6)
+    health = Health(six + 30.0, six + 12.0, six, np.array(status))
+    reading = JointReading(six, six, six)
+    return Snapshot(0.0, reading, JawEstimate(False, 0.0, 0.0), health, mode, fault, 2.94)
+
+
+def test_a_latched_protection_is_named_with_its_status_byte_and_what_to_do():
+    """The overloaded servo's own line says which protection, the raw status byte and the way
+    out -- also while the driver line carries a fault of its own; the other servos keep the
+    driver's fault; a VOLTAGE flag alone (no protection latched) is a warning."""
+    status = [0, 0, 0x20, 0, 0x01, 0]
+    lines = reports(snapshot(status, fault="silent servos: x"), rearm_needed=True, stopped=False)
+    driver, servos = lines[0], lines[1:]
+    assert driver.level == "error" and driver.message.startswith("silent servos: x")
+    elbow = servos[2]
+    assert elbow.name == "so101/servo 3 (elbow_flex)" and elbow.level == "error"
+    assert (
+        elbow.message == f"servo 3 (elbow_flex) reports OVERLOAD (status 0x20): {CLEAR_PROTECTION}"
+    )
+    assert elbow.values["error_flags"] == 0x20
+    assert [s.message for s in servos if s is not elbow] == ["silent servos: x"] * 5
+    quiet = reports(snapshot(status), rearm_needed=False, stopped=False)[1:]
+    assert quiet[4].level == "warn" and quiet[4].message == servo_error(4, 0x01)
+    assert servo_error(4, 0x01) == "servo 5 (wrist_roll) reports VOLTAGE (status 0x01)"
+    assert [s.level for s in quiet] == ["ok", "ok", "error", "ok", "warn", "ok"]
