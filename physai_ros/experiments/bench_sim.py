@@ -1,23 +1,31 @@
 """Benchmark: the sim bridge's real-time factor, free-running, against raw ``mj_step``.
 
-``physai bench sim [--robot so101|panda] [--seconds S] [--no-listener] [--object soft_cube]``
+``physai bench sim [--robot so101|panda] [--seconds S] [--listeners 0,1,3] [--levers]
+[--executor single|multi|events] [--listener-prefix CMD] [--object soft_cube]``
 
 All in one run on the same scene (``MujocoSim``'s compiled model), so the ratios survive a noisy
 machine: a plain Python loop of ``mj_step`` with the arm at rest (before and after, averaged as
 the baseline), then the bridge node at real_time_factor 0 with every publisher on at its default
-SIM-time rate (/clock, /joint_states, tracking error, cube pose, jaw wrenches; markers only go out
-when subscribed) twice:
+SIM-time rate (/clock, /joint_states, tracking error, controller state, cube pose, jaw wrenches;
+markers only go out when subscribed), spun as ``run_node`` spins it (its DDS profile, a
+single-threaded executor unless ``--executor``), once per listener count of ``--listeners``:
 
-1. with no subscriber: the bridge's own cost, the measure the sim-bridge issue sets the target
-   on (>= 0.5 of raw for the SO-101);
-2. with a listener process subscribed to every stream the way the standard consumers subscribe
-   (/clock best effort depth 1 like rclpy's and rclcpp's time source, /joint_states with the
-   sensor-data profile like robot_state_publisher, the rest reliable depth 10 like RViz), so
-   every message is really serialised, sent and delivered. On 2 cores the listener occupies one
-   of them; its CPU share is printed with it.
+- 0: the bridge's own cost, the measure the sim-bridge issue sets the target on (>= 0.5 of raw
+  for the SO-101);
+- N > 0: N listener processes, each an rclpy node subscribed to every stream the way the
+  standard consumers subscribe (/clock best effort depth 1 like rclpy's and rclcpp's time
+  source, /joint_states with the sensor-data profile like robot_state_publisher, the rest
+  reliable depth 10 like RViz), so every message is really sent and delivered N times. They
+  run on the same cores (2 here); their CPU share is printed with them. ``--listener-prefix``
+  starts them through a command (``ip netns exec <ns>``, as ``test/net_bench.py --listeners``
+  does for another host across a veth link).
+
+``--levers`` measures, in the same run, each way tried to keep pace with listeners (issue 15):
+the executor kinds, per-topic rate policies, burst length; a table gives each one's ratio to
+raw per listener count.
 
 Real-time factor = simulated seconds per wall second. Last line: ``sim_bridge_vs_raw = <ratio>``
-(measurement 1).
+(0 listeners, product defaults).
 
 ``--object soft_cube`` measures instead what the soft object (config/scene.yaml ``soft``: a
 4×4×4-vertex flex cube, 30 g, E 5·10⁴ Pa, discrete integrator) costs: raw ``mj_step`` and the
@@ -29,29 +37,110 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import mujoco
+
+from physai_ros.errors import InvalidInput
 
 LISTEN_TOPICS = (
     "clock",
     "joint_states",
     "tracking_error",
+    "controller_state",
     "cube_pose",
     "jaw_contact",
     "contact_markers",
+    "soft_object",
 )
+EXECUTORS = ("single", "multi", "events")
+WARM_UP = 1.5  # [s wall] after the bridge starts: discovery and matching with the listeners
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One way of running the bridge: an executor kind and bridge parameters (``name:=value``)."""
+
+    name: str
+    executor: str = "single"
+    params: tuple[str, ...] = field(default=())
+
+
+def levers(executor: str) -> list[Lever]:
+    """The product defaults first (``executor``), then each lever of issue 15 on its own."""
+    return [
+        Lever(f"product defaults ({executor} executor)", executor),
+        *(Lever(f"{kind} executor", kind) for kind in EXECUTORS if kind != executor),
+        Lever("markers at 0 (off)", executor, ("markers_rate:=0.0",)),
+        Lever(
+            "monitoring at 5 Hz (tracking_error, cube_pose)",
+            executor,
+            ("tracking_error_rate:=5.0", "cube_pose_rate:=5.0"),
+        ),
+        Lever(
+            "clock, joint_states 50 Hz, contacts 25 Hz",
+            executor,
+            ("clock_rate:=50.0", "joint_states_rate:=50.0", "contacts_rate:=25.0"),
+        ),
+        Lever("bursts of 10 ms (max_publish_delay)", executor, ("max_publish_delay:=0.01",)),
+    ]
+
+
+def listener_counts(text: str) -> list[int]:
+    """``--listeners`` as a list: "0,1,3" -> [0, 1, 3] (InvalidInput on anything else)."""
+    try:
+        counts = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        counts = []
+    if not counts or any(not 0 <= n <= 16 for n in counts):
+        raise InvalidInput(f"--listeners takes counts 0..16 separated by commas, got {text!r}")
+    return counts
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--robot", choices=("so101", "panda"), default="so101")
     parser.add_argument("--seconds", type=float, default=5.0, help="wall time per measurement [s]")
     parser.add_argument(
-        "--no-listener", action="store_true", help="skip the run with a subscriber process"
+        "--listeners",
+        default="0,1",
+        help="listener process counts to measure, comma-separated, each subscribed to every "
+        "stream (0, the baseline, is always measured)",
+    )
+    parser.add_argument(
+        "--no-listener",
+        action="store_true",
+        help="only the run without listeners (= --listeners 0)",
+    )
+    parser.add_argument(
+        "--levers",
+        action="store_true",
+        help="also measure each lever (executor, per-topic rates, bursts) per listener count",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure every case this many times, interleaved, and keep each one's best",
+    )
+    parser.add_argument(
+        "--executor",
+        choices=EXECUTORS,
+        default="single",
+        help="the bridge's executor: single-threaded (run_node's), multi-threaded (2), or "
+        "rclpy.experimental.EventsExecutor",
+    )
+    parser.add_argument(
+        "--listener-prefix",
+        default="",
+        help="command the listener processes are started through (e.g. 'ip netns exec B')",
     )
     parser.add_argument(
         "--object",
@@ -81,29 +170,57 @@ def raw_rtf(robot: str, seconds: float, soft: bool = False) -> tuple[float, int]
     return steps * model.opt.timestep / (time.perf_counter() - start), steps
 
 
-def bridge_rtf(robot: str, seconds: float, soft: bool = False) -> float:
-    """Sim seconds per wall second of the bridge node at real_time_factor 0 (after 1 s warm-up;
-    ``soft``: with the default soft cube, its pose and strain published)."""
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
+def _executor(kind: str):
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 
+    if kind == "events":
+        from rclpy.experimental import EventsExecutor
+
+        return EventsExecutor()
+    return MultiThreadedExecutor(num_threads=2) if kind == "multi" else SingleThreadedExecutor()
+
+
+def bridge_rtf(
+    robot: str,
+    seconds: float,
+    soft: bool = False,
+    executor: str = "single",
+    params: Sequence[str] = (),
+) -> float:
+    """Sim seconds per wall second of the bridge node at real_time_factor 0 (after ``WARM_UP``;
+    ``soft``: with the default soft cube, its pose and strain published; ``params``: more
+    ``name:=value`` bridge parameters), spun by ``executor`` (``EXECUTORS``)."""
+    import rclpy
+
+    from physai_ros.nodes._common import use_dds_profile
     from physai_ros.nodes.sim_bridge import SimBridge
 
+    use_dds_profile()
     args = ["--ros-args", "-p", f"robot:={robot}", "-p", "real_time_factor:=0.0"]
-    if soft:
-        args += ["-p", "soft_object:=cube"]
+    for param in (*params, *(["soft_object:=cube"] if soft else [])):
+        args += ["-p", param]
     with rclpy.init(args=args):
         node = SimBridge()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
+        spin = _executor(executor)
+        spin.add_node(node)
+        stop = threading.Event()
+
+        def spin_until_stopped() -> None:
+            # spin_once in a loop, stopped by a flag: the EventsExecutor's shutdown() and a
+            # context shutdown (which wakes it) both deadlock against its spin in another thread
+            while not stop.is_set():
+                spin.spin_once(timeout_sec=0.05)
+
+        spinner = threading.Thread(target=spin_until_stopped, daemon=True)
         spinner.start()
-        time.sleep(1.0)
+        time.sleep(WARM_UP)
         t0, w0 = node.sim.time, time.perf_counter()
         time.sleep(seconds)
         t1, w1 = node.sim.time, time.perf_counter()
         node.stop()
-        executor.shutdown()
+        stop.set()
+        spinner.join(timeout=2.0)
+        spin.shutdown()
         node.destroy_node()
     return (t1 - t0) / (w1 - w0)
 
@@ -111,9 +228,12 @@ def bridge_rtf(robot: str, seconds: float, soft: bool = False) -> float:
 def listen() -> int:
     """Subscribe to every bridge stream and print the message counts at SIGINT."""
     import rclpy
+    from control_msgs.msg import JointTrajectoryControllerState
     from geometry_msgs.msg import PoseStamped, WrenchStamped
+    from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
+    from std_msgs.msg import Float64
     from visualization_msgs.msg import MarkerArray
 
     from physai_ros import interfaces as names
@@ -126,26 +246,27 @@ def listen() -> int:
     # raw=True: the listener takes the serialised bytes as delivered and skips Python
     # deserialisation, as a C++ subscriber (RViz, a recorder) would; DDS still delivers every
     # message, so the bridge pays the full cost of being listened to.
-
-    from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-
     clock_qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT)
+    streams = [
+        (Clock, names.CLOCK, "clock", clock_qos),
+        (JointState, names.JOINT_STATES, "joint_states", qos_profile_sensor_data),
+        (JointState, names.TRACKING_ERROR, "tracking_error", 10),
+        (JointTrajectoryControllerState, names.CONTROLLER_STATE, "controller_state", 10),
+        (PoseStamped, names.CUBE_POSE, "cube_pose", 10),
+        (MarkerArray, names.CONTACT_MARKERS, "contact_markers", 10),
+        (PoseStamped, names.SOFT_OBJECT_POSE, "soft_object", 10),
+        (Float64, names.SOFT_OBJECT_STRAIN, "soft_object", 10),
+    ] + [
+        (WrenchStamped, f"{names.JAW_CONTACT_PREFIX}/{jaw}", "jaw_contact", 10)
+        for jaw in ("fixed_jaw", "moving_jaw", "left_finger", "right_finger")
+    ]
+    from physai_ros.nodes._common import use_dds_profile
+
+    use_dds_profile()
     with rclpy.init():
-        node = rclpy.create_node("bench_sim_listener")
-        node.create_subscription(Clock, names.CLOCK, count("clock"), clock_qos, raw=True)
-        node.create_subscription(
-            JointState, names.JOINT_STATES, count("joint_states"), qos_profile_sensor_data, raw=True
-        )
-        node.create_subscription(
-            JointState, names.TRACKING_ERROR, count("tracking_error"), 10, raw=True
-        )
-        node.create_subscription(PoseStamped, names.CUBE_POSE, count("cube_pose"), 10, raw=True)
-        node.create_subscription(
-            MarkerArray, names.CONTACT_MARKERS, count("contact_markers"), 10, raw=True
-        )
-        for jaw in ("fixed_jaw", "moving_jaw", "left_finger", "right_finger"):
-            topic = f"{names.JAW_CONTACT_PREFIX}/{jaw}"
-            node.create_subscription(WrenchStamped, topic, count("jaw_contact"), 10, raw=True)
+        node = rclpy.create_node(f"bench_sim_listener_{os.getpid()}")
+        for kind, topic, key, qos in streams:
+            node.create_subscription(kind, topic, count(key), qos, raw=True)
         print("listening", flush=True)
         try:
             rclpy.spin(node)
@@ -156,6 +277,47 @@ def listen() -> int:
             got = ", ".join(f"{k} {v}" for k, v in counts.items())
             print(f"cpu {cpu.user + cpu.system:.2f} s; received {got}", flush=True)
     return 0
+
+
+@dataclass
+class Heard:
+    """What the listener processes of one measurement reported."""
+
+    cpu: float = 0.0  # [cores] their CPU time over their wall time, summed
+    lines: list[str] = field(default_factory=list)
+
+
+@contextmanager
+def listeners(count: int, prefix: Sequence[str] = ()) -> Iterator[Heard]:
+    """``count`` listener processes (through the command ``prefix``), running once each has
+    subscribed; stopped with SIGINT on exit, their reports in the yielded ``Heard``."""
+    heard = Heard()
+    cmd = [*prefix, sys.executable, "-m", "physai_ros.experiments.bench_sim", "--listen"]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+        for _ in range(count)
+    ]
+    wall = time.monotonic()
+    try:
+        for proc in procs:
+            if proc.stdout.readline().strip() != "listening":
+                raise RuntimeError(f"listener {' '.join(cmd)} did not start")
+        yield heard
+    finally:
+        wall = time.monotonic() - wall
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGINT)
+        for proc in procs:
+            try:
+                out, _ = proc.communicate(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, _ = proc.communicate()
+            heard.lines.append(out.strip())
+            words = out.split()
+            if len(words) > 1 and words[0] == "cpu":
+                heard.cpu += float(words[1]) / wall
 
 
 def run_soft(robot: str, seconds: float) -> int:
@@ -177,6 +339,17 @@ def run_soft(robot: str, seconds: float) -> int:
     return 0
 
 
+def _table(rows: dict[str, dict[int, float]], counts: list[int], raw: float) -> list[str]:
+    """Markdown: one row per lever; per listener count the real-time factor over raw
+    ``mj_step``'s and, in brackets, over the same lever's with no listener."""
+    head = ["lever"] + [f"{n} listener{'s' if n != 1 else ''}" for n in counts]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for name, by_count in rows.items():
+        cells = [f"{by_count[n] / raw:.3f} ({by_count[n] / by_count[0]:.2f})" for n in counts]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     if args.listen:
         return listen()
@@ -184,33 +357,43 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     if args.object == "soft_cube":
         return run_soft(args.robot, args.seconds)
+    counts = [0] if args.no_listener else sorted({0, *listener_counts(args.listeners)})
+    if args.rounds < 1:
+        raise InvalidInput(f"--rounds must be at least 1, got {args.rounds}")
+    prefix = shlex.split(args.listener_prefix)
+    tried = levers(args.executor)[: None if args.levers else 1]
+    total = len(tried) * len(counts) * args.rounds
+    eta = (total + 2) * (args.seconds + WARM_UP + 0.5)
+    print(f"{total} bridge runs + 2 raw, about {eta:.0f} s", file=sys.stderr, flush=True)
     raw_before, steps = raw_rtf(args.robot, args.seconds)
     print(f"raw mj_step ({args.robot}): {steps} steps, real-time factor {raw_before:.1f}")
-    alone = bridge_rtf(args.robot, args.seconds)
-    print(f"sim bridge, no subscriber: real-time factor {alone:.1f}")
-    listened = None
-    if not args.no_listener:
-        cmd = [sys.executable, "-m", "physai_ros.experiments.bench_sim", "--listen"]
-        listener = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
-        listener.stdout.readline()
-        wall = time.monotonic()
-        try:
-            listened = bridge_rtf(args.robot, args.seconds)
-        finally:
-            os.killpg(listener.pid, signal.SIGINT)
-            out, _ = listener.communicate(timeout=10)
-            wall = time.monotonic() - wall
-        print(f"sim bridge, listener process subscribed: real-time factor {listened:.1f}")
-        print(f"  listener ({wall:.1f} s alive): {out.strip()}")
+    rows: dict[str, dict[int, float]] = {lever.name: {} for lever in tried}
+    done = 0
+    for rnd in range(args.rounds):  # interleaved, the best of each kept: load spikes only slow
+        for lever in tried:
+            for n in counts:
+                done += 1
+                step = f"[{done}/{total}] round {rnd + 1}: {lever.name}, {n} listeners"
+                print(step, file=sys.stderr, flush=True)
+                with listeners(n, prefix) as heard:
+                    rtf = bridge_rtf(args.robot, args.seconds, False, lever.executor, lever.params)
+                rows[lever.name][n] = max(rtf, rows[lever.name].get(n, 0.0))
+                extra = f"; listeners' CPU {heard.cpu:.2f} cores" if n else ""
+                print(f"{lever.name}, {n} listeners: real-time factor {rtf:.1f}{extra}")
+                for line in heard.lines[:1]:
+                    print(f"  listener 1 of {n}: {line}")
     raw_after, _ = raw_rtf(args.robot, args.seconds)
     raw = 0.5 * (raw_before + raw_after)
     print(
         f"raw mj_step again: real-time factor {raw_after:.1f} "
         f"(baseline = mean {raw:.1f}, drift {100 * (raw_after / raw_before - 1):+.1f} %)"
     )
-    ratio = alone / raw
-    if listened is not None:
-        print(f"with the listener: {listened / raw:.3f} of raw")
+    where = f"listeners through {args.listener_prefix!r}" if prefix else "listeners on this host"
+    best = f", best of {args.rounds}" if args.rounds > 1 else ""
+    print(f"\nsim bridge real-time factor / raw mj_step ({args.robot}, {where}{best}):\n")
+    print("\n".join(_table(rows, counts, raw)) + "\n")
+    print("(in brackets: over the same lever with no listener)\n")
+    ratio = rows[tried[0].name][0] / raw
     if args.robot == "so101":
         print(f"target for the SO-101: >= 0.5 of raw; {'met' if ratio >= 0.5 else 'NOT met'}")
     print(f"sim_bridge_vs_raw = {ratio:.3f}")
