@@ -62,7 +62,7 @@ LISTEN_TOPICS = (
     "soft_object",
 )
 EXECUTORS = ("single", "multi", "events")
-WARM_UP = 1.5  # [s wall] after the bridge starts: discovery and matching with the listeners
+MATCH_TIMEOUT = 30.0  # [s wall] for the listeners to discover the bridge (a loaded machine)
 
 
 @dataclass(frozen=True)
@@ -109,6 +109,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--robot", choices=("so101", "panda"), default="so101")
     parser.add_argument("--seconds", type=float, default=5.0, help="wall time per measurement [s]")
     parser.add_argument(
+        "--warm-up",
+        type=float,
+        default=1.5,
+        help="wall time between the bridge's start and each measurement: discovery, matching "
+        "with the listeners [s]",
+    )
+    parser.add_argument(
         "--listeners",
         default="0,1",
         help="listener process counts to measure, comma-separated, each subscribed to every "
@@ -151,9 +158,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", action="store_true", help=argparse.SUPPRESS)
 
 
-def raw_rtf(robot: str, seconds: float, soft: bool = False) -> tuple[float, int]:
+def raw_rtf(robot: str, seconds: float, soft: bool = False) -> tuple[float, int, float]:
     """Sim seconds per wall second of a plain ``mj_step`` loop on the bridge's scene (``soft``:
-    with the default soft cube)."""
+    with the default soft cube), the steps taken, and sim seconds per CPU second."""
     from physai_ros.backends.mujoco_sim import MujocoSim
     from physai_ros.models import scene_soft_object
 
@@ -162,12 +169,13 @@ def raw_rtf(robot: str, seconds: float, soft: bool = False) -> tuple[float, int]
     data.qpos[:] = sim.data.qpos
     data.ctrl[:] = sim.data.ctrl
     mujoco.mj_forward(model, data)
-    steps, start = 0, time.perf_counter()
+    steps, start, cpu = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds:
         for _ in range(500):
             mujoco.mj_step(model, data)
         steps += 500
-    return steps * model.opt.timestep / (time.perf_counter() - start), steps
+    sim = steps * model.opt.timestep
+    return sim / (time.perf_counter() - start), steps, sim / (time.process_time() - cpu)
 
 
 def _executor(kind: str):
@@ -186,10 +194,14 @@ def bridge_rtf(
     soft: bool = False,
     executor: str = "single",
     params: Sequence[str] = (),
-) -> float:
-    """Sim seconds per wall second of the bridge node at real_time_factor 0 (after ``WARM_UP``;
-    ``soft``: with the default soft cube, its pose and strain published; ``params``: more
-    ``name:=value`` bridge parameters), spun by ``executor`` (``EXECUTORS``)."""
+    warm_up: float = 1.5,
+    listeners: int = 0,
+) -> tuple[float, float]:
+    """Sim seconds per wall second of the bridge node at real_time_factor 0, measured once
+    ``listeners`` subscribers matched its joint states and ``warm_up`` [s] later (``soft``: with
+    the default soft cube, its pose and strain published; ``params``: more ``name:=value``
+    bridge parameters), spun by ``executor`` (``EXECUTORS``); and sim seconds per CPU second of
+    this process (the bridge's threads: what it pays, whatever the load)."""
     import rclpy
 
     from physai_ros.nodes._common import use_dds_profile
@@ -213,16 +225,23 @@ def bridge_rtf(
 
         spinner = threading.Thread(target=spin_until_stopped, daemon=True)
         spinner.start()
-        time.sleep(WARM_UP)
-        t0, w0 = node.sim.time, time.perf_counter()
-        time.sleep(seconds)
-        t1, w1 = node.sim.time, time.perf_counter()
-        node.stop()
-        stop.set()
-        spinner.join(timeout=2.0)
-        spin.shutdown()
-        node.destroy_node()
-    return (t1 - t0) / (w1 - w0)
+        try:
+            deadline = time.monotonic() + MATCH_TIMEOUT
+            while node.pub["joint_states"].get_subscription_count() < listeners:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{listeners} listeners not matched in {MATCH_TIMEOUT} s")
+                time.sleep(0.05)
+            time.sleep(warm_up)
+            t0, w0, c0 = node.sim.time, time.perf_counter(), time.process_time()
+            time.sleep(seconds)
+            t1, w1, c1 = node.sim.time, time.perf_counter(), time.process_time()
+        finally:
+            node.stop()
+            stop.set()
+            spinner.join(timeout=2.0)
+            spin.shutdown()
+            node.destroy_node()
+    return (t1 - t0) / (w1 - w0), (t1 - t0) / (c1 - c0)
 
 
 def listen() -> int:
@@ -324,7 +343,7 @@ def run_soft(robot: str, seconds: float) -> int:
     """Real-time factors with and without the soft cube, raw and through the bridge."""
     measures = {
         "raw mj_step": lambda soft: raw_rtf(robot, seconds, soft)[0],
-        "sim bridge": lambda soft: bridge_rtf(robot, seconds, soft),
+        "sim bridge": lambda soft: bridge_rtf(robot, seconds, soft)[0],
     }
     ratio = 0.0
     for where, measure in measures.items():
@@ -358,16 +377,21 @@ def run(args: argparse.Namespace) -> int:
     if args.object == "soft_cube":
         return run_soft(args.robot, args.seconds)
     counts = [0] if args.no_listener else sorted({0, *listener_counts(args.listeners)})
+    if args.seconds <= 0 or args.warm_up < 0:
+        raise InvalidInput(
+            f"--seconds must be > 0 and --warm-up >= 0, got {args.seconds}, {args.warm_up}"
+        )
     if args.rounds < 1:
         raise InvalidInput(f"--rounds must be at least 1, got {args.rounds}")
     prefix = shlex.split(args.listener_prefix)
     tried = levers(args.executor)[: None if args.levers else 1]
     total = len(tried) * len(counts) * args.rounds
-    eta = (total + 2) * (args.seconds + WARM_UP + 0.5)
+    eta = (total + 2) * (args.seconds + args.warm_up + 0.5)
     print(f"{total} bridge runs + 2 raw, about {eta:.0f} s", file=sys.stderr, flush=True)
-    raw_before, steps = raw_rtf(args.robot, args.seconds)
+    raw_before, steps, cpu_before = raw_rtf(args.robot, args.seconds)
     print(f"raw mj_step ({args.robot}): {steps} steps, real-time factor {raw_before:.1f}")
     rows: dict[str, dict[int, float]] = {lever.name: {} for lever in tried}
+    cpu_rows: dict[str, dict[int, float]] = {lever.name: {} for lever in tried}
     done = 0
     for rnd in range(args.rounds):  # interleaved, the best of each kept: load spikes only slow
         for lever in tried:
@@ -376,14 +400,26 @@ def run(args: argparse.Namespace) -> int:
                 step = f"[{done}/{total}] round {rnd + 1}: {lever.name}, {n} listeners"
                 print(step, file=sys.stderr, flush=True)
                 with listeners(n, prefix) as heard:
-                    rtf = bridge_rtf(args.robot, args.seconds, False, lever.executor, lever.params)
+                    rtf, per_cpu = bridge_rtf(
+                        args.robot,
+                        args.seconds,
+                        False,
+                        lever.executor,
+                        lever.params,
+                        args.warm_up,
+                        n,
+                    )
                 rows[lever.name][n] = max(rtf, rows[lever.name].get(n, 0.0))
+                cpu_rows[lever.name][n] = max(per_cpu, cpu_rows[lever.name].get(n, 0.0))
                 extra = f"; listeners' CPU {heard.cpu:.2f} cores" if n else ""
-                print(f"{lever.name}, {n} listeners: real-time factor {rtf:.1f}{extra}")
+                print(
+                    f"{lever.name}, {n} listeners: real-time factor {rtf:.1f}, "
+                    f"{per_cpu:.1f} sim s per CPU s{extra}"
+                )
                 for line in heard.lines[:1]:
                     print(f"  listener 1 of {n}: {line}")
-    raw_after, _ = raw_rtf(args.robot, args.seconds)
-    raw = 0.5 * (raw_before + raw_after)
+    raw_after, _, cpu_after = raw_rtf(args.robot, args.seconds)
+    raw, raw_cpu = 0.5 * (raw_before + raw_after), 0.5 * (cpu_before + cpu_after)
     print(
         f"raw mj_step again: real-time factor {raw_after:.1f} "
         f"(baseline = mean {raw:.1f}, drift {100 * (raw_after / raw_before - 1):+.1f} %)"
@@ -393,6 +429,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nsim bridge real-time factor / raw mj_step ({args.robot}, {where}{best}):\n")
     print("\n".join(_table(rows, counts, raw)) + "\n")
     print("(in brackets: over the same lever with no listener)\n")
+    print("the same in CPU time: sim seconds per CPU second of the bridge / of raw mj_step\n")
+    print("\n".join(_table(cpu_rows, counts, raw_cpu)) + "\n")
     ratio = rows[tried[0].name][0] / raw
     if args.robot == "so101":
         print(f"target for the SO-101: >= 0.5 of raw; {'met' if ratio >= 0.5 else 'NOT met'}")
