@@ -32,6 +32,11 @@ def test_listener_option_runs_and_reports(ros_domain: int) -> None:
     heard = re.search(r"received clock (\d+), joint_states (\d+), tracking_error (\d+)", out)
     assert heard is not None, out
     assert all(int(n) > 0 for n in heard.groups()), heard.group(0)
+    # contact markers at most markers.max_wall_rate (30 Hz wall) while it listened, +1 for the
+    # first; uncapped they would come at markers_rate (10 Hz sim) x the real-time factor (> 3)
+    markers = re.search(r"in (\d+\.\d+) s; received .*contact_markers (\d+)", out)
+    assert markers is not None, out
+    assert int(markers.group(2)) <= 30.0 * float(markers.group(1)) + 1, markers.group(0)
     assert re.search(r"listeners' CPU \d+\.\d\d cores", out), out
     # the table: a column per listener count (0, the baseline, always), a ratio to raw in each
     row = re.search(r"^\| product defaults \(single executor\) \| (.+) \|$", out, re.M)

@@ -80,6 +80,7 @@ def levers(executor: str) -> list[Lever]:
         Lever(f"product defaults ({executor} executor)", executor),
         *(Lever(f"{kind} executor", kind) for kind in EXECUTORS if kind != executor),
         Lever("markers at 0 (off)", executor, ("markers_rate:=0.0",)),
+        Lever("markers uncapped (max_wall_rate 0)", executor, ("markers.max_wall_rate:=0.0",)),
         Lever(
             "monitoring at 5 Hz (tracking_error, cube_pose)",
             executor,
@@ -287,6 +288,7 @@ def listen() -> int:
         for kind, topic, key, qos in streams:
             node.create_subscription(kind, topic, count(key), qos, raw=True)
         print("listening", flush=True)
+        start = time.monotonic()
         try:
             rclpy.spin(node)
         except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException, RuntimeError):
@@ -294,7 +296,8 @@ def listen() -> int:
         finally:
             cpu = os.times()
             got = ", ".join(f"{k} {v}" for k, v in counts.items())
-            print(f"cpu {cpu.user + cpu.system:.2f} s; received {got}", flush=True)
+            alive = time.monotonic() - start
+            print(f"cpu {cpu.user + cpu.system:.2f} s in {alive:.2f} s; received {got}", flush=True)
     return 0
 
 
