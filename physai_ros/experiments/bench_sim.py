@@ -257,6 +257,7 @@ def listen() -> int:
     from visualization_msgs.msg import MarkerArray
 
     from physai_ros import interfaces as names
+    from physai_ros.nodes._common import use_dds_profile
 
     counts = dict.fromkeys(LISTEN_TOPICS, 0)
 
@@ -280,24 +281,23 @@ def listen() -> int:
         (WrenchStamped, f"{names.JAW_CONTACT_PREFIX}/{jaw}", "jaw_contact", 10)
         for jaw in ("fixed_jaw", "moving_jaw", "left_finger", "right_finger")
     ]
-    from physai_ros.nodes._common import use_dds_profile
-
     use_dds_profile()
     with rclpy.init():
         node = rclpy.create_node(f"bench_sim_listener_{os.getpid()}")
         for kind, topic, key, qos in streams:
             node.create_subscription(kind, topic, count(key), qos, raw=True)
         print("listening", flush=True)
-        start = time.monotonic()
+        start, before = time.monotonic(), os.times()  # from here: not the imports' CPU
         try:
             rclpy.spin(node)
         except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException, RuntimeError):
             pass  # SIGINT may land inside a callback conversion: stopping is all we want
         finally:
             cpu = os.times()
+            used = cpu.user + cpu.system - before.user - before.system
             got = ", ".join(f"{k} {v}" for k, v in counts.items())
             alive = time.monotonic() - start
-            print(f"cpu {cpu.user + cpu.system:.2f} s in {alive:.2f} s; received {got}", flush=True)
+            print(f"cpu {used:.2f} s in {alive:.2f} s; received {got}", flush=True)
     return 0
 
 
@@ -305,7 +305,7 @@ def listen() -> int:
 class Heard:
     """What the listener processes of one measurement reported."""
 
-    cpu: float = 0.0  # [cores] their CPU time over their wall time, summed
+    cpu: float = 0.0  # [cores] their CPU time over the time they listened, summed
     lines: list[str] = field(default_factory=list)
 
 
@@ -319,14 +319,12 @@ def listeners(count: int, prefix: Sequence[str] = ()) -> Iterator[Heard]:
         subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
         for _ in range(count)
     ]
-    wall = time.monotonic()
     try:
         for proc in procs:
             if proc.stdout.readline().strip() != "listening":
                 raise RuntimeError(f"listener {' '.join(cmd)} did not start")
         yield heard
     finally:
-        wall = time.monotonic() - wall
         for proc in procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGINT)
@@ -337,9 +335,9 @@ def listeners(count: int, prefix: Sequence[str] = ()) -> Iterator[Heard]:
                 os.killpg(proc.pid, signal.SIGKILL)
                 out, _ = proc.communicate()
             heard.lines.append(out.strip())
-            words = out.split()
-            if len(words) > 1 and words[0] == "cpu":
-                heard.cpu += float(words[1]) / wall
+            words = out.split()  # "cpu <s> s in <s> s; received ..."
+            if len(words) > 4 and words[0] == "cpu":
+                heard.cpu += float(words[1]) / max(float(words[4]), 1e-3)
 
 
 def run_soft(robot: str, seconds: float) -> int:
