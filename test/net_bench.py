@@ -9,6 +9,11 @@ Run the sweep (root; ``ip`` and ``iptables``)::
 
 It prints, per loss level, how many picks held, ended otherwise with an outcome (its reason),
 or hung (no outcome within the timeout).
+
+Many listeners across the link (issue 15 item 4): ``physai bench sim`` on host A, its listener
+processes on host B (``--listener-prefix 'ip netns exec <B>'``), every sample crossing the veth::
+
+    python test/net_bench.py --listeners 1,3 [--seconds 5] [--levers]
 """
 
 from __future__ import annotations
@@ -91,17 +96,39 @@ def sweep(losses: list[float], picks: int, domain: int, keep: Path) -> list[str]
     return lines
 
 
+def listeners_across(counts: str, seconds: float, levers: bool, domain: int) -> int:
+    """``physai bench sim --listeners counts`` with the bridge on host A and the listeners on
+    host B; its table goes to stdout. Returns its exit code."""
+    with netns.two_hosts(domain) as (a, b):
+        cmd = a.command(
+            sys.executable, "-m", "physai_ros.cli", "bench", "sim",
+            "--listeners", counts, "--seconds", str(seconds),
+            "--listener-prefix", " ".join(b.command()),
+            *(["--levers"] if levers else []),
+        )  # fmt: skip
+        return subprocess.run(cmd, env=a.env(), timeout=3600).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--loss", type=float, nargs="+", default=[5.0, 10.0, 20.0], help="[%%]")
     parser.add_argument("--picks", type=int, default=10, help="picks per loss level")
     parser.add_argument("--domain", type=int, default=77, help="ROS_DOMAIN_ID of the hosts")
     parser.add_argument("--keep", type=Path, default=None, help="keep the logs here")
+    parser.add_argument(
+        "--listeners",
+        default="",
+        help="instead of the sweep: bench sim with these listener counts (e.g. 1,3) on host B",
+    )
+    parser.add_argument("--seconds", type=float, default=5.0, help="per bench sim case [s]")
+    parser.add_argument("--levers", action="store_true", help="bench sim --levers across")
     args = parser.parse_args(argv)
     missing = netns.missing_tools()
     if missing:
         print(f"needs {missing}", file=sys.stderr)
         return 2
+    if args.listeners:
+        return listeners_across(args.listeners, args.seconds, args.levers, args.domain)
     with tempfile.TemporaryDirectory(prefix="physai-net-") as tmp:
         lines = sweep(args.loss, args.picks, args.domain, args.keep or Path(tmp))
     print("\n".join(lines))

@@ -133,6 +133,12 @@ PARAMETERS = {  # name: (description with units, (min, max) or None, read_only)
     "markers.force_scale": ("force arrow length per newton [m/N]", (0.0, 1.0), True),
     "markers.cone_height": ("drawn friction cone height [m]", (0.0, 1.0), True),
     "markers.cone_segments": ("triangles per friction cone", (3, 64), True),
+    "markers.max_wall_rate": (
+        "most contact_markers per WALL second, whatever the sim rate (RViz draws no faster); "
+        "0 = no cap [Hz wall]",
+        (0.0, 1000.0),
+        True,
+    ),
     **FRANKA_PARAMETERS,
 } | {f"{s}_rate": (f"{s} rate [Hz sim time]; 0 = off", (0.0, 1000.0), True) for s in STREAMS}
 
@@ -189,6 +195,9 @@ class SimBridge(Node):
         self.marker_cfg = {
             k: p[f"markers.{k}"] for k in ("force_scale", "cone_height", "cone_segments")
         }
+        cap = p["markers.max_wall_rate"]
+        self.marker_gap = 1.0 / cap if cap > 0 else 0.0  # [s wall] between two marker sends
+        self.marker_next = 0.0  # [s wall, monotonic] the next marker send allowed
         try:
             soft = declare_soft_object(self, robot)
             self.sim = MujocoSim(
@@ -483,9 +492,14 @@ class SimBridge(Node):
             self._send(out)
 
     def _pub_markers(self) -> None:
-        if self.pub["markers"].get_subscription_count():  # RViz only: skip the work otherwise
-            markers = contact_markers(self.sim.contact_points(), self.marker_cfg, stamp(self.now))
-            self.outbox.append((self.pub["markers"], markers))
+        """Only while subscribed (RViz) and at most ``markers.max_wall_rate`` per wall second:
+        the one stream still built as Python messages, and a display shows no more."""
+        wall = time.monotonic()
+        if wall < self.marker_next or not self.pub["markers"].get_subscription_count():
+            return
+        self.marker_next = wall + self.marker_gap
+        markers = contact_markers(self.sim.contact_points(), self.marker_cfg, stamp(self.now))
+        self.outbox.append((self.pub["markers"], markers))
 
     # ------------------------------------------------------------------ reset
     def _on_reset(self, _request, response):

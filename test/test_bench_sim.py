@@ -1,0 +1,47 @@
+"""``physai bench sim --listeners``: the listener processes start, receive the bridge's streams,
+and the table reports every listener count (issue 15 item 4). One short run; the measurements
+themselves are a benchmark (``physai bench sim --listeners 1,3 --levers``), not asserted here."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.dds
+
+
+def test_listener_option_runs_and_reports(ros_domain: int) -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "physai_ros.cli",
+        "bench",
+        "sim",
+        "--seconds",
+        "0.5",
+        "--warm-up",
+        "0.5",
+    ]
+    result = subprocess.run([*cmd, "--listeners", "1"], capture_output=True, text=True, timeout=90)
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    # the listener process was subscribed and got the streams, reliable and best effort alike
+    heard = re.search(r"received clock (\d+), joint_states (\d+), tracking_error (\d+)", out)
+    assert heard is not None, out
+    assert all(int(n) > 0 for n in heard.groups()), heard.group(0)
+    # contact markers at most markers.max_wall_rate (30 Hz wall) while it listened, +1 for the
+    # first; uncapped they would come at markers_rate (10 Hz sim) x the real-time factor (> 3)
+    markers = re.search(r"in (\d+\.\d+) s; received .*contact_markers (\d+)", out)
+    assert markers is not None, out
+    assert int(markers.group(2)) <= 30.0 * float(markers.group(1)) + 1, markers.group(0)
+    assert re.search(r"listeners' CPU \d+\.\d\d cores", out), out
+    # the table: a column per listener count (0, the baseline, always), a ratio to raw in each
+    row = re.search(r"^\| product defaults \(single executor\) \| (.+) \|$", out, re.M)
+    assert "| lever | 0 listeners | 1 listener |" in out and row is not None, out
+    ratios = [float(cell.split()[0]) for cell in row.group(1).split(" | ")]
+    assert len(ratios) == 2 and all(0.0 < r < 5.0 for r in ratios), row.group(0)
+    last = out.strip().splitlines()[-1]
+    assert re.fullmatch(r"sim_bridge_vs_raw = \d+\.\d{3}", last), last
