@@ -5,7 +5,7 @@ Through the real-arm graph's driver process (``so101_bench.Bench``) and the byte
 emulated bus: the load arrives quantized as ``Present_Load`` (0.1 % of 2.94 N·m = 0.04 N per
 jaw) and the emulated gripper has the model's gear friction (0.052 N·m) and damping. Issue 14
 judges the SO-101's force-controlled squeeze within 25 % of target; the estimate must be well
-inside that (measured here: +1 % to +2 % at 0.3 to 0.6 N·m; in-process, +2 % to +4 %, see
+inside that (measured here: +1 % to +2.2 % at 0.3 to 0.6 N·m; in-process, +2 % to +4 %, see
 ``python -m physai_ros.backends.so101_jaw_lever``).
 """
 
@@ -62,7 +62,7 @@ def test_jaw_force_estimate_matches_the_emulator_truth_at_three_caps(tmp_path, r
         assert bench.get_state.wait_for_service(timeout_sec=90.0), bench.log()
         bench.wait_active()
         grip(cfg.jaw_open, CAPS[-1])
-        for target, seconds in ((pre, 2.0), (down, 0.8)):
+        for target, seconds in ((pre, 3.0), (down, 1.0)):
             result = bench.arm_result(bench.send_arm(target, seconds))
             assert result.status == GoalStatus.STATUS_SUCCEEDED, result.result.error_string
         rows = []
