@@ -39,7 +39,7 @@ def test_jaw_force_estimate_matches_the_emulator_truth_at_three_caps(tmp_path, r
     cfg = load_pick_config()
     physics = So101Physics({"cube_pos": [0.22, 0.0]})  # the emulator's scene: the grasp IK
     pre, down = grasp_pose(physics, "pre"), grasp_pose(physics, "down")
-    bench = Bench(tmp_path, ros_domain)
+    bench = Bench(tmp_path, ros_domain, driver={"reconnect_period": 0.3})  # autostart retries
     lock, estimates = threading.Lock(), []
 
     def on_jaw(msg: WrenchStamped) -> None:
