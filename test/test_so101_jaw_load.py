@@ -5,7 +5,7 @@ Through the real-arm graph's driver process (``so101_bench.Bench``) and the byte
 emulated bus: the load arrives quantized as ``Present_Load`` (0.1 % of 2.94 N·m = 0.04 N per
 jaw) and the emulated gripper has the model's gear friction (0.052 N·m) and damping. Issue 14
 judges the SO-101's force-controlled squeeze within 25 % of target; the estimate must be well
-inside that (measured here: +1 % to +2.2 % at 0.3 to 0.6 N·m; in-process, +2 % to +4 %, see
+inside that (measured here: +1 % to +7 % at 0.3 to 0.66 N·m; in-process, +1 % to +4 %, see
 ``python -m physai_ros.backends.so101_jaw_lever``).
 """
 
@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
 from conftest import require
-from control_msgs.action import GripperCommand
+from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import WrenchStamped
-from so101_bench import Bench
+from so101_bench import ARM, Bench, duration
+from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.backends.so101_jaw_lever import grasp_pose
@@ -30,9 +31,26 @@ from physai_ros.core.pick import load_pick_config
 pytestmark = pytest.mark.dds
 require("lerobot.motors")
 
-CAPS = (0.3, 0.45, 0.595)  # [N·m] GripperCommand max_effort; 0.595 = the driver's ceiling
+CAPS = (0.3, 0.45, 0.66)  # [N·m] GripperCommand max_effort; 0.66 = the driver's ceiling
 TOLERANCE = 0.10  # estimate vs truth, relative; the judged bar is 0.25
 WINDOW = 0.5  # [s] averaged after the grip settles
+
+
+def send_min_jerk(bench: Bench, target: np.ndarray, seconds: float, points: int = 20):
+    """A min-jerk move from the present arm pose (as the pick's phases): no velocity step at
+    the start that a P servo under gravity would trail far enough to be judged blocked."""
+    start = bench.arm_position()
+    goal = FollowJointTrajectory.Goal()
+    goal.trajectory.joint_names = ARM
+    for k in range(1, points + 1):
+        u = k / points
+        s = u**3 * (10.0 - 15.0 * u + 6.0 * u**2)
+        q = start + s * (np.asarray(target) - start)
+        goal.trajectory.points.append(
+            JointTrajectoryPoint(positions=q.tolist(), time_from_start=duration(u * seconds))
+        )
+    assert bench.arm.wait_for_server(timeout_sec=20.0)
+    return bench.result(bench.arm.send_goal_async(goal))
 
 
 def test_jaw_force_estimate_matches_the_emulator_truth_at_three_caps(tmp_path, ros_domain):
@@ -62,8 +80,9 @@ def test_jaw_force_estimate_matches_the_emulator_truth_at_three_caps(tmp_path, r
         assert bench.get_state.wait_for_service(timeout_sec=90.0), bench.log()
         bench.wait_active()
         grip(cfg.jaw_open, CAPS[-1])
-        for target, seconds in ((pre, 3.0), (down, 1.0)):
-            result = bench.arm_result(bench.send_arm(target, seconds))
+        # the pick's path and pace (min-jerk): home from the folded rest, above the cube, down
+        for target, seconds in ((np.zeros(5), 2.0), (pre, 1.5), (down, 1.0)):
+            result = bench.arm_result(send_min_jerk(bench, target, seconds))
             assert result.status == GoalStatus.STATUS_SUCCEEDED, result.result.error_string
         rows = []
         for cap in CAPS:  # rising squeeze, as a force-controlled close raises it

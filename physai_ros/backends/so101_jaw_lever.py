@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         description="SO-101 gripper load -> jaw force: lever and friction derived in the "
         "emulator's physics at the pick's grasp, and the driver's estimate against the truth.",
     )
-    parser.add_argument("--caps", type=float, nargs="+", default=[0.2, 0.3, 0.45, 0.595])
+    parser.add_argument("--caps", type=float, nargs="+", default=[0.2, 0.3, 0.45, 0.66])
     parser.add_argument("--moment-arm", type=float, default=jaw["moment_arm"])
     parser.add_argument("--friction-torque", type=float, default=jaw["friction_torque"])
     args = parser.parse_args(argv)
