@@ -44,7 +44,7 @@ def test_pick_torque_cap_is_the_servo_stall_torque():
 
 def test_pick_jaw_lever_is_the_driver_moment_arm():
     """The force close's capacity check (cap / lever) and the real driver's force estimate
-    (torque / moment arm) use the same lesson-16 lever."""
+    (torque / moment arm) use the same lever, the driver's calibration."""
     lever = load("pick.yaml")["/**"]["ros__parameters"]["so101"]["jaw_lever"]
     jaw = load("so101_driver.yaml")["/**"]["ros__parameters"]["jaw"]
     assert lever == jaw["moment_arm"]

@@ -23,7 +23,7 @@ from physai_ros.core.force_close import (
 )
 from physai_ros.errors import InvalidInput
 
-LEVER = 0.0738  # [m] the SO-101 jaw's, lesson 16
+LEVER = 0.0718  # [m] the SO-101 jaw's (config/so101_driver.yaml jaw.moment_arm)
 CAP = 2.94  # [N·m]
 DAMPING = 0.6  # [N·m·s/rad] the SO-101 jaw joint's
 KP = 998.0  # [N·m/rad] its position servo
@@ -105,7 +105,7 @@ def test_converges_within_tolerance_and_never_commands_more_than_needed(
 def test_rigid_cube_phases_take_the_times_the_plant_allows():
     """The rigid cube (K 3000) from open, target 8 N: the preshape at the cap (0.55 rad at
     2.94 / 0.6 = 4.9 rad/s: about 0.1 s), the contact crawl (from the preshape, where the jaw came
-    to rest, 0.11 rad at 1 N·0.0738 m / 0.6 = 0.12 rad/s: about 0.9 s), then squeeze steps of
+    to rest, 0.11 rad at 1 N·0.0718 m / 0.6 = 0.12 rad/s: about 0.9 s), then squeeze steps of
     0.1 s and the 0.3 s settle; under 2 s in all, inside the 4 s timeout."""
     close = ForceClose(params(8.0), 0.0)
     t, phases, plant = 0.0, {}, Plant(3000.0, LEVER)
@@ -181,8 +181,8 @@ def test_force_above_the_band_brings_the_effort_down():
 
 
 def test_target_above_capacity_aborts_before_anything_moves():
-    p = params(45.0)  # capacity 2.94 / 0.0738 = 39.84 N
-    assert "39.837" in capacity_fault(p)
+    p = params(45.0)  # capacity 2.94 / 0.0718 = 40.95 N
+    assert "40.947" in capacity_fault(p)
     close = ForceClose(p, 0.0)
     assert close.phase == "aborted" and "above what the gripper can apply" in close.reason
     assert close.update(0.01, OPEN, 0.0, (0.0, 0.0)) == "aborted"

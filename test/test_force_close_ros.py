@@ -29,12 +29,12 @@ def test_force_close_holds_at_its_target_and_refuses_one_beyond_the_cap(
 ):
     """Two users at once (one test: they share its wall time, CI's budget is tight).
 
-    ``ros2 launch … sim:=true params_file:=…``, target 8 N per jaw (a fifth of the 39.8 N the
+    ``ros2 launch … sim:=true params_file:=…``, target 8 N per jaw (a fifth of the 40.9 N the
     cap gives): held (the robot's verdict and a fresh cube pose agree), the final squeeze per
     jaw within 15 %, never above the band while closing.
 
     ``ros2 run physai_ros pick --ros-args --params-file …`` in namespace ``/bad``, target 45 N,
-    above the 2.94 N m / 0.0738 m = 39.8 N the cap can apply: that pick says so as soon as it
+    above the 2.94 N m / 0.0718 m = 40.9 N the cap can apply: that pick says so as soon as it
     starts (aborted, the reason naming the capacity), before any robot could be commanded (none
     answers in its namespace): its close never ran."""
     target, log, bad_log = 8.0, tmp_path / "log", tmp_path / "bad.log"
@@ -48,7 +48,7 @@ def test_force_close_holds_at_its_target_and_refuses_one_beyond_the_cap(
     assert refused is not None, bad_log.read_text()[-3000:]
     assert refused["outcome"] == "aborted" and refused["state"] == "aborted", refused
     assert "above what the gripper can apply" in refused["abort_reason"], refused
-    assert "39.837 N" in refused["abort_reason"], refused
+    assert "40.947 N" in refused["abort_reason"], refused
     assert refused["force"]["phase"] is None, refused
     assert refused["force"]["peak_while_closing_N"] == 0.0, refused
     assert refused["force"]["squeeze_per_jaw_N"] is None, refused

@@ -139,6 +139,7 @@ class Witness(NamedTuple):
     time: simulated time [s]; positions [rad], velocities [rad/s]: true joint state (JOINTS
     order); cube_pos [m], cube_quat (w, x, y, z): the cube in the world; gripper_site [m]: the
     world position between the jaw tips; cube_in_jaws: the cube touches both jaws;
+    jaw_normal: (fixed, moving) jaw's true normal force on the cube [N] (MuJoCo's contacts);
     torque_enabled: Torque_Enable per servo; powered: the servos have power; eprom_writes:
     write instructions persisted to any servo's EPROM since power-up of the emulator.
     """
@@ -150,6 +151,7 @@ class Witness(NamedTuple):
     cube_quat: np.ndarray
     gripper_site: np.ndarray
     cube_in_jaws: bool
+    jaw_normal: tuple[float, float]
     torque_enabled: tuple[bool, ...]
     powered: bool
     eprom_writes: int
@@ -332,6 +334,7 @@ class FeetechBusEmulator:
                 cube_quat=cube_quat,
                 gripper_site=p.gripper_site(),
                 cube_in_jaws=p.cube_in_jaws(),
+                jaw_normal=p.jaw_normal(),
                 torque_enabled=tuple(bool(s.get("Torque_Enable")) for s in self.servos),
                 powered=self.powered,
                 eprom_writes=sum(s.eprom_writes for s in self.servos),

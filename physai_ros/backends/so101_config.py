@@ -52,7 +52,16 @@ PARAMETERS = {  # name: (description with units, (min, max) or None, read_only)
     "jaw.load_fraction": ("contact: load at least this share of the limit", (0.01, 1.0), True),
     "jaw.min_load": ("contact: and at least [N m]", (0.0, 3.0), True),
     "jaw.confirm_time": ("contact: for this long [s]", (0.0, 5.0), True),
-    "jaw.moment_arm": ("jaw contact lever [m]: N = torque / lever", (0.001, 1.0), True),
+    "jaw.moment_arm": (
+        "jaw contact lever [m]: N = (torque - friction) / lever",
+        (0.001, 1.0),
+        True,
+    ),
+    "jaw.friction_torque": (
+        "gripper torque its gear friction takes at a stall [N m]",
+        (0.0, 1.0),
+        True,
+    ),
     "grasp.object_mass": ("object mass [kg]; 0 = unknown: no squeeze relief", (0.0, 10.0), False),
     "grasp.mu": ("jaw-object friction; 0 = unknown: no squeeze relief", (0.0, 5.0), False),
     "grasp.lift_accel": ("peak upward acceleration when lifting [m/s^2]", (0.0, 50.0), False),
@@ -119,6 +128,7 @@ def relax_torque(p: Mapping[str, Any]) -> float:
         p["grasp.lift_accel"],
         p["grasp.margin"],
         p["jaw.moment_arm"],
+        p["jaw.friction_torque"],
     )
     return max(torque, p["grasp.min_torque"])
 
@@ -132,6 +142,7 @@ def loop_settings(p: Mapping[str, Any]) -> LoopSettings:
         p["jaw.min_load"],
         p["jaw.confirm_time"],
         p["jaw.moment_arm"],
+        p["jaw.friction_torque"],
     )
     return LoopSettings(
         limit_margin=p["limit_margin"],

@@ -118,6 +118,11 @@ class So101Physics:
         """Whether the cube touches both jaws now (the physical success test's second half)."""
         return self.jaw_sensor.read(self.data).both_touch
 
+    def jaw_normal(self) -> tuple[float, float]:
+        """True normal force [N] of the (fixed, moving) jaw on the cube now."""
+        reading = self.jaw_sensor.read(self.data)
+        return reading.fixed_normal, reading.moving_normal
+
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
         """Put the box obstacle (half edge ``half_size`` [m]) at ``centre`` (world [m]); None
         parks it out of the way."""

@@ -17,7 +17,11 @@ It is released when the error falls below ``min_error / 2`` or the load below ha
 threshold (hysteresis, so the estimate does not chatter). A parallel gripper with one servo
 cannot tell the jaws apart: when the moving jaw presses with ``τ/r`` the fixed jaw pushes back
 just as hard (lesson 16: ``N1 + N2 = 2τ/r``), so both jaws get the same normal force estimate
-``N = τ_c / r_jaw``.
+``N = (τ_c - τ_f) / r_jaw`` (``jaw_normal``): ``r_jaw`` is the moment arm of the contact about
+the gripper axis, ``τ_f`` the part of the servo's torque its own gear friction takes while the
+jaw is stalled closing. Both are a calibration: derived from the model at the pick's grasp and
+checked against the emulator's true contact forces by ``physai_ros.backends.so101_jaw_lever``
+(docs/real_so101.md, "Jaw force calibration").
 
 Pure Python; thresholds come from ``config/so101_driver.yaml``.
 """
@@ -41,7 +45,8 @@ class JawModel:
     load_fraction: float = 0.6
     min_load_nm: float = 0.03
     confirm_time_s: float = 0.05
-    jaw_moment_arm_m: float = 0.0738
+    jaw_moment_arm_m: float = 0.0718
+    friction_torque_nm: float = 0.026
     closing_sign: float = -1.0  # closing decreases the joint angle
 
     def __post_init__(self) -> None:
@@ -49,6 +54,8 @@ class JawModel:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0.0):
                 raise InvalidInput(f"jaw model {name} must be > 0, got {value!r}")
+        if not (math.isfinite(self.friction_torque_nm) and self.friction_torque_nm >= 0.0):
+            raise InvalidInput(f"friction_torque_nm must be ≥ 0, got {self.friction_torque_nm!r}")
         if not 0.0 < self.load_fraction <= 1.0:
             raise InvalidInput(f"load_fraction must be in (0, 1], got {self.load_fraction!r}")
         if self.closing_sign not in (-1.0, 1.0):
@@ -62,6 +69,17 @@ class JawEstimate(NamedTuple):
     contact: bool
     normal_n: float
     closing_torque_nm: float
+
+
+def jaw_normal(closing_torque: float, model: JawModel) -> float:
+    """Normal force per jaw [N] of a jaw stalled on an object with ``closing_torque`` [N·m].
+
+    The stalled servo's torque goes into the contact (lever ``jaw_moment_arm_m``) and into its
+    own gear friction; friction opposed the closing and, once still, may hold anything between
+    0 and its full value, so ``friction_torque_nm`` is a midpoint and the error it leaves is
+    at most that torque over the lever.
+    """
+    return max(closing_torque - model.friction_torque_nm, 0.0) / model.jaw_moment_arm_m
 
 
 class JawContactEstimator:
@@ -105,18 +123,24 @@ class JawContactEstimator:
                 self.contact = self._pending >= m.confirm_time_s
             else:
                 self._pending = 0.0
-        normal = max(closing_torque, 0.0) / m.jaw_moment_arm_m if self.contact else 0.0
+        normal = jaw_normal(closing_torque, m) if self.contact else 0.0
         return JawEstimate(self.contact, normal, closing_torque)
 
 
 def least_squeeze_torque(
-    mass_kg: float, mu: float, lift_accel: float, margin: float, jaw_moment_arm_m: float
+    mass_kg: float,
+    mu: float,
+    lift_accel: float,
+    margin: float,
+    jaw_moment_arm_m: float,
+    friction_torque_nm: float = 0.0,
 ) -> float:
     """Smallest servo torque [N·m] whose squeeze still carries the object with ``margin``.
 
     Friction cone of an antipodal grip (``physai_ros.core.grasp``): it holds while
-    ``μ (N1 + N2) ≥ m (g + a)``; a stalled parallel jaw squeezes ``N1 + N2 = 2 τ / r``. So
-    ``τ = margin · m (g + a) r / (2 μ)``; the result is checked against ``cone_ratio``.
+    ``μ (N1 + N2) ≥ m (g + a)``; a stalled parallel jaw squeezes ``N1 + N2 = 2 (τ - τ_f) / r``
+    (``jaw_normal``). So ``τ = margin · m (g + a) r / (2 μ) + τ_f``; the result is checked
+    against ``cone_ratio``.
     """
     if not (math.isfinite(margin) and margin >= 1.0):
         raise InvalidInput(f"margin must be ≥ 1 (1 = exactly on the cone), got {margin!r}")
@@ -125,7 +149,7 @@ def least_squeeze_torque(
     if not (math.isfinite(mu) and mu > 0.0):
         raise InvalidInput(f"mu must be > 0, got {mu!r}")
     squeeze = margin * mass_kg * (G + lift_accel) / mu
-    torque = squeeze * jaw_moment_arm_m / 2.0
+    torque = squeeze * jaw_moment_arm_m / 2.0 + friction_torque_nm
     ratio = cone_ratio(mu, [squeeze / 2.0, squeeze / 2.0], mass_kg, accel=lift_accel)
     if not math.isclose(ratio, margin, rel_tol=1e-9):
         raise InvalidInput(f"squeeze {squeeze} N gives cone ratio {ratio}, not {margin}")

@@ -6,9 +6,10 @@ unchanged against it; only the serial port is emulated.
 
 What really happens is published for tests and for RViz as an independent witness, never as
 an input of the graph: ``~/true_cube_pose`` (PoseStamped, world) and ``~/witness`` (JSON: true
-joint angles, gripper site, cube pose, cube in both jaws, torque per servo, power, EPROM
-writes, error byte per servo). With ``mocap:=true`` the cube pose also goes to ``cube_pose``,
-as a motion-capture system beside a real arm would publish it.
+joint angles, gripper site, cube pose, cube in both jaws, each jaw's true normal force on the
+cube, torque per servo, power, EPROM writes, error byte per servo). With ``mocap:=true`` the
+cube pose also goes to ``cube_pose``, as a motion-capture system beside a real arm would publish
+it.
 
 Faults, set at run time with ``ros2 param set /so101_emulator <name> <value>``:
 ``port_connected`` (false = cable pulled), ``power`` (false = supply lost: servos silent and
@@ -174,6 +175,7 @@ class So101Emulator(Node):
             "cube_pos": w.cube_pos.tolist(),
             "gripper_site": w.gripper_site.tolist(),
             "cube_in_jaws": w.cube_in_jaws,
+            "jaw_normal": list(w.jaw_normal),
             "torque_enabled": list(w.torque_enabled),
             "powered": w.powered,
             "eprom_writes": w.eprom_writes,
