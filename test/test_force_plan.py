@@ -6,8 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from physai_ros.core.force_plan import PlanSource, plan_request, plan_source, planned_target
-from physai_ros.core.pick import load_pick_tree
+from physai_ros.core.force_plan import (
+    PlanSource,
+    plan_request,
+    plan_source,
+    planned_params,
+    planned_target,
+)
+from physai_ros.core.pick import force_params, load_pick_tree
 from physai_ros.errors import InvalidInput
 from physai_ros.models.scene import load_scene_config
 
@@ -69,3 +75,18 @@ def test_bad_plan_parameters_are_refused_with_the_name(section, match):
 def test_a_bad_size_is_refused():
     with pytest.raises(InvalidInput, match="size"):
         plan_request(PlanSource(source="planner"), load_scene_config(), 0.0)
+
+
+def test_a_planned_target_below_the_contact_force_is_refused_with_both_numbers():
+    """The rigid cube's plan (0.186 N per jaw, measured over ROS) is below the default 3 N
+    contact force: the force close's own check refuses it, naming the planned target."""
+    force = force_params(load_pick_tree())
+    with pytest.raises(InvalidInput, match=r"planned force target 0\.1856 N per jaw: contact"):
+        planned_params(force, True, "ok", [0.18558, 0.18558])
+    low = planned_params(
+        force_params({**load_pick_tree(), "force": {**load_pick_tree()["force"], "contact": 0.05}}),
+        True,
+        "ok",
+        [0.17, 0.18558],
+    )
+    assert low.target == 0.18558 and low.contact == 0.05

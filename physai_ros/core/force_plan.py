@@ -13,10 +13,12 @@ constants, which MuJoCo's rigid cube has not, and the planner's resolution from 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from physai_ros.core.force_close import ForceCloseParams
 from physai_ros.errors import InvalidInput
 
 SOURCES = ("parameter", "planner")
@@ -114,3 +116,15 @@ def planned_target(success: bool, message: str, force_targets: list[float]) -> f
     if not targets or not all(math.isfinite(v) and v > 0.0 for v in targets):
         raise InvalidInput(f"grasp planner gave no usable force targets: {targets}")
     return max(targets)
+
+
+def planned_params(
+    force: ForceCloseParams, success: bool, message: str, force_targets: list[float]
+) -> ForceCloseParams:
+    """The force close's parameters with the planned target; a plan the close cannot squeeze
+    to (``force.contact`` not below its band, ...) raises with the target and the reason."""
+    target = planned_target(success, message, force_targets)
+    try:
+        return dataclasses.replace(force, target=target)
+    except InvalidInput as exc:
+        raise InvalidInput(f"planned force target {target:.4f} N per jaw: {exc}") from exc

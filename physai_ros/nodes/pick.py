@@ -58,7 +58,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.core.force_close import capacity_fault
-from physai_ros.core.force_plan import NO_SERVICE, plan_request, plan_source, planned_target
+from physai_ros.core.force_plan import NO_SERVICE, plan_request, plan_source, planned_params
 from physai_ros.core.goal_chain import GoalChain
 from physai_ros.core.pick import (
     PickMachine,
@@ -361,11 +361,8 @@ class PickNode(Node):
             "request": self.plan_fields,
         }
         try:
-            target = planned_target(answer.success, answer.message, list(answer.force_targets))
-            try:  # the force close's own checks (force.contact below the band, ...)
-                force = dataclasses.replace(self.cfg.force, target=target)
-            except InvalidInput as exc:
-                raise InvalidInput(f"planned force target {target:.4f} N per jaw: {exc}") from exc
+            targets = list(answer.force_targets)
+            force = planned_params(self.cfg.force, answer.success, answer.message, targets)
         except InvalidInput as exc:
             self.refused = str(exc)
             self.refuse(self.refused)
@@ -374,7 +371,7 @@ class PickNode(Node):
         self.get_logger().info(
             f"planned force targets {self.plan['force_targets_N']} N "
             f"({self.plan['basis']}; simulated squeeze {self.plan['simulated_squeeze_N']} N): "
-            f"squeezing with {target:.4f} N per jaw"
+            f"squeezing with {force.target:.4f} N per jaw"
         )
         self.check_capacity()
 
