@@ -315,7 +315,12 @@ class PickNode(Node):
             self.ask_planner()
         elif self.cfg.force is not None:
             self.check_capacity()
-        self.get_logger().info("waiting for joint states, the cube and the controllers")
+        if self.plan_src.planned and self.cfg.force is None:
+            self.get_logger().warning(
+                "plan.source planner sets force.target: close_mode cap ignores it"
+            )
+        if self.refused is None:
+            self.get_logger().info("waiting for joint states, the cube and the controllers")
 
     def check_capacity(self) -> None:
         """Refuse a target beyond the cap before anything moves: say so, send nothing."""
