@@ -13,7 +13,10 @@ outcome on ``pick/outcome`` (latched JSON).
 ``physai_ros.core.force_close``, reading the jaw wrenches' magnitudes as the normal forces; each
 change of its jaw command (at most every ``force.update_period``) is a new ``GripperCommand``
 goal, and the outcome gains a ``force`` section (target, final squeeze per jaw, within
-tolerance, the peak seen while closing).
+tolerance, the peak seen while closing). With ``plan.source: planner`` the target is the
+largest of the ``plan_grasp`` service's force targets for the object (``physai_ros.core.
+force_plan``), asked once before the pick moves (an asynchronous call: the executor never
+blocks); no plan, or no answer within ``plan.timeout``, ends the pick aborted before it moves.
 
 Where the cube is: a fresh pose from TF when one is published, else ``cube_position`` (the
 position the user placed it at, a target, not a measurement). Whether it was held is judged by
@@ -30,6 +33,7 @@ it; the pick then publishes an aborted outcome naming the silence and sends no f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
@@ -41,6 +45,7 @@ from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
+from physai_ros_interfaces.srv import PlanGrasp
 from rclpy.action import ActionClient
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -53,6 +58,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.core.force_close import capacity_fault
+from physai_ros.core.force_plan import NO_SERVICE, plan_request, plan_source, planned_params
 from physai_ros.core.goal_chain import GoalChain
 from physai_ros.core.pick import (
     PickMachine,
@@ -63,8 +69,9 @@ from physai_ros.core.pick import (
     pick_config,
 )
 from physai_ros.core.pick_judge import RobotReading, final_verdict, pose_verdict, robot_verdict
-from physai_ros.errors import PhysaiError
+from physai_ros.errors import InvalidInput, PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
+from physai_ros.models.scene import load_scene_config
 from physai_ros.nodes._common import (
     declare_robot_params,
     declare_table,
@@ -144,6 +151,21 @@ PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, m
         True,
     ),
     "force.gain": ("fraction of the way to the target effort per change [-]", (0.01, 1.0), True),
+    "plan.source": (
+        "parameter: force.target | planner: the largest of plan_grasp's force targets",
+        None,
+        True,
+    ),
+    "plan.object": ("config/scene.yaml entry the object is: cube (rigid) | soft", None, True),
+    "plan.rigid_young": ("the planner's Young's modulus of the rigid cube [Pa]", (1.0, 1e12), True),
+    "plan.rigid_poisson": ("the planner's Poisson ratio of the rigid cube [-]", (0.0, 0.499), True),
+    "plan.spacing": (f"the planner's surface point spacing {M}", (1e-4, 0.1), True),
+    "plan.cells": ("the planner's lattice cells across the object", (3, 50), True),
+    "plan.timeout": (
+        "no plan_grasp answer this long after the node started: abort [s, wall]",
+        (0.1, 3600.0),
+        True,
+    ),
     "jaw_open": (f"gripper joint when open {RAD}", (-3.2, 3.2), True),
     "jaw_closed": (f"gripper joint target when closing (its stop) {RAD}", (-3.2, 3.2), True),
     "min_lift": (f"held: cube bottom at least this far above the table {M}", (0.0, 1.0), True),
@@ -207,6 +229,13 @@ class PickNode(Node):
             tree = load_pick_tree()
             p = declare_table(self, flatten(tree), PARAMETERS)
             self.cfg = pick_config(unflatten(p), robot)
+            self.plan_src = plan_source(unflatten(p))
+            planning = self.plan_src.planned and self.cfg.force is not None
+            self.plan_fields = (
+                plan_request(self.plan_src, load_scene_config(), p["cube_size"])
+                if planning
+                else None
+            )
         except PhysaiError as exc:
             raise SystemExit(f"pick: {exc}") from exc
         self.cap, self.world = p["jaw_torque_cap"], p["world_frame"]
@@ -276,11 +305,80 @@ class PickNode(Node):
         self.watchdog = self.create_timer(
             0.1, self.watch_silence, clock=Clock(clock_type=ClockType.STEADY_TIME)
         )
-        self.refused = None if self.cfg.force is None else capacity_fault(self.cfg.force)
-        if self.refused is not None:  # known before anything moves: say so, send nothing
+        self.plan: dict | None = None  # the planner's answer, for the outcome
+        self.refused: str | None = None
+        if self.plan_fields is not None:  # the target comes later: ask, then check capacity
+            self.planner = self.create_client(PlanGrasp, interfaces.PLAN_GRASP)
+            self.plan_future = None
+            self.plan_deadline = time.monotonic() + self.plan_src.timeout
+            self.get_logger().info(f"asking {interfaces.PLAN_GRASP} for the force target")
+            self.ask_planner()
+        elif self.cfg.force is not None:
+            self.check_capacity()
+        if self.plan_src.planned and self.cfg.force is None:
+            self.get_logger().warning(
+                "plan.source planner sets force.target: close_mode cap ignores it"
+            )
+        if self.refused is None:
+            self.get_logger().info("waiting for joint states, the cube and the controllers")
+
+    def check_capacity(self) -> None:
+        """Refuse a target beyond the cap before anything moves: say so, send nothing."""
+        self.refused = capacity_fault(self.cfg.force)
+        if self.refused is not None:
+            self.refuse(self.refused)
+
+    # --- the force target from the planner ----------------------------------------------
+    def planning(self) -> bool:
+        """Whether the pick still waits for its planned force target."""
+        return self.plan_fields is not None and self.plan is None and self.refused is None
+
+    def ask_planner(self) -> None:
+        """Send the plan request once the service is there; abort on the deadline (run from
+        the steady-clock watchdog too: it ticks without a sim clock)."""
+        if not self.planning():
+            return
+        if time.monotonic() > self.plan_deadline:
+            why = (
+                NO_SERVICE
+                if self.plan_future is None
+                else f"plan_grasp gave no answer within {self.plan_src.timeout:.1f} s"
+            )
+            self.refused = why
+            self.refuse(why)
+            return
+        if self.plan_future is None and self.planner.service_is_ready():
+            request = PlanGrasp.Request()
+            for name, value in self.plan_fields.items():
+                setattr(request, name, value)
+            self.plan_future = self.planner.call_async(request)
+            self.plan_future.add_done_callback(self.on_plan)
+
+    def on_plan(self, future) -> None:
+        if not self.planning():  # answered after the deadline: the pick already ended
+            return
+        answer = future.result()
+        self.plan = {
+            "force_targets_N": [round(v, 4) for v in answer.force_targets],
+            "basis": answer.force_target_basis,
+            "simulated_squeeze_N": [round(v, 4) for v in answer.simulated_squeeze],
+            "message": answer.message,
+            "request": self.plan_fields,
+        }
+        try:
+            targets = list(answer.force_targets)
+            force = planned_params(self.cfg.force, answer.success, answer.message, targets)
+        except InvalidInput as exc:
+            self.refused = str(exc)
             self.refuse(self.refused)
             return
-        self.get_logger().info("waiting for joint states, the cube and the controllers")
+        self.cfg = dataclasses.replace(self.cfg, force=force)
+        self.get_logger().info(
+            f"planned force targets {self.plan['force_targets_N']} N "
+            f"({self.plan['basis']}; simulated squeeze {self.plan['simulated_squeeze_N']} N): "
+            f"squeezing with {force.target:.4f} N per jaw"
+        )
+        self.check_capacity()
 
     # --- sensing -------------------------------------------------------------------------
     def on_joints(self, msg: JointState) -> None:
@@ -479,7 +577,7 @@ class PickNode(Node):
         self.send_phase(now, start)
 
     def tick(self) -> None:
-        if self.refused is not None:
+        if self.refused is not None or self.planning():
             return
         now = self.now()
         if self.machine is None:
@@ -543,6 +641,7 @@ class PickNode(Node):
 
     def watch_silence(self) -> None:
         """End a running pick whose robot has gone silent (see the module docstring)."""
+        self.ask_planner()
         machine = self.machine
         if machine is None:  # not started: say what it waits for, every WAITING_LOG_PERIOD
             wall = time.monotonic()
@@ -668,6 +767,8 @@ class PickNode(Node):
             "peak_while_closing_N": round(self.peak_force, 3),
             "effort_Nm": None if close is None else round(close.effort, 4),
             "phase": None if close is None else close.phase,
+            "source": self.plan_src.source,
+            "plan": self.plan,
         }
 
 

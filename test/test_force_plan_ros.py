@@ -1,0 +1,90 @@
+"""``plan.source: planner`` over ROS, as users run it: ``ros2 run physai_ros grasp_planner`` and
+``ros2 run physai_ros pick`` (separate processes, no robot: everything here is decided before
+the pick moves). Three picks share the planner: one whose object is too wide for the SO-101's
+jaws (the planner's reason ends it), one whose planned target is used and then found beyond a
+reduced jaw cap (the capacity check runs on the planned target), and one pointed at a service
+nobody serves."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from std_msgs.msg import String
+
+pytestmark = [pytest.mark.dds, pytest.mark.slow]
+
+CAP = 0.005  # [N m] a cap whose capacity (0.068 N per jaw) is below any plan of the 30 g cube
+# the rigid cube's plan is its friction floor, 0.19 N per jaw: the default 3 N contact force lies
+# above its band (the pick then refuses the plan with the force close's reason)
+CONTACT = {"force": "{contact: 0.05}"}
+
+
+def params(path: Path, **extra: str) -> Path:
+    """A user's params file: the force close, its target from the planner, plus ``extra``."""
+    lines = ["/**:", "  ros__parameters:", "    close_mode: force", "    plan:"]
+    lines += ["      source: planner", f"      timeout: {extra.pop('timeout', '60.0')}"]
+    lines += [f"      {k}: {v}" for k, v in extra.pop("plan", {}).items()]
+    lines += [f"    {k}: {v}" for k, v in extra.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_pick_takes_its_force_target_from_the_planner_or_aborts_with_its_reason(
+    ros2, ros_context, tmp_path
+):
+    ros2("run", "physai_ros", "grasp_planner", log=tmp_path / "planner.log")
+    picks = {
+        "wide": (params(tmp_path / "wide.yaml", cube_size="0.2", plan={"spacing": 0.02}), []),
+        "capped": (params(tmp_path / "capped.yaml", jaw_torque_cap=str(CAP), **CONTACT), []),
+        "alone": (params(tmp_path / "alone.yaml", timeout="2.0"), ["-r", "plan_grasp:=/none"]),
+    }
+    for ns, (path, remap) in picks.items():
+        remap = remap or ["-r", "plan_grasp:=/plan_grasp"]
+        args = ("--ros-args", "-r", f"__ns:=/{ns}", *remap, "--params-file", str(path))
+        ros2("run", "physai_ros", "pick", *args, log=tmp_path / f"{ns}.log")
+
+    node = rclpy.create_node("plan_force_watcher", context=ros_context)
+    outcomes: dict[str, dict] = {}
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    for ns in picks:
+        node.create_subscription(
+            String,
+            f"/{ns}/pick/outcome",
+            lambda m, n=ns: outcomes.update({n: json.loads(m.data)}),
+            latched,
+        )
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    end = time.monotonic() + 90.0
+    while len(outcomes) < len(picks) and time.monotonic() < end:
+        executor.spin_once(timeout_sec=0.1)
+    logs = {n: (tmp_path / f"{n}.log").read_text()[-1500:] for n in [*picks, "planner"]}
+    assert set(outcomes) == set(picks), "\n".join(f"--- {n}:\n{t}" for n, t in logs.items())
+
+    wide = outcomes["wide"]
+    assert wide["outcome"] == "aborted" and wide["robot"] is None, wide  # nothing moved
+    assert wide["reason"].startswith("grasp planner: no antipodal pair"), wide
+    assert "so101's opening" in wide["reason"], wide
+    assert wide["force"]["plan"]["force_targets_N"] == [], wide
+
+    capped = outcomes["capped"]
+    plan = capped["force"]["plan"]
+    assert capped["outcome"] == "aborted" and capped["robot"] is None, capped
+    assert len(plan["force_targets_N"]) == 2 and plan["basis"] in ("simulated", "friction floor")
+    # the target used is the largest planned one (rounded to 0.1 mN in the plan's record)
+    assert capped["force"]["target_N"] == pytest.approx(max(plan["force_targets_N"]), abs=1e-4)
+    assert capped["force"]["source"] == "planner" and len(plan["simulated_squeeze_N"]) == 2
+    assert f"force target {capped['force']['target_N']:.3f} N" in capped["reason"], capped
+    assert capped["force"]["capacity_N"] == pytest.approx(CAP / 0.0738, abs=1e-3), capped
+    print("planned pick outcome:", capped)  # the numbers, for the record (pytest -s)
+
+    alone = outcomes["alone"]
+    assert alone["outcome"] == "aborted" and alone["reason"] == "no plan_grasp service", alone
+    assert alone["force"]["plan"] is None, alone
+    node.destroy_node()
