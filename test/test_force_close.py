@@ -48,13 +48,17 @@ class Plant:
         return self.k * max(self.touch - self.q, 0.0) / self.lever
 
     def step(self, goal: float, effort: float) -> None:
-        """Linearly implicit Euler (the servo and a rigid object are far stiffer than b/DT)."""
+        """Linearly implicit Euler (the servo and a rigid object are far stiffer than b/DT). A
+        step that enters contact is implicit in the spring from the touch point on, as one in
+        contact is: explicit there, a stiff object would be overrun by up to the whole step."""
         pull = KP * (goal - self.q)
         servo = min(max(pull, -effort), effort)  # closing: negative
         gap = self.touch - self.q
         contact = self.k * max(gap, 0.0)  # opens the jaw
         slope = (KP if abs(pull) < effort else 0.0) + (self.k if gap > 0.0 else 0.0)
         self.speed = (servo + contact) / (DAMPING + DT * slope)
+        if gap <= 0.0 < gap - DT * self.speed:  # enters contact within the step
+            self.speed = (servo + self.k * gap) / (DAMPING + DT * (slope + self.k))
         self.q += DT * self.speed
 
 

@@ -17,9 +17,11 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 
+from physai_ros.core.pick import load_pick_tree
+
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
-CAP = 0.005  # [N m] a cap whose capacity (0.068 N per jaw) is below any plan of the 30 g cube
+CAP = 0.005  # [N m] a cap whose capacity (0.070 N per jaw) is below any plan of the 30 g cube
 # the rigid cube's plan is its friction floor, 0.19 N per jaw: the default 3 N contact force lies
 # above its band (the pick then refuses the plan with the force close's reason)
 CONTACT = {"force": "{contact: 0.05}"}
@@ -81,7 +83,9 @@ def test_the_pick_takes_its_force_target_from_the_planner_or_aborts_with_its_rea
     assert capped["force"]["target_N"] == pytest.approx(max(plan["force_targets_N"]), abs=1e-4)
     assert capped["force"]["source"] == "planner" and len(plan["simulated_squeeze_N"]) == 2
     assert f"force target {capped['force']['target_N']:.3f} N" in capped["reason"], capped
-    assert capped["force"]["capacity_N"] == pytest.approx(CAP / 0.0738, abs=1e-3), capped
+    assert capped["force"]["capacity_N"] == pytest.approx(
+        CAP / load_pick_tree()["so101"]["jaw_lever"], abs=1e-3
+    ), capped
     print("planned pick outcome:", capped)  # the numbers, for the record (pytest -s)
 
     alone = outcomes["alone"]
