@@ -67,6 +67,28 @@ START_TIMEOUT = 120.0  # [s wall] graph start-up + the pick up to the state (loa
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
+class Spinning:
+    """A test-side node spun on a thread of its own until ``close`` (which destroys it)."""
+
+    def __init__(self, context, node) -> None:
+        self.node = node
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(node)
+        self.running = True
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+        self.thread.start()
+
+    def _spin(self) -> None:
+        while self.running:
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(2.0)
+        self.executor.remove_node(self.node)
+        self.node.destroy_node()
+
+
 class Observer:
     """What a user's tools see of the pick graph, spun on a thread of its own."""
 
@@ -83,21 +105,10 @@ class Observer:
         node.create_subscription(JointState, interfaces.JOINT_STATES, self._joints, stream_qos(50))
         node.create_subscription(PoseStamped, interfaces.CUBE_POSE, self._cube, stream_qos(10))
         self.reset = node.create_client(Trigger, interfaces.SIM_RESET)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(node)
-        self.running = True
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while self.running:
-            self.executor.spin_once(timeout_sec=0.02)
+        self.spinning = Spinning(context, node)
 
     def close(self) -> None:
-        self.running = False
-        self.thread.join(2.0)
-        self.executor.remove_node(self.node)
-        self.node.destroy_node()
+        self.spinning.close()
 
     def _state(self, msg: String) -> None:
         with self.lock:
@@ -320,21 +331,10 @@ class TrajectoryClient:
             lambda m: self.speeds.append((time.monotonic(), max(abs(v) for v in m.velocity))),
             stream_qos(50),
         )
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.running = True
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while self.running:
-            self.executor.spin_once(timeout_sec=0.02)
+        self.spinning = Spinning(context, self.node)
 
     def close(self) -> None:
-        self.running = False
-        self.thread.join(2.0)
-        self.executor.remove_node(self.node)
-        self.node.destroy_node()
+        self.spinning.close()
 
     def speed(self, since: float) -> float | None:
         recent = [v for t, v in self.speeds if t >= since]
