@@ -151,16 +151,23 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["physai", *args], capture_output=True, text=True, timeout=120)
 
 
-def test_physai_help_on_every_subcommand():
+def test_physai_help_on_every_subcommand(capsys):
+    """The console script once (the entry point users type), then every leaf's --help through
+    the same main(): each process would import the same modules again, 3-4 s apiece."""
     top = cli("--help")
     assert top.returncode == 0 and "lesson" in top.stdout and "bringup" in top.stdout
-    from physai_ros.cli import build_parser
+    from physai_ros.cli import build_parser, main
+
+    def help_of(*args: str) -> str:
+        with pytest.raises(SystemExit) as done:
+            main([*args, "--help"])
+        assert done.value.code == 0, capsys.readouterr().err
+        return capsys.readouterr().out
 
     parser = build_parser()
     groups = {"lesson": "lesson", "bench": "area"}
     for command, dest in groups.items():
-        sub = cli(command, "--help")
-        assert sub.returncode == 0, sub.stderr
+        assert f"usage: physai {command}" in help_of(command)
         choices = next(
             a
             for a in parser._subparsers._group_actions[0]
@@ -169,13 +176,15 @@ def test_physai_help_on_every_subcommand():
             if a.dest == dest
         ).choices
         for name in choices:
-            leaf = cli(command, name, "--help")
-            assert leaf.returncode == 0 and "usage: physai" in leaf.stdout, leaf.stderr
-    assert cli("bringup", "--help").returncode == 0
+            assert f"usage: physai {command} {name}" in help_of(command, name)
+    assert "usage: physai bringup" in help_of("bringup")
 
 
 @pytest.mark.parametrize("bad", [["lesson", "99"], ["bench", "nothing"], ["bringup", "nothing"]])
-def test_physai_rejects_unknown_choices(bad):
-    result = cli(*bad)
-    assert result.returncode == 2
-    assert "invalid choice" in result.stderr
+def test_physai_rejects_unknown_choices(bad, capsys):
+    from physai_ros.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(bad)
+    assert done.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
