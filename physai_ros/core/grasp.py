@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 import numpy as np
-from scipy.stats import binomtest
 
 from physai_ros.errors import InvalidInput
 
@@ -121,6 +120,10 @@ def wilson(k: int, n: int, confidence: float = 0.95) -> Interval:
     zero-width interval; Wilson stays honest. Note SciPy's default method is "exact"
     (Clopper–Pearson, wider), so the method is named explicitly.
     """
+    # Imported here: scipy.stats takes about a second to import, and every node imports this
+    # module (for minjerk and the outcome test) without needing statistics.
+    from scipy.stats import binomtest
+
     if int(n) != n or n < 1 or int(k) != k or not 0 <= k <= n:
         raise InvalidInput(f"need integers 0 ≤ k ≤ n, n ≥ 1; got k={k!r}, n={n!r}")
     ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
