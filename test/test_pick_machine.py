@@ -128,13 +128,37 @@ def test_unreachable_cube_aborts_open_and_back_home():
 @pytest.mark.parametrize(
     ("pose", "stamp", "reason"), [(None, None, "missing"), (CUBE, -1.0, "stale")]
 )
-def test_missing_or_stale_cube_pose_aborts(pose, stamp, reason):
+def test_missing_or_stale_cube_pose_is_waited_for_at_rest_then_aborts(pose, stamp, reason):
     machine = PickMachine(CFG, linear_ik, HOME)
     t = 0.0
     while machine.state == "settle":
+        np.testing.assert_array_equal(machine.command(t).arm, HOME)  # nothing moves meanwhile
         t = round(t + DT, 9)
         machine.update(t, PickSensing(False, 0.0, pose, stamp))
     assert machine.state == "abort" and reason in machine.abort_reason
+    assert f"after waiting {CFG.pose_wait:g} s" in machine.abort_reason
+    assert t == pytest.approx(CFG.durations["settle"] + CFG.pose_wait, abs=DT)
+
+
+@pytest.mark.parametrize("late", [0.1, 1.9])  # [s] after the end of settle (pose_wait 2 s)
+def test_a_pose_that_comes_late_within_pose_wait_is_planned_from(late):
+    assert late < CFG.pose_wait
+    machine = PickMachine(CFG, linear_ik, HOME)
+    arrives = CFG.durations["settle"] + late
+    t = 0.0
+    while machine.state == "settle":
+        t = round(t + DT, 9)
+        fresh = t >= arrives
+        machine.update(t, PickSensing(False, 0.0, CUBE if fresh else None, t if fresh else None))
+    assert machine.state == "pre"
+    assert t == pytest.approx(arrives, abs=DT)
+    lift_to = np.array([0.0, 0.0, CFG.offsets["pre"]])
+    np.testing.assert_allclose(machine.poses["pre"][:3], 10.0 * (CUBE + lift_to))
+
+
+def test_negative_pose_wait_is_refused():
+    with pytest.raises(InvalidInput, match="pose_wait"):
+        dataclasses.replace(CFG, pose_wait=-1.0)
 
 
 def test_abort_mid_move_blends_from_where_the_arm_was():

@@ -58,6 +58,7 @@ class PickConfig:
     still_speed: float = 0.05
     still_time: float = 0.1
     pose_timeout: float = 0.5
+    pose_wait: float = 2.0
     jaw_open: float = 0.85
     jaw_closed: float = -0.17453
     min_lift: float = 0.04
@@ -95,6 +96,8 @@ class PickConfig:
         ):
             if getattr(self, key) <= 0.0:
                 raise InvalidInput(f"{key} must be > 0, got {getattr(self, key)!r}")
+        if not 0.0 <= self.pose_wait < math.inf:
+            raise InvalidInput(f"pose_wait must be >= 0 [s], got {self.pose_wait!r}")
 
 
 def load_pick_tree(path: str | Path | None = None) -> dict:
@@ -333,6 +336,11 @@ class PickMachine:
                 self._enter("lift", now)  # lift anyway; the outcome test will tell
         elif t >= self.durations[self.state] - 1e-9:
             if self.state == "settle":
+                if (
+                    not self._pose_fresh(now, sensed)
+                    and t < self.durations["settle"] + cfg.pose_wait
+                ):
+                    return self.state  # the arm rests at home: a late cube pose is waited for
                 self._plan(now, sensed)
                 if self.state == "abort":
                     return self.state
@@ -354,14 +362,27 @@ class PickMachine:
         if state == "close" and self.cfg.close_mode == "force":
             self.force_close = ForceClose(self.cfg.force, now)
 
+    def _pose_fresh(self, now: float, sensed: PickSensing) -> bool:
+        """Whether the cube pose is there and no older than ``pose_timeout``."""
+        return (
+            sensed.cube_pos is not None
+            and sensed.cube_stamp is not None
+            and now - sensed.cube_stamp <= self.cfg.pose_timeout
+        )
+
     def _plan(self, now: float, sensed: PickSensing) -> None:
-        """Solve pre/down/lift targets from the latest cube pose, or abort with the reason."""
+        """Solve pre/down/lift targets from the latest cube pose, or abort with the reason (after
+        ``pose_wait`` at rest for a fresh one: on a loaded machine a pose can come a few hundred
+        ms late, which is no reason to give up a pick that has not moved yet)."""
+        waited = f"after waiting {self.cfg.pose_wait:g} s for a fresh one"
         if sensed.cube_pos is None or sensed.cube_stamp is None:
-            self.abort(now, "cube pose missing")
+            self.abort(now, f"cube pose missing {waited}")
             return
         age = now - sensed.cube_stamp
         if age > self.cfg.pose_timeout:
-            self.abort(now, f"cube pose stale: {age:.3f} s old > {self.cfg.pose_timeout} s")
+            self.abort(
+                now, f"cube pose stale: {age:.3f} s old > {self.cfg.pose_timeout} s {waited}"
+            )
             return
         cube = np.asarray(sensed.cube_pos, dtype=float)
         q = self.poses["home"]

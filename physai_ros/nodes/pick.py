@@ -116,6 +116,11 @@ PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, m
     "still_speed": ("|jaw speed| below this counts as still [rad/s]", (0.0001, 10.0), True),
     "still_time": (f"touching and still this long = grip formed {S}", (0.001, 10.0), True),
     "pose_timeout": (f"a cube pose older than this is stale at planning {S}", (0.01, 10.0), True),
+    "pose_wait": (
+        f"at the end of settle, a missing or stale cube pose is waited for this long {S}",
+        (0.0, 60.0),
+        True,
+    ),
     "home_speed": ("peak joint speed of the move to home [rad/s]", (0.01, 5.0), True),
     "home_accel": ("peak joint acceleration of the move to home [rad/s^2]", (0.01, 50.0), True),
     **{
