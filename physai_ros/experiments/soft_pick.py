@@ -10,7 +10,9 @@ command and the step that acts on it (every jaw command counts as acknowledged),
 deterministic for a given model.
 
 The arm's servo targets are written directly each step (the bridge's trajectory controller
-follows the same min-jerk blend within 0.1 mrad), as lesson 16's runner does.
+follows the same min-jerk blend within 0.1 mrad), as lesson 16's runner does; the jaw gets the
+goals the pick node sends (each change of the machine's jaw command, and for the cap close one
+goal to ``jaw_closed``), each ramped by the bridge's servo ramp.
 """
 
 from __future__ import annotations
@@ -97,12 +99,16 @@ def run_soft_pick(sim: MujocoSim, cfg: PickConfig) -> SoftPickResult:
     warnings = [d.warning[w].number for w in _DIVERGED]
     machine = PickMachine(cfg, arm_ik(m, cfg), home, t0=d.time)
     idle = PickSensing()
+    # the jaw goals the pick node sends: the cap close is one goal to jaw_closed, which the
+    # bridge ramps (gripper_ramp_time = close_ramp), not the machine's per-step ramp
+    cap_close = cfg.close_mode == "cap"
     steps, peak, squeeze_close = 0, 0.0, math.nan
     holding = False  # a force close's grip: its law runs on through lift and hold
     while not machine.finished:
         cmd = machine.command(d.time)
         d.ctrl[arm_act] = cmd.arm
-        sim.drive_jaw(cmd.jaw, 0.0 if math.isnan(cmd.effort) else cmd.effort)
+        goal = cfg.jaw_closed if machine.state == "close" and cap_close else cmd.jaw
+        sim.drive_jaw(goal, 0.0 if math.isnan(cmd.effort) else cmd.effort)
         mujoco.mj_step(m, d)
         steps += 1
         if [d.warning[w].number for w in _DIVERGED] != warnings:  # MuJoCo reset the state
