@@ -127,3 +127,15 @@ def test_summary_and_verdict():
     assert f"> {STRAIN_LIMIT:g} at soft_count 3" in line
     assert "does not on E 200 kPa / 30 g (cap: crushed 7/10, lost 3/10)" in line
     assert "both fail on E 20 kPa / 30 g" in line
+
+
+def test_bad_arguments_are_refused_before_anything_runs():
+    import argparse
+
+    from physai_ros.errors import InvalidInput
+    from physai_ros.experiments.lesson_soft import add_arguments, run
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(InvalidInput, match="--jobs and --positions must be ≥ 1, got 1, 0"):
+        run(parser.parse_args(["--positions", "0"]))
