@@ -241,9 +241,9 @@ def verdict(stats: Sequence[SettingStats], limit: float = STRAIN_LIMIT) -> str:
         f"{'; '.join(wins) or 'no setting'}"
     ]
     if both:
-        sentences.append(f"both fail on {'; '.join(both)}")
+        sentences.append(f"Both fail on {'; '.join(both)}")
     if neither:
-        sentences.append(f"neither fails on {'; '.join(neither)}")
+        sentences.append(f"Neither fails on {'; '.join(neither)}")
     return ". ".join(sentences) + "."
 
 
