@@ -33,16 +33,19 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from scipy.stats import binomtest
 
 from physai_ros.graph import NodeSpec, pick_graph
 from physai_ros.models.scene import cube_world_pos, load_scene_config
 
 MODES = ("force", "cap")
-HALF_SQUARE = 0.01  # [m] positions in ±1 cm around the soft cube's place, as lesson 16's sweeps
+HALF_SQUARE = 0.01  # [m] positions in ±1 cm around the soft cube's place, as lesson 16's
+# sweeps; those the pick's IK cannot reach (the square's far corner, 24 cm out) are skipped
 SOFT_COUNT = 3  # the soft cube's resolution (vertices per edge): the strain limit's
 STRAIN_LIMIT = 0.25  # [m/m] largest edge strain at SOFT_COUNT (docs/force_close.md: why)
 BAND = 0.15  # accepted final squeeze: planned target · (1 ∓ BAND) (issue 14)
@@ -51,20 +54,52 @@ RIGID_AWAY = (0.22, -0.10)  # [m] the rigid cube, base frame: 18 cm from the sof
 TIMEOUT = 240.0  # [s wall] graph start + plan + pick on a loaded machine
 
 
-def positions(n: int, centre: tuple[float, float]) -> list[tuple[float, float]]:
-    """``n`` soft-cube centres (x, y) [m, base frame]: a deterministic low-discrepancy walk
-    (golden-ratio steps in x, √2 steps in y) over the ±HALF_SQUARE square around ``centre``,
-    so any first k runs spread over the square."""
+def positions(
+    n: int, centre: tuple[float, float], reachable: Callable[[float, float], bool]
+) -> list[tuple[float, float]]:
+    """The first ``n`` soft-cube centres (x, y) [m, base frame] that ``reachable`` accepts, of a
+    deterministic low-discrepancy walk (golden-ratio steps in x, √2 − 1 steps in y) over the
+    ±HALF_SQUARE square around ``centre``: any first k runs spread over the square."""
     if n < 1:
         raise ValueError(f"need at least one position, got {n}")
     golden, root2 = (math.sqrt(5.0) - 1.0) / 2.0, math.sqrt(2.0) - 1.0
-    return [
-        (
-            round(centre[0] + HALF_SQUARE * (2.0 * ((0.5 + i * golden) % 1.0) - 1.0), 4),
-            round(centre[1] + HALF_SQUARE * (2.0 * ((0.5 + i * root2) % 1.0) - 1.0), 4),
-        )
-        for i in range(n)
-    ]
+    found: list[tuple[float, float]] = []
+    for i in range(50 * n):
+        x = round(centre[0] + HALF_SQUARE * (2.0 * ((0.5 + i * golden) % 1.0) - 1.0), 4)
+        y = round(centre[1] + HALF_SQUARE * (2.0 * ((0.5 + i * root2) % 1.0) - 1.0), 4)
+        if reachable(x, y):
+            found.append((x, y))
+            if len(found) == n:
+                return found
+    raise ValueError(f"only {len(found)} of {50 * n} positions around {centre} are reachable")
+
+
+def pick_reach() -> Callable[[float, float], bool]:
+    """Whether the pick's own IK (its model, placement, offsets and tolerances) reaches the
+    pre, down and lift poses above a cube at (x, y) [m, base frame] from home, as the pick
+    plans them: a position it cannot reach would end every run "cube out of reach?"."""
+    from physai_ros.core.pick import arm_ik, load_pick_config
+    from physai_ros.models import load_robot_spec, place_robot
+
+    scene = load_scene_config()
+    placement = scene["robots"]["so101"]
+    size = float(scene["soft"]["size"])
+    cfg = load_pick_config()
+    spec = load_robot_spec("so101")
+    place_robot(spec, placement["base_pos"], placement["base_yaw_deg"])
+    ik = arm_ik(spec.compile(), cfg)
+
+    def reachable(x: float, y: float) -> bool:
+        world = cube_world_pos((x, y), size, placement["base_pos"], placement["base_yaw_deg"])
+        q = np.asarray(cfg.robot["home"], dtype=float)
+        for name in ("pre", "down", "lift"):
+            result = ik(world + np.array([0.0, 0.0, cfg.offsets[name]]), q)
+            if not result.converged:
+                return False
+            q = np.asarray(result.q, dtype=float)
+        return True
+
+    return reachable
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -333,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["ROS_DOMAIN_ID"] = str(args.domain)
     soft_pos = load_scene_config()["robots"]["so101"]["soft_pos"]
-    where = positions(args.runs, (float(soft_pos[0]), float(soft_pos[1])))
+    where = positions(args.runs, (float(soft_pos[0]), float(soft_pos[1])), pick_reach())
     jobs = [(mode, x, y) for x, y in where for mode in args.modes]  # modes interleaved
     load = os.getloadavg()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "

@@ -9,18 +9,24 @@ import pytest
 from force_bench import BAND, HALF_SQUARE, Run, parse, positions, table, wilson
 
 
-def test_positions_are_deterministic_distinct_and_inside_the_square():
+def test_positions_are_deterministic_distinct_reachable_and_inside_the_square():
     centre = (0.22, 0.08)
-    first = positions(10, centre)
-    assert first == positions(10, centre) and positions(3, centre) == first[:3]
-    assert len(set(first)) == 10
-    for x, y in first:
+    everywhere = positions(10, centre, lambda x, y: True)
+    assert everywhere == positions(10, centre, lambda x, y: True)
+    assert positions(3, centre, lambda x, y: True) == everywhere[:3]
+    assert len(set(everywhere)) == 10
+    for x, y in everywhere:
         assert abs(x - centre[0]) <= HALF_SQUARE + 1e-9 and abs(y - centre[1]) <= HALF_SQUARE + 1e-9
     # spread: both halves of the square in x and in y among the first ten
-    assert {x > centre[0] for x, _ in first} == {True, False}
-    assert {y > centre[1] for _, y in first} == {True, False}
+    assert {x > centre[0] for x, _ in everywhere} == {True, False}
+    assert {y > centre[1] for _, y in everywhere} == {True, False}
+    near = positions(10, centre, lambda x, y: math.hypot(x, y) < 0.238)  # skips the far corner
+    assert all(math.hypot(x, y) < 0.238 for x, y in near) and len(set(near)) == 10
+    assert set(near) - set(everywhere) and set(near) & set(everywhere)
     with pytest.raises(ValueError, match="at least one"):
-        positions(0, centre)
+        positions(0, centre, lambda x, y: True)
+    with pytest.raises(ValueError, match="reachable"):
+        positions(2, centre, lambda x, y: False)
 
 
 def test_wilson_interval_matches_the_closed_form():
