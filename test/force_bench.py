@@ -160,11 +160,11 @@ def _span(values: list[float], fmt: str = "{:.2f}") -> str:
 
 
 def table(runs: list[Run], strain_limit: float) -> str:
-    """The summary per mode (rates with Wilson 95 % intervals; median (min–max) of the
-    numbers), then every run, as markdown."""
+    """The summary per mode (rates with Wilson 95 % intervals over all runs; median (min–max)
+    of the held runs' numbers), then every run, as markdown."""
     lines = [
         f"| close | runs | pass (held, ±{BAND:.0%}, strain < {strain_limit}) | held | "
-        f"within ±{BAND:.0%} | target N/jaw | final squeeze N/jaw | error % | peak N/jaw | "
+        f"within ±{BAND:.0%} | target N/jaw | held: final squeeze N/jaw | error % | peak N/jaw | "
         "strain max | strain end | close s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -174,16 +174,18 @@ def table(runs: list[Run], strain_limit: float) -> str:
             continue
         n = len(rs)
         forced = mode == "force"
+        held = [r for r in rs if r.held]
         lines.append(
             f"| {mode} | {n} | "
             + (_rate(sum(r.passed(strain_limit) for r in rs), n) if forced else "–")
             + f" | {_rate(sum(r.held for r in rs), n)} | "
             + (_rate(sum(r.within for r in rs), n) if forced else "–")
-            + f" | {_span([r.target for r in rs], '{:.3f}')} | {_span([r.squeeze for r in rs])}"
-            + f" | {_span([100.0 * r.error for r in rs], '{:+.1f}')}"
-            + f" | {_span([r.peak for r in rs])} | {_span([r.strain_max for r in rs], '{:.3f}')}"
-            + f" | {_span([r.strain_end for r in rs], '{:.3f}')}"
-            + f" | {_span([r.close_s for r in rs])} |"
+            + f" | {_span([r.target for r in rs], '{:.3f}')} | {_span([r.squeeze for r in held])}"
+            + f" | {_span([100.0 * r.error for r in held], '{:+.1f}')}"
+            + f" | {_span([r.peak for r in held])}"
+            + f" | {_span([r.strain_max for r in held], '{:.3f}')}"
+            + f" | {_span([r.strain_end for r in held], '{:.3f}')}"
+            + f" | {_span([r.close_s for r in held])} |"
         )
     lines += [
         "",
@@ -327,7 +329,7 @@ def one_run(context, mode: str, x: float, y: float, log_dir: Path) -> Run:
         strain_max=watcher.strain_max,
         strain_end=watcher.strain_end,
         close_s=float(out.get("close_s") or math.nan),
-        reason=str(out.get("reason") or out.get("abort_reason") or ""),
+        reason=str(out.get("abort_reason") or out.get("reason") or ""),
     )
 
 

@@ -58,14 +58,17 @@ def test_the_table_gives_each_modes_rates_with_intervals_and_every_run():
     runs = [
         Run("force", 0.22, 0.08, "held", target=2.4, squeeze=2.3, peak=3.0, strain_max=0.13),
         Run("force", 0.21, 0.09, "aborted", target=2.4, reason="the force never settled"),
-        Run("cap", 0.22, 0.08, "dropped", squeeze=39.7, peak=81.0, strain_max=0.85),
+        Run("cap", 0.22, 0.08, "held", squeeze=39.7, peak=81.0, strain_max=0.85),
+        Run("cap", 0.21, 0.09, "dropped", squeeze=1.0, peak=80.0, strain_max=0.95),
     ]
     text = table(runs, 0.25)
     force_row = next(line for line in text.splitlines() if line.startswith("| force | 2 |"))
     assert "1/2 [0.09, 0.91]" in force_row  # pass, held and within: one of two
-    cap_row = next(line for line in text.splitlines() if line.startswith("| cap | 1 |"))
-    assert "0/1 [0.00, 0.79]" in cap_row and "39.70" in cap_row and "0.850" in cap_row
-    assert "the force never settled" in text and text.count("\n| ") == 6
+    cap_row = next(line for line in text.splitlines() if line.startswith("| cap | 2 |"))
+    # the numbers are the held runs' (the dropped one's 1.0 N and 0.95 strain are not)
+    assert "1/2 [0.09, 0.91]" in cap_row and "39.70 (39.70–39.70)" in cap_row, cap_row
+    assert "0.850 (0.850–0.850)" in cap_row and "0.95" not in cap_row, cap_row
+    assert "the force never settled" in text and text.count("\n| ") == 7
 
 
 @pytest.mark.parametrize("argv", [["--runs", "0"], ["--strain-limit", "1.5"]])
