@@ -202,9 +202,10 @@ def table(runs: list[Run], strain_limit: float) -> str:
     return "\n".join(lines)
 
 
-def graph(mode: str, x: float, y: float) -> list[NodeSpec]:
+def graph(mode: str, x: float, y: float, gain: float | None = None) -> list[NodeSpec]:
     """The user's pick graph with the soft cube at (x, y) [m, base frame], the pick pointed at
-    it; the force mode adds the planner and its parameters."""
+    it; the force mode adds the planner and its parameters (``gain``: force.gain, None = the
+    product's)."""
     scene = load_scene_config()
     placement = scene["robots"]["so101"]
     size = float(scene["soft"]["size"])
@@ -218,7 +219,7 @@ def graph(mode: str, x: float, y: float) -> list[NodeSpec]:
             if mode == "force":
                 spec.parameters.update(
                     close_mode="force",
-                    force={"contact": CONTACT},
+                    force={"contact": CONTACT} | ({} if gain is None else {"gain": gain}),
                     plan={"source": "planner", "object": "soft"},
                 )
     if mode == "force":
@@ -293,13 +294,15 @@ class Watcher:
         self.node.destroy_node()
 
 
-def one_run(context, mode: str, x: float, y: float, log_dir: Path) -> Run:
+def one_run(
+    context, mode: str, x: float, y: float, log_dir: Path, gain: float | None = None
+) -> Run:
     """Start the graph, watch until the outcome (or TIMEOUT), stop it; the run's numbers."""
     from physai_ros.bringup import start, stop
 
     log_dir.mkdir(parents=True, exist_ok=True)
     watcher = Watcher(context)
-    procs = start(graph(mode, x, y), log_dir)
+    procs = start(graph(mode, x, y, gain), log_dir)
     try:
         end = time.monotonic() + TIMEOUT
         while watcher.outcome is None and time.monotonic() < end:
@@ -341,9 +344,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--domain", type=int, default=79, help="ROS_DOMAIN_ID of the graphs")
     parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
     parser.add_argument("--json", type=Path, default=None, help="write every run's numbers here")
+    parser.add_argument(
+        "--gain",
+        type=float,
+        default=None,
+        help="force.gain of the force runs (default: pick.yaml's)",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs must be at least 1, got {args.runs}")
+    if args.gain is not None and not 0.0 < args.gain <= 1.0:
+        parser.error(f"--gain must be in (0, 1], got {args.gain}")
     if not 0.0 < args.strain_limit < 1.0:
         parser.error(f"--strain-limit must be in (0, 1), got {args.strain_limit}")
     return args
@@ -384,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         base = args.keep or Path(tmp)
         try:
             for i, (mode, x, y) in enumerate(jobs):
-                runs.append(one_run(context, mode, x, y, base / f"{i:02d}-{mode}"))
+                runs.append(one_run(context, mode, x, y, base / f"{i:02d}-{mode}", args.gain))
                 progress(i + 1, len(jobs), started, runs[-1])
                 if args.json is not None:
                     rows = [dict(vars(r), error=r.error) for r in runs]

@@ -71,7 +71,7 @@ def test_the_table_gives_each_modes_rates_with_intervals_and_every_run():
     assert "the force never settled" in text and text.count("\n| ") == 7
 
 
-@pytest.mark.parametrize("argv", [["--runs", "0"], ["--strain-limit", "1.5"]])
+@pytest.mark.parametrize("argv", [["--runs", "0"], ["--strain-limit", "1.5"], ["--gain", "0"]])
 def test_bad_arguments_are_refused(argv, capsys):
     with pytest.raises(SystemExit):
         parse(argv)
