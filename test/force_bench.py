@@ -114,7 +114,9 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 class Run:
     """One pick's numbers: mode, position [m], outcome, the target [N per jaw] (force runs),
     the final squeeze per jaw [N] (mean of the jaws), the largest jaw force from the close on
-    [N], the largest and the final edge strain [m/m], the close time [s sim] and the reason."""
+    [N], the largest and the final edge strain [m/m], how far the soft cube's centre of mass
+    rose [cm] (its own pose: the pick judges by the robot only), the close time [s sim] and
+    the reason."""
 
     mode: str
     x: float
@@ -125,6 +127,7 @@ class Run:
     peak: float = math.nan
     strain_max: float = math.nan
     strain_end: float = math.nan
+    lift_cm: float = math.nan
     close_s: float = math.nan
     reason: str = ""
 
@@ -165,8 +168,8 @@ def table(runs: list[Run], strain_limit: float) -> str:
     lines = [
         f"| close | runs | pass (held, ±{BAND:.0%}, strain < {strain_limit}) | held | "
         f"within ±{BAND:.0%} | target N/jaw | held: final squeeze N/jaw | error % | peak N/jaw | "
-        "strain max | strain end | close s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "strain max | strain end | cube COM rose cm (all runs) | close s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for mode in MODES:
         rs = [r for r in runs if r.mode == mode]
@@ -185,19 +188,21 @@ def table(runs: list[Run], strain_limit: float) -> str:
             + f" | {_span([r.peak for r in held])}"
             + f" | {_span([r.strain_max for r in held], '{:.3f}')}"
             + f" | {_span([r.strain_end for r in held], '{:.3f}')}"
+            + f" | {_span([r.lift_cm for r in rs])}"
             + f" | {_span([r.close_s for r in held])} |"
         )
     lines += [
         "",
         "| # | close | x, y [m] | outcome | final N/jaw | error % | peak N | strain max / end "
-        "| reason |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| COM rose cm | reason |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(runs):
         err = f"{100.0 * r.error:+.1f}" if math.isfinite(r.error) else "–"
         lines.append(
             f"| {i} | {r.mode} | {r.x:.4f}, {r.y:.4f} | {r.outcome} | {r.squeeze:.2f} | {err} | "
-            f"{r.peak:.2f} | {r.strain_max:.3f} / {r.strain_end:.3f} | {r.reason[:80]} |"
+            f"{r.peak:.2f} | {r.strain_max:.3f} / {r.strain_end:.3f} | {r.lift_cm:.2f} | "
+            f"{r.reason[:80]} |"
         )
     return "\n".join(lines)
 
@@ -233,7 +238,7 @@ class Watcher:
 
     def __init__(self, context) -> None:
         import rclpy
-        from geometry_msgs.msg import WrenchStamped
+        from geometry_msgs.msg import PoseStamped, WrenchStamped
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import Float64, String
@@ -245,6 +250,7 @@ class Watcher:
         self.outcome: dict | None = None
         self.closing = False
         self.strain_max, self.strain, self.strain_end = 0.0, math.nan, math.nan
+        self.z_rest, self.z, self.z_end = math.nan, math.nan, math.nan  # soft cube COM [m]
         self.jaw = {"fixed_jaw": 0.0, "moving_jaw": 0.0}
         self.peak = 0.0
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -252,6 +258,7 @@ class Watcher:
         sub(String, interfaces.PICK_OUTCOME, self.on_outcome, latched)
         sub(String, interfaces.PICK_STATE, self.on_state, latched)
         sub(Float64, interfaces.SOFT_OBJECT_STRAIN, self.on_strain, stream_qos(10))
+        sub(PoseStamped, interfaces.SOFT_OBJECT_POSE, self.on_pose, stream_qos(10))
         for jaw in self.jaw:
             sub(
                 WrenchStamped,
@@ -272,10 +279,15 @@ class Watcher:
     def on_outcome(self, msg) -> None:
         if self.outcome is None:
             self.outcome = json.loads(msg.data)
-            self.strain_end = self.strain
+            self.strain_end, self.z_end = self.strain, self.z
 
     def on_state(self, msg) -> None:
         self.closing = self.closing or msg.data == "close"
+
+    def on_pose(self, msg) -> None:
+        self.z = float(msg.pose.position.z)
+        if not self.closing:  # at rest until the close: the last pose before it
+            self.z_rest = self.z
 
     def on_strain(self, msg) -> None:
         self.strain = float(msg.data)
@@ -331,6 +343,7 @@ def one_run(
         peak=watcher.peak,
         strain_max=watcher.strain_max,
         strain_end=watcher.strain_end,
+        lift_cm=100.0 * (watcher.z_end - watcher.z_rest),
         close_s=float(out.get("close_s") or math.nan),
         reason=str(out.get("abort_reason") or out.get("reason") or ""),
     )

@@ -58,8 +58,8 @@ def test_the_table_gives_each_modes_rates_with_intervals_and_every_run():
     runs = [
         Run("force", 0.22, 0.08, "held", target=2.4, squeeze=2.3, peak=3.0, strain_max=0.13),
         Run("force", 0.21, 0.09, "aborted", target=2.4, reason="the force never settled"),
-        Run("cap", 0.22, 0.08, "held", squeeze=39.7, peak=81.0, strain_max=0.85),
-        Run("cap", 0.21, 0.09, "dropped", squeeze=1.0, peak=80.0, strain_max=0.95),
+        Run("cap", 0.22, 0.08, "held", squeeze=39.7, peak=81.0, strain_max=0.85, lift_cm=7.4),
+        Run("cap", 0.21, 0.09, "dropped", squeeze=1.0, peak=80.0, strain_max=0.95, lift_cm=0.1),
     ]
     text = table(runs, 0.25)
     force_row = next(line for line in text.splitlines() if line.startswith("| force | 2 |"))
@@ -68,6 +68,7 @@ def test_the_table_gives_each_modes_rates_with_intervals_and_every_run():
     # the numbers are the held runs' (the dropped one's 1.0 N and 0.95 strain are not)
     assert "1/2 [0.09, 0.91]" in cap_row and "39.70 (39.70–39.70)" in cap_row, cap_row
     assert "0.850 (0.850–0.850)" in cap_row and "0.95" not in cap_row, cap_row
+    assert "3.75 (0.10–7.40)" in cap_row, cap_row  # the cube's own lift: every run's
     assert "the force never settled" in text and text.count("\n| ") == 7
 
 
