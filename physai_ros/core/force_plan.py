@@ -2,8 +2,10 @@
 
 With ``plan.source: planner`` (config/pick.yaml) the pick asks ``plan_grasp`` for the object it
 picks before it moves, and squeezes with the largest planned force target (one servo drives both
-jaws of the SO-101, so they squeeze alike). Pure: the request is built from plain values, the
-answer judged from plain values; the pick node only copies message fields.
+jaws of the SO-101, so they squeeze alike), raised to the jaw's least controllable squeeze
+(``JawFloor``: from the jaw's dry friction, lever and the close's tolerance) when below it.
+Pure: the request is built from plain values, the answer judged from plain values; the pick
+node only copies message fields.
 
 Where each fact comes from (one place each): the object's mass, friction and, for the soft
 object, shape and material from ``config/scene.yaml`` (what the simulation builds); its size from
