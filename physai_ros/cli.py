@@ -1,6 +1,6 @@
 """``physai``: the user-facing command.
 
-    physai lesson 07|13|16 [...]   a lesson's tables as Markdown (CSV/PNG under --output)
+    physai lesson 07|13|16|soft [...]   a lesson's tables as Markdown (CSV/PNG under --output)
     physai bench <area> [...]      benchmark ratios measured in one run (last line: metric = value)
     physai bringup <graph> [...]   start a node graph where launch_ros is absent
     physai trials [...]            record pick trials (real or emulated arm) with Wilson intervals
@@ -25,6 +25,7 @@ LESSONS = {
     "07": ("physai_ros.experiments.lesson07", "rigid transforms and frame trees (SO-101)"),
     "13": ("physai_ros.experiments.lesson13", "trajectory generation within libfranka limits"),
     "16": ("physai_ros.experiments.lesson16", "grasping and the scripted pick (SO-101)"),
+    "soft": ("physai_ros.experiments.lesson_soft", "cap vs planned-force close on soft cubes"),
 }
 BENCHMARKS = {
     "tf": ("physai_ros.experiments.bench_tf", "TF node cost vs mj_kinematics"),

@@ -4,9 +4,15 @@ from the answer."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from physai_ros.core.force_plan import (
+    JawFloor,
     PlanSource,
     plan_request,
     plan_source,
@@ -15,7 +21,18 @@ from physai_ros.core.force_plan import (
 )
 from physai_ros.core.pick import force_params, load_pick_tree
 from physai_ros.errors import InvalidInput
+from physai_ros.models.loader import load_robot_spec
 from physai_ros.models.scene import load_scene_config
+
+NO_FLOOR = JawFloor(friction=0.0, lever=0.0718, tolerance=0.15)  # a frictionless jaw
+
+
+def so101_floor(tolerance: float = 0.15) -> JawFloor:
+    """The SO-101's floor as the pick node builds it: the model's jaw frictionloss, the pick's
+    lever."""
+    model = load_robot_spec("so101").compile()
+    friction = model.dof_frictionloss[model.jnt_dofadr[model.joint("gripper").id]]
+    return JawFloor(float(friction), load_pick_tree()["so101"]["jaw_lever"], tolerance)
 
 
 def test_the_shipped_config_keeps_the_parameter_source():
@@ -78,15 +95,67 @@ def test_a_bad_size_is_refused():
 
 
 def test_a_planned_target_below_the_contact_force_is_refused_with_both_numbers():
-    """The rigid cube's plan (0.186 N per jaw, measured over ROS) is below the default 3 N
-    contact force: the force close's own check refuses it, naming the planned target."""
+    """A plan below the default 3 N contact force: the force close's own check refuses it,
+    naming the planned target (here with a frictionless jaw: no raise)."""
     force = force_params(load_pick_tree())
     with pytest.raises(InvalidInput, match=r"planned force target 0\.1856 N per jaw: contact"):
-        planned_params(force, True, "ok", [0.18558, 0.18558])
+        planned_params(force, True, "ok", [0.18558, 0.18558], NO_FLOOR)
     low = planned_params(
         force_params({**load_pick_tree(), "force": {**load_pick_tree()["force"], "contact": 0.05}}),
         True,
         "ok",
         [0.17, 0.18558],
+        NO_FLOOR,
     )
-    assert low.target == 0.18558 and low.contact == 0.05
+    assert low.params.target == 0.18558 and low.params.contact == 0.05 and low.raised is None
+
+
+def test_the_so101_floor_is_its_model_friction_at_the_lever_over_twice_the_tolerance():
+    """0.052 N m of jaw frictionloss (the model's), lever 0.0718 m, tolerance 0.15: the
+    resolution limit 0.052 / (2 · 0.0718 · 0.15) = 2.414 N binds (the approach's 0.852 N not)."""
+    floor = so101_floor()
+    assert floor.friction == pytest.approx(0.052, abs=1e-12)
+    assert floor.force == pytest.approx(2.4141, abs=1e-4)
+    assert floor.approach == pytest.approx(0.052 / 0.0718 / 0.85, rel=1e-12)
+    assert "resolution" in floor.why and "2.414 N" in floor.why
+
+
+def test_the_rigid_cubes_plan_is_raised_to_the_floor_and_says_from_what_and_why():
+    """The 30 g cube's plan (0.186 N per jaw, measured over ROS) is raised to 2.414 N; with a
+    soft object's contact force (1.5 N) the close accepts it; with the default 3 N the refusal
+    names the raise."""
+    tree = load_pick_tree()
+    soft = force_params({**tree, "force": {**tree["force"], "contact": 1.5}})
+    params, raised = planned_params(soft, True, "ok", [0.17, 0.18558], so101_floor())
+    assert params.target == pytest.approx(2.4141, abs=1e-4)
+    assert raised["from_N"] == 0.1856 and raised["to_N"] == pytest.approx(2.4141, abs=1e-4)
+    assert raised["why"].startswith("below the jaw's least controllable squeeze 2.414 N")
+    with pytest.raises(InvalidInput, match=r"2\.4141 N per jaw \(raised from 0\.1856 N, below"):
+        planned_params(force_params(tree), True, "ok", [0.18558], so101_floor())
+    above = planned_params(force_params(tree), True, "ok", [7.9, 8.0], so101_floor())
+    assert above.params.target == 8.0 and above.raised is None  # a plan above it is kept
+
+
+@given(
+    target=st.floats(1e-3, 40.0),
+    friction=st.floats(0.0, 0.5),
+    lever=st.floats(0.01, 0.2),
+    tolerance=st.floats(0.01, 0.5),
+)
+def test_the_floored_target_is_the_larger_one_and_leaves_a_controllable_band(
+    target, friction, lever, tolerance
+):
+    """Law: the target used is max(planned, floor), raised exactly when the plan is below;
+    its band is at least as wide as the friction's uncertainty ±friction / (2 lever), and its
+    bottom lies above the least force that moves the jaw (friction / lever): a contact force
+    fits between them."""
+    floor = JawFloor(friction, lever, tolerance)
+    base = force_params(load_pick_tree())
+    force = dataclasses.replace(base, contact=1e-6, cap=1e6)
+    params, raised = planned_params(force, True, "ok", [target], floor)
+    assert params.target == max(target, floor.force)
+    assert (raised is not None) == (target < floor.force)
+    half_width = tolerance * params.target
+    assert half_width >= friction / (2.0 * lever) * (1 - 1e-12)
+    assert params.band[0] >= friction / lever * (1 - 1e-12)
+    assert math.isfinite(params.target)

@@ -2,8 +2,8 @@
 ``ros2 run physai_ros pick`` (separate processes, no robot: everything here is decided before
 the pick moves). Three picks share the planner: one whose object is too wide for the SO-101's
 jaws (the planner's reason ends it), one whose planned target is used and then found beyond a
-reduced jaw cap (the capacity check runs on the planned target), and one pointed at a service
-nobody serves."""
+reduced jaw cap (the capacity check runs on the planned target, after the plan was raised to
+the jaw's least controllable squeeze), and one pointed at a service nobody serves."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from physai_ros.core.pick import load_pick_tree
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
 CAP = 0.005  # [N m] a cap whose capacity (0.070 N per jaw) is below any plan of the 30 g cube
-# the rigid cube's plan is its friction floor, 0.19 N per jaw: the default 3 N contact force lies
-# above its band (the pick then refuses the plan with the force close's reason)
-CONTACT = {"force": "{contact: 0.05}"}
+# the rigid cube's plan (its friction floor, 0.19 N per jaw) is raised to the SO-101 jaw's least
+# controllable squeeze, 2.414 N; the default 3 N contact force lies above that band
+CONTACT = {"force": "{contact: 1.5}"}
+LEAST = 0.052 / (2 * 0.0718 * 0.15)  # [N] model frictionloss / (2 lever tolerance): 2.414 N
 
 
 def params(path: Path, **extra: str) -> Path:
@@ -79,8 +80,14 @@ def test_the_pick_takes_its_force_target_from_the_planner_or_aborts_with_its_rea
     plan = capped["force"]["plan"]
     assert capped["outcome"] == "aborted" and capped["robot"] is None, capped
     assert len(plan["force_targets_N"]) == 2 and plan["basis"] in ("simulated", "friction floor")
-    # the target used is the largest planned one (rounded to 0.1 mN in the plan's record)
-    assert capped["force"]["target_N"] == pytest.approx(max(plan["force_targets_N"]), abs=1e-4)
+    # the largest planned target (rounded to 0.1 mN in the record), below the jaw's least
+    # controllable squeeze, was raised to it: the outcome and the log say from what, to what, why
+    raised = plan["raised"]
+    assert raised["from_N"] == pytest.approx(max(plan["force_targets_N"]), abs=1e-4), raised
+    assert raised["from_N"] < 1.0 and raised["to_N"] == pytest.approx(LEAST, abs=1e-4), raised
+    assert capped["force"]["target_N"] == pytest.approx(LEAST, abs=1e-9), capped
+    assert raised["why"].startswith("below the jaw's least controllable squeeze 2.414 N"), raised
+    assert f"raised from {raised['from_N']} N: below the jaw's" in logs["capped"], logs["capped"]
     assert capped["force"]["source"] == "planner" and len(plan["simulated_squeeze_N"]) == 2
     assert f"force target {capped['force']['target_N']:.3f} N" in capped["reason"], capped
     assert capped["force"]["capacity_N"] == pytest.approx(

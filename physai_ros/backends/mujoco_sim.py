@@ -37,6 +37,7 @@ from physai_ros.core.controllers.gac import (
     GripperActionController,
     GripperEnd,
     gac_params,
+    goal_effort,
 )
 from physai_ros.core.controllers.jtc import GoalEnd, JointTrajectoryController, JtcParams
 from physai_ros.core.grasp import minjerk
@@ -443,6 +444,17 @@ class MujocoSim:
         else:
             self.data.ctrl[self._grip_act] = start + minjerk(u) * (target - start)
 
+    def drive_jaw(self, position: float, max_effort: float) -> None:
+        """Drive the jaw servo as a gripper goal (``position`` [rad | m], ``max_effort``
+        [N·m | N], 0 = the cap: ``goal_effort``) would, now: its force range and min-jerk
+        ramp, without the controller's goal bookkeeping. For in-process runners that step
+        MuJoCo themselves (``physai lesson soft``) and so squeeze exactly as the bridge
+        does; call it before every step."""
+        effort = goal_effort(max_effort, self._grip_default_cap)
+        if position != self._grip_target or effort != self._grip_effort:
+            self._command_gripper(position, effort)
+        self._ramp_gripper()
+
     @property
     def _busy(self) -> bool:
         """Whether the controllers need their cycle now (else MuJoCo may take a batch)."""
@@ -631,6 +643,15 @@ class MujocoSim:
             R = d.xmat[self._jaw_body[j]].reshape(3, 3)
             out[name] = Wrench(R.T @ sums[j, :3], R.T @ sums[j, 3:], counts[j])
         return out
+
+    def jaw_force_norms(self) -> np.ndarray:
+        """Per jaw (``jaw_names`` order): the magnitude [N] of its ``jaw_wrenches`` force, what
+        the pick reads as the jaw's normal force, without the torques (a crushed soft object
+        has a hundred jaw contacts, and the torque sums cost 20× the step)."""
+        sums = np.zeros((len(self.jaw_names), 3))
+        for j, _, force, _, _ in self._jaw_contact_forces(*self._jaw_hits()):
+            sums[j] += force
+        return np.linalg.norm(sums, axis=1)
 
     def contact_points(self) -> list[ContactPoint]:
         """Every pressing jaw contact, as the force the jaw applies (for markers)."""

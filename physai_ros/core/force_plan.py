@@ -2,8 +2,10 @@
 
 With ``plan.source: planner`` (config/pick.yaml) the pick asks ``plan_grasp`` for the object it
 picks before it moves, and squeezes with the largest planned force target (one servo drives both
-jaws of the SO-101, so they squeeze alike). Pure: the request is built from plain values, the
-answer judged from plain values; the pick node only copies message fields.
+jaws of the SO-101, so they squeeze alike), raised to the jaw's least controllable squeeze
+(``JawFloor``: from the jaw's dry friction, lever and the close's tolerance) when below it.
+Pure: the request is built from plain values, the answer judged from plain values; the pick
+node only copies message fields.
 
 Where each fact comes from (one place each): the object's mass, friction and, for the soft
 object, shape and material from ``config/scene.yaml`` (what the simulation builds); its size from
@@ -16,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from physai_ros.core.force_close import ForceCloseParams
 from physai_ros.errors import InvalidInput
@@ -118,13 +120,80 @@ def planned_target(success: bool, message: str, force_targets: list[float]) -> f
     return max(targets)
 
 
+@dataclass(frozen=True)
+class JawFloor:
+    """The least squeeze a jaw controls: friction [N·m], the jaw joint's dry friction (the
+    model's ``frictionloss``, what the simulation and the SO-101 driver's calibration use);
+    lever [m], normal force = torque / lever; tolerance [-], the close's band ±tolerance."""
+
+    friction: float
+    lever: float
+    tolerance: float
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.friction) and self.friction >= 0.0):
+            raise InvalidInput(f"jaw friction must be finite and >= 0 [N m], got {self.friction!r}")
+        if not (math.isfinite(self.lever) and self.lever > 0.0):
+            raise InvalidInput(f"jaw lever must be finite and > 0 [m], got {self.lever!r}")
+        if not 0.0 < self.tolerance < 1.0:
+            raise InvalidInput(f"tolerance must be in (0, 1), got {self.tolerance!r}")
+
+    @property
+    def resolution(self) -> float:
+        """[N] a stalled jaw's friction holds anything within ±friction of the servo's torque,
+        so the force a torque sets (and the driver's estimate, which takes friction / 2) is
+        known to ±friction / (2 lever) only: a band ±tolerance · N* narrower is not told apart."""
+        return self.friction / (2.0 * self.lever * self.tolerance)
+
+    @property
+    def approach(self) -> float:
+        """[N] the contact phase must move the jaw (force > friction / lever) and stay below
+        the band (force < N* · (1 − tolerance)): no target at or below this leaves room."""
+        return self.friction / (self.lever * (1.0 - self.tolerance))
+
+    @property
+    def force(self) -> float:
+        """[N per jaw] the least controllable squeeze: the larger of the two limits."""
+        return max(self.resolution, self.approach)
+
+    @property
+    def why(self) -> str:
+        """The floor with its numbers, for the log and the outcome."""
+        which = "resolution" if self.resolution >= self.approach else "approach"
+        return (
+            f"below the jaw's least controllable squeeze {self.force:.3f} N ({which}: jaw "
+            f"friction {self.friction:.4g} N m / (2 x lever {self.lever:.4g} m x tolerance "
+            f"{self.tolerance:g}) = {self.resolution:.3f} N; friction / (lever x (1 - "
+            f"tolerance)) = {self.approach:.3f} N)"
+        )
+
+
+class PlannedParams(NamedTuple):
+    """The force close's parameters from a plan; raised: {from_N, to_N, why} when the planned
+    target lay below the jaw's least controllable squeeze and was raised to it, else None."""
+
+    params: ForceCloseParams
+    raised: dict[str, Any] | None
+
+
 def planned_params(
-    force: ForceCloseParams, success: bool, message: str, force_targets: list[float]
-) -> ForceCloseParams:
-    """The force close's parameters with the planned target; a plan the close cannot squeeze
-    to (``force.contact`` not below its band, ...) raises with the target and the reason."""
+    force: ForceCloseParams,
+    success: bool,
+    message: str,
+    force_targets: list[float],
+    floor: JawFloor,
+) -> PlannedParams:
+    """The force close's parameters with the planned target, raised to ``floor.force`` if it
+    lies below (a squeeze the jaw cannot set or tell is no plan to execute: the planner's
+    friction floor of a light object is far below the SO-101's); a target the close cannot
+    squeeze to (``force.contact`` not below its band, ...) raises with the target and reason."""
     target = planned_target(success, message, force_targets)
+    raised = None
+    if target < floor.force:
+        raised = {"from_N": round(target, 4), "to_N": round(floor.force, 4), "why": floor.why}
+        target = floor.force
     try:
-        return dataclasses.replace(force, target=target)
+        return PlannedParams(dataclasses.replace(force, target=target), raised)
     except InvalidInput as exc:
-        raise InvalidInput(f"planned force target {target:.4f} N per jaw: {exc}") from exc
+        note = "" if raised is None else f" (raised from {raised['from_N']} N, {floor.why})"
+        raise InvalidInput(f"planned force target {target:.4f} N per jaw{note}: {exc}") from exc

@@ -58,7 +58,13 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.core.force_close import capacity_fault
-from physai_ros.core.force_plan import NO_SERVICE, plan_request, plan_source, planned_params
+from physai_ros.core.force_plan import (
+    NO_SERVICE,
+    JawFloor,
+    plan_request,
+    plan_source,
+    planned_params,
+)
 from physai_ros.core.goal_chain import GoalChain
 from physai_ros.core.pick import (
     PickMachine,
@@ -260,6 +266,11 @@ class PickNode(Node):
         self.fk_model, self.fk_data = model, mujoco.MjData(model)
         self.fk_site = model.site(str(rob["site"])).id
         self.fk_qadr = [model.jnt_qposadr[model.joint(j).id] for j in self.arm_joints]
+        # the jaw's dry friction lives in the model (what the sim steps, what the driver's
+        # calibration halves): a planned target below what it lets the jaw set is raised
+        self.jaw_friction = float(
+            model.dof_frictionloss[model.jnt_dofadr[model.joint(self.jaw_joint).id]]
+        )
 
         self.joints: dict[str, tuple[float, float]] = {}
         self.joints_stamp = -math.inf  # [s] when the last joint state was measured
@@ -369,19 +380,26 @@ class PickNode(Node):
             "simulated_squeeze_N": [round(v, 4) for v in answer.simulated_squeeze],
             "message": answer.message,
             "request": self.plan_fields,
+            "raised": None,  # {from_N, to_N, why}: the plan was below the jaw's least squeeze
         }
         try:
             targets = list(answer.force_targets)
-            force = planned_params(self.cfg.force, answer.success, answer.message, targets)
+            p = self.cfg.force
+            floor = JawFloor(self.jaw_friction, p.lever, p.tolerance)
+            force, raised = planned_params(p, answer.success, answer.message, targets, floor)
         except InvalidInput as exc:
             self.refused = str(exc)
             self.refuse(self.refused)
             return
+        self.plan["raised"] = raised
         self.cfg = dataclasses.replace(self.cfg, force=force)
+        raise_note = (
+            "" if raised is None else f" (raised from {raised['from_N']} N: {raised['why']})"
+        )
         self.get_logger().info(
             f"planned force targets {self.plan['force_targets_N']} N "
             f"({self.plan['basis']}; simulated squeeze {self.plan['simulated_squeeze_N']} N): "
-            f"squeezing with {force.target:.4f} N per jaw"
+            f"squeezing with {force.target:.4f} N per jaw{raise_note}"
         )
         self.check_capacity()
 

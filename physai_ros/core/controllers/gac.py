@@ -77,6 +77,14 @@ class GacParams:
                 raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
 
 
+def goal_effort(max_effort: float, default: float) -> float:
+    """The effort [N·m | N] a goal's ``max_effort`` sets (the sim writes it as the jaw actuator's
+    force range): itself when > 0, else ``default``, the controller's (the hardware's cap), as
+    ros2_controllers' GripperActionController reads 0. In-process runners that step MuJoCo
+    themselves call this too, so their jaw squeezes as over ROS."""
+    return float(max_effort) if max_effort > 0.0 else float(default)
+
+
 def gac_params(cfg: dict, joint: str, lower: float, upper: float, effort: float) -> GacParams:
     """From a ``gripper_controller`` section as YAML holds it; a ``max_effort`` of 0 (or none)
     means ``effort``, the hardware's own cap."""
@@ -175,7 +183,7 @@ class GripperActionController:
         self.target = float(position)
         self.max_speed = float(max_speed)
         self.setpoint = self.target if math.isinf(self.max_speed) else self.position
-        self.effort = float(max_effort) if max_effort > 0.0 else self.p.max_effort
+        self.effort = goal_effort(max_effort, self.p.max_effort)
         self.last_movement = self.updated = now
         return ends
 
