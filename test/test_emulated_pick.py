@@ -17,10 +17,16 @@ from pathlib import Path
 
 import pytest
 from conftest import require
+from control_msgs.action import GripperCommand
+from control_msgs.msg import GripperCommand as GripperCommandMsg
 from so101_bench import Bench
+from so101_force_bench import force_pick
+
+from physai_ros.bringup import start, stop
 
 require("lerobot.motors")
 pytestmark = [pytest.mark.slow, pytest.mark.dds]
+SOFT = (0.22, 0.08)  # [m] base frame: the soft cube beside the rigid one (config/scene.yaml)
 RECORDED = (
     "/joint_states",
     "/tf",
@@ -82,15 +88,50 @@ def test_trials_on_the_launched_graph_hold_agree_with_the_truth_and_record_bags(
     assert schemas["tf2_msgs/msg/TFMessage"] == "ros2msg"  # Foxglove decodes from these
 
 
-def test_a_published_cube_pose_is_used_and_named(tmp_path, ros_domain):
+def test_a_published_cube_pose_is_used_and_named_then_a_force_pick_holds_the_soft_cube(
+    tmp_path, ros_domain
+):
     """With motion capture (the emulator's true pose on cube_pose) the pick plans from it
-    and the outcome is judged by it -- and the robot's own verdict is reported beside."""
-    bench = Bench(tmp_path, ros_domain, pick=True, emulator={"mocap": True})
+    and the outcome is judged by it -- and the robot's own verdict is reported beside.
+
+    Then, in the same graph (issue 14: planned-force picks of the soft cube on the SO-101, one
+    representative run; ``test/so101_force_bench.py`` runs ten): the rigid cube let go, a pick
+    node as ``force_pick`` configures it squeezes the soft cube beside it (the emulator's
+    ``soft_object: cube``) to 2 N per jaw, measured by the driver's servo-load estimate. Held
+    (robot and truth: lifted ≥ 4 cm, in both jaws), the estimate and the emulator's true force
+    within issue 14's 25 % of the target (bench: +0 to +3 % and −10 to −18 %), the strain under
+    0.12 (bench: 0.075 to 0.079; the cap-based 0.3 N·m close strains it 0.14)."""
+    bench = Bench(tmp_path, ros_domain, pick=True, emulator={"mocap": True, "soft_object": "cube"})
     try:
         assert bench.wait(lambda: bench.outcome is not None, 120.0), bench.log("pick")
         outcome = bench.outcome
         assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
         assert outcome["robot"]["outcome"] == "held"
         assert outcome["cube_pose"]["lift_cm"] >= 4.0
+
+        target = 2.0  # [N] per jaw: above the jaw's friction floor (0.7 N at the lever)
+        opened = bench.result(
+            bench.gripper.send_goal_async(
+                GripperCommand.Goal(command=GripperCommandMsg(position=0.85, max_effort=0.0))
+            )
+        )
+        assert bench.result(opened.get_result_async()).result.reached_goal
+        stop(bench.procs[-1:])  # the rigid cube's pick node, last of the graph
+        with bench.lock:
+            bench.outcome = None
+        spec = force_pick(str(tmp_path / "port"), str(tmp_path / "cal.json"), SOFT, target, 1.5)
+        spec.env["ROS_DOMAIN_ID"] = str(ros_domain)
+        (tmp_path / "soft").mkdir()
+        bench.procs += start([spec], tmp_path / "soft")
+        assert bench.wait(lambda: bench.outcome is not None, 90.0), (
+            tmp_path / "soft" / "pick.log"
+        ).read_text()
+        outcome, truth = bench.outcome, bench.truth()["soft"]
+        assert outcome["outcome"] == "held" and outcome["judged_by"] == "robot", outcome
+        force = outcome["force"]
+        assert force["squeeze_per_jaw_N"] == pytest.approx(target, rel=0.25), force
+        assert truth["pos"][2] - 0.015 >= 0.04 and truth["in_jaws"], truth
+        assert 0.5 * sum(truth["jaw_force"]) == pytest.approx(target, rel=0.25), truth
+        assert truth["strain"] < 0.12, truth
     finally:
         bench.close()
