@@ -17,16 +17,13 @@ from pathlib import Path
 
 import pytest
 from conftest import require
-from control_msgs.action import GripperCommand
-from control_msgs.msg import GripperCommand as GripperCommandMsg
 from so101_bench import Bench
 from so101_force_bench import force_pick
 
-from physai_ros.bringup import start, stop
-
 require("lerobot.motors")
 pytestmark = [pytest.mark.slow, pytest.mark.dds]
-SOFT = (0.22, 0.08)  # [m] base frame: the soft cube beside the rigid one (config/scene.yaml)
+SOFT = (0.22, 0.08)  # [m] base frame: the soft cube's place (config/scene.yaml soft_pos)
+RIGID = (0.15, -0.12)  # [m] base frame: the rigid cube, out of the way (so101_force_bench)
 RECORDED = (
     "/joint_states",
     "/tf",
@@ -88,44 +85,44 @@ def test_trials_on_the_launched_graph_hold_agree_with_the_truth_and_record_bags(
     assert schemas["tf2_msgs/msg/TFMessage"] == "ros2msg"  # Foxglove decodes from these
 
 
-def test_a_published_cube_pose_is_used_and_named_then_a_force_pick_holds_the_soft_cube(
-    tmp_path, ros_domain
-):
+def test_a_published_cube_pose_is_used_and_named(tmp_path, ros_domain):
     """With motion capture (the emulator's true pose on cube_pose) the pick plans from it
-    and the outcome is judged by it -- and the robot's own verdict is reported beside.
-
-    Then, in the same graph (issue 14: planned-force picks of the soft cube on the SO-101, one
-    representative run; ``test/so101_force_bench.py`` runs ten): the rigid cube let go, a pick
-    node as ``force_pick`` configures it squeezes the soft cube beside it (the emulator's
-    ``soft_object: cube``) to 2 N per jaw, measured by the driver's servo-load estimate. Held
-    (robot and truth: lifted ≥ 4 cm, in both jaws), the estimate and the emulator's true force
-    within issue 14's 25 % of the target (bench: +0 to +3 % and −10 to −18 %), the strain under
-    0.12 (bench: 0.075 to 0.079; the cap-based 0.3 N·m close strains it 0.14)."""
-    bench = Bench(tmp_path, ros_domain, pick=True, emulator={"mocap": True, "soft_object": "cube"})
+    and the outcome is judged by it -- and the robot's own verdict is reported beside."""
+    bench = Bench(tmp_path, ros_domain, pick=True, emulator={"mocap": True})
     try:
         assert bench.wait(lambda: bench.outcome is not None, 120.0), bench.log("pick")
         outcome = bench.outcome
         assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
         assert outcome["robot"]["outcome"] == "held"
         assert outcome["cube_pose"]["lift_cm"] >= 4.0
+    finally:
+        bench.close()
 
-        target = 2.0  # [N] per jaw: above the jaw's friction floor (0.7 N at the lever)
-        opened = bench.result(
-            bench.gripper.send_goal_async(
-                GripperCommand.Goal(command=GripperCommandMsg(position=0.85, max_effort=0.0))
-            )
-        )
-        assert bench.result(opened.get_result_async()).result.reached_goal
-        stop(bench.procs[-1:])  # the rigid cube's pick node, last of the graph
-        with bench.lock:
-            bench.outcome = None
-        spec = force_pick(str(tmp_path / "port"), str(tmp_path / "cal.json"), SOFT, target, 1.5)
-        spec.env["ROS_DOMAIN_ID"] = str(ros_domain)
-        (tmp_path / "soft").mkdir()
-        bench.procs += start([spec], tmp_path / "soft")
-        assert bench.wait(lambda: bench.outcome is not None, 90.0), (
-            tmp_path / "soft" / "pick.log"
-        ).read_text()
+
+def test_a_force_pick_holds_the_soft_cube_within_a_quarter_of_its_target(tmp_path, ros_domain):
+    """Issue 14 on the SO-101 (one representative run; ``test/so101_force_bench.py`` runs ten):
+    the emulator with the sim bridge's soft cube (``soft_object: cube``, 30 g, E 5·10⁴ Pa) and
+    the real-arm graph whose pick (``force_pick``) squeezes it to 2 N per jaw, measured by the
+    driver's servo-load estimate. Held (robot and truth: lifted ≥ 4 cm, in both jaws), the
+    estimate and the emulator's true force within issue 14's 25 % of the target (bench: −2 to
+    +3 % and −10 to −19 %: the stalled jaw's gear friction holds more than the half the driver
+    subtracts), the strain under 0.12 (bench: 0.074 to 0.082; a 0.3 N·m cap-based close strains
+    it 0.14).
+
+    Its own graph, not an extension of the mocap one: the soft cube makes each emulator step
+    cost 2.6 ms instead of 1.1 (2 ms of real time), and under load the rigid pick beside it
+    then failed on a lagging arm."""
+    target = 2.0  # [N] per jaw: above the jaw's friction floor (0.7 N at the lever)
+    bench = Bench(
+        tmp_path,
+        ros_domain,
+        pick=True,
+        cube=SOFT,
+        emulator={"cube_pos": list(RIGID), "soft_object": "cube"},
+        pick_spec=lambda port, cal: force_pick(port, cal, SOFT, target, 1.5),
+    )
+    try:
+        assert bench.wait(lambda: bench.outcome is not None, 120.0), bench.log("pick")
         outcome, truth = bench.outcome, bench.truth()["soft"]
         assert outcome["outcome"] == "held" and outcome["judged_by"] == "robot", outcome
         force = outcome["force"]
