@@ -143,7 +143,7 @@ class Witness(NamedTuple):
     torque_enabled: Torque_Enable per servo; powered: the servos have power; eprom_writes:
     write instructions persisted to any servo's EPROM since power-up of the emulator; soft: the
     soft object's truth (``SoftState``: centre of mass, strain, in both jaws, each jaw's true
-    normal force on it), None in a scene without one.
+    net contact force on it), None in a scene without one.
     """
 
     time: float

@@ -32,7 +32,7 @@ class SoftState(NamedTuple):
     """The soft object's truth: centre of mass in the world [m]; its largest edge strain
     [m/m] (``SoftBody.strain``); whether it touches both jaws; the magnitude of the (fixed,
     moving) jaw's net contact force on it [N] (MuJoCo's contacts; as the sim bridge's jaw
-    wrenches: the vertex spheres' normals tilt apart, so their normal sum reads more)."""
+    wrenches; the normal sum differs, the vertex spheres' normals tilting apart)."""
 
     pos: np.ndarray
     strain: float
