@@ -184,6 +184,13 @@ def run_one(pos: tuple[float, float], args, tmp: Path) -> Run:
     return Run(pos, observer.outcome, observer.truth, observer.peak_strain, behind)
 
 
+def machine() -> str:
+    """UTC time and the load averages: the table's conditions (a busy machine makes the
+    emulator fall behind real time)."""
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, load {load}"
+
+
 def within(value: float | None, target: float, band: float) -> bool:
     return value is not None and abs(value - target) <= band * target
 
@@ -256,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     positions = [tuple(float(v) for v in p.split(",")) for p in args.positions]
     from tqdm import tqdm
 
+    started = machine()
     runs: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="physai-force-") as scratch:
         root = args.keep or Path(scratch)
@@ -268,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"run {i + 1}: {run.outcome and run.outcome['outcome']}, estimate "
                 f"{fmt(run.estimate)} N, true {fmt(run.true_force)} N"
             )
+    print(f"started {started}; ended {machine()}")
     print("\n".join(table(runs, args.target, args.band)))
     return 0
 
