@@ -109,9 +109,9 @@ def test_a_force_pick_holds_the_soft_cube_within_a_quarter_of_its_target(tmp_pat
     subtracts), the strain under 0.12 (bench: 0.074 to 0.082; a 0.3 N·m cap-based close strains
     it 0.14).
 
-    Its own graph, not an extension of the mocap one: the soft cube makes each emulator step
-    cost 2.6 ms instead of 1.1 (2 ms of real time), and under load the rigid pick beside it
-    then failed on a lagging arm."""
+    Its own graph, not an extension of the mocap one: the soft cube doubles the cost of an
+    emulator step (0.72–0.95 against 0.39–0.55 ms of its 2 ms), and under load the rigid pick
+    beside it then failed on a lagging arm."""
     target = 2.0  # [N] per jaw: above the jaw's friction floor (0.7 N at the lever)
     bench = Bench(
         tmp_path,
