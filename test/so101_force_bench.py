@@ -152,16 +152,26 @@ class Observer:
 
     def _witness(self, msg: String) -> None:
         self.trace.append(msg.data)
-        if self.outcome is not None:  # the truth at the moment the outcome came
+        if self.done:
             return
         self.truth = json.loads(msg.data)
         soft = self.truth.get("soft")
         if soft is not None:
             self.peak_strain = max(self.peak_strain, soft["strain"])
 
+    @property
+    def done(self) -> bool:
+        """The truth is the first record stamped at or after the outcome (this client may
+        read the outcome before older witness records)."""
+        return (
+            self.outcome is not None
+            and self.truth is not None
+            and self.truth["stamp"] >= self.outcome.get("time_s", 0.0)
+        )
+
     def wait(self, timeout: float) -> None:
         end = time.monotonic() + timeout
-        while self.outcome is None and time.monotonic() < end:
+        while not self.done and time.monotonic() < end:
             self.executor.spin_once(timeout_sec=0.05)
 
     def close(self) -> None:

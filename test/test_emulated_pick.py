@@ -123,7 +123,10 @@ def test_a_force_pick_holds_the_soft_cube_within_a_quarter_of_its_target(tmp_pat
     )
     try:
         assert bench.wait(lambda: bench.outcome is not None, 120.0), bench.log("pick")
-        outcome, truth = bench.outcome, bench.truth()["soft"]
+        outcome = bench.outcome
+        # the truth when the outcome was sent (the client may still be reading older records)
+        assert bench.wait(lambda: bool(bench.truth_since(outcome["time_s"])), 10.0)
+        truth = bench.truth_since(outcome["time_s"])[0]["soft"]
         assert outcome["outcome"] == "held" and outcome["judged_by"] == "robot", outcome
         force = outcome["force"]
         assert force["squeeze_per_jaw_N"] == pytest.approx(target, rel=0.25), force
