@@ -31,7 +31,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.bringup import start_emulated, stop
-from physai_ros.graph import emulator_spec, pick_graph
+from physai_ros.graph import NodeSpec, emulator_spec, pick_graph
 
 ARM = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
 TRANSITIONS = {
@@ -50,7 +50,8 @@ class Bench:
     """Emulator + the real-arm graph (driver only, or the whole pick graph) + a client.
 
     ``driver``: extra driver parameters (written into the graph's spec as a launch file or a
-    params file would pass them); ``emulator``: emulator parameters (faults at power-up).
+    params file would pass them); ``emulator``: emulator parameters (faults at power-up);
+    ``pick_spec``: the pick node's spec from (port, calibration file), in place of the graph's.
     """
 
     def __init__(
@@ -62,6 +63,7 @@ class Bench:
         emulator: dict | None = None,
         pick: bool = False,
         cube: tuple[float, float] = (0.22, 0.0),
+        pick_spec: Callable[[str, str], NodeSpec] | None = None,
     ) -> None:
         self.tmp = tmp
         tmp.mkdir(parents=True, exist_ok=True)
@@ -70,6 +72,8 @@ class Bench:
             sim=False, port=port, calibration_file=cal, cube_x=cube[0], cube_y=cube[1]
         )
         specs[0].parameters.update(driver or {})
+        if pick_spec is not None:  # (port, calibration file) -> the pick node's spec
+            specs[-1] = pick_spec(port, cal)
         self.specs = specs if pick else specs[:1]
         emu = emulator_spec(port, cal, cube_x=cube[0], cube_y=cube[1], **(emulator or {}))
         for spec in (*self.specs, emu):  # the bench's own DDS domain

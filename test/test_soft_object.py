@@ -14,11 +14,15 @@ import numpy as np
 import pytest
 from test_mujoco_sim import JAW_CLOSED, JAW_OPEN, grasp_configurations
 
+from physai_ros.backends.feetech_emulator import FeetechBusEmulator
 from physai_ros.backends.mujoco_sim import MujocoSim
+from physai_ros.backends.so101_physics import JAWS
+from physai_ros.core.contact import JawContactSensor
 from physai_ros.core.controllers.jtc import TrajectoryMsg
 from physai_ros.core.joint_trajectory import TrajectoryPoint
 from physai_ros.errors import InvalidInput
 from physai_ros.models import build_scene, scene_soft_object
+from physai_ros.models.soft import SOFT_FLEX
 
 G = 9.81  # [m/s²] MuJoCo's default gravity
 AWAY = (0.0, 0.3)  # [m] base frame: the rigid cube out of the way of a soft-object grasp
@@ -155,6 +159,17 @@ def test_jaws_squeezing_the_soft_cube_sense_it_and_strain_grows_with_the_squeeze
         assert {p.jaw for p in points} == {"fixed_jaw", "moving_jaw"}
         for p in points:
             assert p.mu == pytest.approx(1.0) and p.normal @ p.force > 0.0
+        # the emulator's truth reads the same contacts (JawContactSensor on the flex): each
+        # jaw's net force is the wrench's force; the normal sum differs from it (friction, and
+        # the vertex spheres' normals tilting apart: measured −1 to +13 %)
+        sensor = JawContactSensor(sim.model, SOFT_FLEX, *JAWS, flex=True).read(sim.data)
+        assert sensor.both_touch
+        for net, normal, jaw in (
+            (sensor.fixed_net, sensor.fixed_normal, "fixed_jaw"),
+            (sensor.moving_net, sensor.moving_normal, "moving_jaw"),
+        ):
+            assert net == pytest.approx(np.linalg.norm(world[jaw]), abs=1e-9), jaw
+            assert normal == pytest.approx(net, rel=0.15), jaw
         strains.append(sim.soft_object_strain())
         squeezes.append(jaw_force(sim))
         assert strains[-1] > before + 0.05  # squeezed: 5 % more than resting
@@ -210,3 +225,25 @@ def test_the_rigid_scene_keeps_its_integrator_and_solver():
     assert soft.nq == rigid.nq + 3 * 27  # 3 × 3 × 3 vertices, 3 sliders each, after the cube
     finer = build_scene("so101", soft=scene_soft_object("so101", count=4))
     assert finer.nq == rigid.nq + 3 * 64
+
+
+def test_the_emulator_builds_the_same_soft_cube_and_its_witness_reports_it():
+    """The bus emulator's scene with ``soft``: the sim bridge's soft cube from the same
+    ``build_scene_spec`` (same vertices, discrete integrator), read by the same ``SoftBody``:
+    at power-up (0.5 s limp settle) its witness gives the cube at (soft_x, soft_y) resting
+    (COM within 1 mm of size/2, strain below 0.02 as in the bridge), touching no jaw; the
+    bridge's reading at rest agrees within 1e-4 m. Without it, ``soft`` is None."""
+    soft = scene_soft_object("so101", (0.20, 0.06))
+    emulator = FeetechBusEmulator(scene_kwargs={"cube_pos": list(AWAY), "soft": soft})
+    truth = emulator.witness().soft
+    assert (
+        truth is not None
+        and emulator.physics.model.opt.integrator == mujoco.mjtIntegrator.mjINT_DISCRETE
+    )
+    np.testing.assert_allclose(truth.pos, [0.20, 0.06, 0.015], atol=1e-3)
+    assert 0.0 <= truth.strain < 0.02 and not truth.in_jaws and truth.jaw_force == (0.0, 0.0)
+    sim = MujocoSim("so101", cube_pos=AWAY, soft=soft)
+    assert sim.model.nflex == 1 and sim.model.nflexvert == emulator.physics.model.nflexvert
+    sim.advance(0.5)
+    np.testing.assert_allclose(sim.soft_object_pose()[0], truth.pos, atol=1e-4)
+    assert FeetechBusEmulator(scene_kwargs={"cube_pos": list(AWAY)}).witness().soft is None

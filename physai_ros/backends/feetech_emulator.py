@@ -56,7 +56,7 @@ import mujoco
 import numpy as np
 
 from physai_ros.backends.feetech_servo import STEP_RAD, EmulatedServo
-from physai_ros.backends.so101_physics import JOINTS, REST_POSE, So101Physics
+from physai_ros.backends.so101_physics import JOINTS, REST_POSE, So101Physics, SoftState
 from physai_ros.core import feetech_protocol as fp
 from physai_ros.core.feetech_protocol import ErrorBit, Instruction
 from physai_ros.errors import InvalidInput
@@ -141,7 +141,9 @@ class Witness(NamedTuple):
     world position between the jaw tips; cube_in_jaws: the cube touches both jaws;
     jaw_normal: (fixed, moving) jaw's true normal force on the cube [N] (MuJoCo's contacts);
     torque_enabled: Torque_Enable per servo; powered: the servos have power; eprom_writes:
-    write instructions persisted to any servo's EPROM since power-up of the emulator.
+    write instructions persisted to any servo's EPROM since power-up of the emulator; soft: the
+    soft object's truth (``SoftState``: centre of mass, strain, in both jaws, each jaw's true
+    net contact force on it), None in a scene without one.
     """
 
     time: float
@@ -155,13 +157,14 @@ class Witness(NamedTuple):
     torque_enabled: tuple[bool, ...]
     powered: bool
     eprom_writes: int
+    soft: SoftState | None = None
 
 
 class FeetechBusEmulator:
     """Six servos on a pty, physics stepped in real time in a thread, I/O in another.
 
     baudrate: the servos' bus rate [bit/s]; link: a stable symlink to the pty (like
-    /dev/serial/by-id); scene_kwargs: ``build_scene`` arguments (cube_pos, …); initial: joint
+    /dev/serial/by-id); scene_kwargs: ``build_scene`` arguments (cube_pos, soft, …); initial: joint
     angles [rad] at power-up (default the folded rest pose); calibrated: the servos' EPROM
     holds the calibration ``lerobot_calibration`` describes (else factory homing and ranges);
     configured: the EPROM holds ``SOFollower.configure()``'s registers (else factory values);
@@ -338,6 +341,7 @@ class FeetechBusEmulator:
                 torque_enabled=tuple(bool(s.get("Torque_Enable")) for s in self.servos),
                 powered=self.powered,
                 eprom_writes=sum(s.eprom_writes for s in self.servos),
+                soft=p.soft_state(),
             )
 
     # --- faults ----------------------------------------------------------------------------

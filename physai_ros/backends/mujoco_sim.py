@@ -45,7 +45,7 @@ from physai_ros.core.joint_trajectory import JointRanges
 from physai_ros.errors import InvalidInput, ModelError
 from physai_ros.models import build_scene, load_scene_config
 from physai_ros.models.scene import CUBE_BODY, CUBE_JOINT, cube_world_pos
-from physai_ros.models.soft import SOFT_FLEX, SoftObject
+from physai_ros.models.soft import SoftBody, SoftObject
 from physai_ros.paths import config_path
 
 _BADQACC = int(mujoco.mjtWarning.mjWARN_BADQACC)
@@ -266,8 +266,7 @@ class MujocoSim:
         self._home_q = self._home(cfg)
         self._cube_home = self.data.qpos[self._cube_q : self._cube_q + 7].copy()
         self.soft = soft
-        if soft is not None:
-            self._setup_soft()
+        self._soft_body = None if soft is None else SoftBody(m)
         self.reset()
 
     # ------------------------------------------------------------------ set-up helpers
@@ -302,23 +301,6 @@ class MujocoSim:
         m.actuator_ctrlrange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
         m.actuator_forcelimited[act] = 1
         m.actuator_forcerange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
-
-    def _setup_soft(self) -> None:
-        """Index the soft object's vertices (mass weights, rest offsets from the centre of
-        mass) and edges (rest lengths) once."""
-        m = self.model
-        flex = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_FLEX, SOFT_FLEX)
-        verts = slice(int(m.flex_vertadr[flex]), int(m.flex_vertadr[flex] + m.flex_vertnum[flex]))
-        edges = slice(int(m.flex_edgeadr[flex]), int(m.flex_edgeadr[flex] + m.flex_edgenum[flex]))
-        mass = m.body_mass[m.flex_vertbodyid[verts]]
-        self._soft_verts, self._soft_edges = verts, edges
-        self._soft_weight = mass / mass.sum()
-        self._soft_rest_length = m.flexedge_length0[edges].copy()
-        data = mujoco.MjData(m)
-        mujoco.mj_kinematics(m, data)
-        mujoco.mj_flex(m, data)
-        rest = data.flexvert_xpos[verts]
-        self._soft_rest = rest - self._soft_weight @ rest
 
     def _stiffen_gripper(self, servo: dict[str, float]) -> None:
         """Set the jaw servo's stiffness kp [N/m | N·m/rad] and damping kv [N·s/m | N·m·s/rad],
@@ -577,26 +559,16 @@ class MujocoSim:
             raise InvalidInput("this scene has no soft object (MujocoSim(..., soft=...))")
 
     def soft_object_pose(self) -> tuple[np.ndarray, np.ndarray]:
-        """Soft object: centre of mass [m] (vertex positions weighted by vertex mass) and the
-        rotation (w, x, y, z) that best maps its rest shape onto the current one (mass-weighted
-        least squares, Kabsch), in the world."""
+        """Soft object: centre of mass [m] and the rotation (w, x, y, z) that best maps its
+        rest shape onto the current one, in the world (``SoftBody.pose``)."""
         self._need_soft()
-        x = self.data.flexvert_xpos[self._soft_verts]
-        com = self._soft_weight @ x
-        cov = (self._soft_rest * self._soft_weight[:, None]).T @ (x - com)
-        u, _, vt = np.linalg.svd(cov)
-        flip = np.diag([1.0, 1.0, np.sign(np.linalg.det(vt.T @ u.T))])
-        rot = vt.T @ flip @ u.T
-        quat = np.zeros(4)
-        mujoco.mju_mat2Quat(quat, rot.ravel())
-        return com, quat
+        return self._soft_body.pose(self.data)
 
     def soft_object_strain(self) -> float:
-        """Soft object deformation: the largest engineering strain |l / l0 − 1| [m/m] over
-        its edges (0 at rest shape; 0.1 = some edge 10 % longer or shorter)."""
+        """Soft object deformation: the largest edge strain |l / l0 − 1| [m/m]
+        (``SoftBody.strain``)."""
         self._need_soft()
-        length = self.data.flexedge_length[self._soft_edges]
-        return float(np.max(np.abs(length / self._soft_rest_length - 1.0)))
+        return self._soft_body.strain(self.data)
 
     # ------------------------------------------------------------------ contacts
     def _jaw_hits(self) -> tuple[np.ndarray, list[int]]:

@@ -1,5 +1,7 @@
-"""The MuJoCo scene behind the emulated SO-101 servos: six position actuators, a free cube, and
-an obstacle a test can move into the arm's way.
+"""The MuJoCo scene behind the emulated SO-101 servos: six position actuators, a free cube, an
+obstacle a test can move into the arm's way and, opt-in, the sim bridge's soft object
+(``scene_kwargs["soft"]``: the same ``build_scene_spec`` builds it, the same ``SoftBody`` reads
+its pose and strain).
 
 Used by the bus emulator (``physai_ros.backends.feetech_emulator``); pure numpy + mujoco.
 """
@@ -8,25 +10,40 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import mujoco
 import numpy as np
 
 from physai_ros.core.contact import JawContactSensor
 from physai_ros.errors import InvalidInput
+from physai_ros.models.soft import SOFT_FLEX, SoftBody
 
 JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 REST_POSE = (0.0, -1.70, 1.60, 0.80, 0.0, 0.0)
 """[rad] the folded pose a powered-down SO-101 is left in; with torque off it settles on the
 shoulder_lift stop (within 1e-4 rad of the limit) and stays there."""
+JAWS = ("gripper", "moving_jaw_so101_v1")  # (fixed, moving) jaw bodies
 OBSTACLE = "obstacle"
 PARKED = (0.0, 0.0, -10.0)  # [m] where the obstacle waits when not in use (below the table)
+
+
+class SoftState(NamedTuple):
+    """The soft object's truth: centre of mass in the world [m]; its largest edge strain
+    [m/m] (``SoftBody.strain``); whether it touches both jaws; the magnitude of the (fixed,
+    moving) jaw's net contact force on it [N] (MuJoCo's contacts; as the sim bridge's jaw
+    wrenches; the normal sum differs, the vertex spheres' normals tilting apart)."""
+
+    pos: np.ndarray
+    strain: float
+    in_jaws: bool
+    jaw_force: tuple[float, float]
 
 
 class So101Physics:
     """The SO-101 scene (``build_scene``) with a movable box obstacle (a mocap body).
 
-    scene_kwargs: ``build_scene`` arguments (cube_pos, …); initial: joint angles [rad] at
+    scene_kwargs: ``build_scene`` arguments (cube_pos, soft, …); initial: joint angles [rad] at
     power-up; mechanical_margin [rad]: the physical joint stops lie this far beyond the model's
     (calibrated) ranges, so an arm can rest outside the range a driver accepts.
     """
@@ -63,7 +80,12 @@ class So101Physics:
         self.kp0 = m.actuator_gainprm[self.act, 0].copy()
         self.cube = m.body("cube").id
         self.site = m.site("gripperframe").id
-        self.jaw_sensor = JawContactSensor(m, "cube", "gripper", "moving_jaw_so101_v1")
+        self.jaw_sensor = JawContactSensor(m, "cube", *JAWS)
+        self.soft: SoftBody | None = None
+        self.soft_sensor: JawContactSensor | None = None
+        if m.nflex:
+            self.soft = SoftBody(m)
+            self.soft_sensor = JawContactSensor(m, SOFT_FLEX, *JAWS, flex=True)
         self.mocap = int(m.body_mocapid[m.body(OBSTACLE).id])
         self.obstacle_geom = m.geom(OBSTACLE).id
         q0 = np.zeros(len(JOINTS)) if initial is None else np.asarray(initial, dtype=float)
@@ -122,6 +144,18 @@ class So101Physics:
         """True normal force [N] of the (fixed, moving) jaw on the cube now."""
         reading = self.jaw_sensor.read(self.data)
         return reading.fixed_normal, reading.moving_normal
+
+    def soft_state(self) -> SoftState | None:
+        """The soft object now (``SoftState``); None in a scene without one."""
+        if self.soft is None or self.soft_sensor is None:
+            return None
+        reading = self.soft_sensor.read(self.data)
+        return SoftState(
+            self.soft.pose(self.data)[0],
+            self.soft.strain(self.data),
+            reading.both_touch,
+            (reading.fixed_net, reading.moving_net),
+        )
 
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
         """Put the box obstacle (half edge ``half_size`` [m]) at ``centre`` (world [m]); None

@@ -31,8 +31,9 @@ import math
 from typing import Any, NamedTuple
 
 import mujoco
+import numpy as np
 
-from physai_ros.errors import InvalidInput
+from physai_ros.errors import InvalidInput, ModelError
 
 SOFT_FLEX = "soft"  # the flex's name; its vertex bodies are named soft_0, soft_1, ...
 SHAPES = {"cube": "grid", "sphere": "ellipsoid", "cylinder": "cylinder"}  # ours -> flexcomp
@@ -135,3 +136,51 @@ def add_soft_object(
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_DISCRETE
     spec.option.iterations = max(spec.option.iterations, int(config["iterations"]))
     spec.option.tolerance = float(config["tolerance"])
+
+
+class SoftBody:
+    """What a compiled scene's soft object looks like now: its pose and its strain.
+
+    Shared by every runner of a soft scene (the sim bridge's ``MujocoSim``, the bus
+    emulator's ``So101Physics``), so both report the same measures. The vertex and edge
+    ranges, mass weights, rest offsets from the centre of mass and rest lengths are looked up
+    once; the reads are then array work only.
+    """
+
+    def __init__(self, model: mujoco.MjModel, flex: str = SOFT_FLEX) -> None:
+        m = model
+        fid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_FLEX, flex)
+        if fid < 0:
+            raise ModelError(f"the scene has no flex {flex!r} (no soft object)")
+        self.flex = fid
+        start, count = int(m.flex_vertadr[fid]), int(m.flex_vertnum[fid])
+        self.verts = slice(start, start + count)
+        start, count = int(m.flex_edgeadr[fid]), int(m.flex_edgenum[fid])
+        self.edges = slice(start, start + count)
+        mass = m.body_mass[m.flex_vertbodyid[self.verts]]
+        self.weight = mass / mass.sum()
+        self.rest_length = m.flexedge_length0[self.edges].copy()
+        data = mujoco.MjData(m)
+        mujoco.mj_kinematics(m, data)
+        mujoco.mj_flex(m, data)
+        rest = data.flexvert_xpos[self.verts]
+        self.rest = rest - self.weight @ rest
+
+    def pose(self, data: mujoco.MjData) -> tuple[np.ndarray, np.ndarray]:
+        """Centre of mass [m] (vertex positions weighted by vertex mass) and the rotation
+        (w, x, y, z) that best maps the rest shape onto the current one (mass-weighted least
+        squares, Kabsch), in the world."""
+        x = data.flexvert_xpos[self.verts]
+        com = self.weight @ x
+        cov = (self.rest * self.weight[:, None]).T @ (x - com)
+        u, _, vt = np.linalg.svd(cov)
+        flip = np.diag([1.0, 1.0, np.sign(np.linalg.det(vt.T @ u.T))])
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, (vt.T @ flip @ u.T).ravel())
+        return com, quat
+
+    def strain(self, data: mujoco.MjData) -> float:
+        """The largest engineering strain |l / l0 − 1| [m/m] over the edges (0 at the rest
+        shape; 0.1 = some edge 10 % longer or shorter)."""
+        length = data.flexedge_length[self.edges]
+        return float(np.max(np.abs(length / self.rest_length - 1.0)))
