@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_MODELS = REPO_ROOT.parent / "shared" / "models"
@@ -66,6 +67,20 @@ def spin_in_background(node, context):
     thread = threading.Thread(target=spin, daemon=True)
     thread.start()
     return thread
+
+
+# --- Order and property-test settings -------------------------------------------------------------
+# Hypothesis's 200 ms deadline per example is a timing assertion; these machines are shared and
+# noisy, and make test runs half the tests on two workers. The properties themselves stay.
+settings.register_profile("physai", deadline=None)
+settings.load_profile("physai")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On pytest-xdist workers (make test's parallel half), the slow tests first: one started
+    last would leave a single worker running alone at the end."""
+    if getattr(config.option, "numprocesses", None):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # --- DDS isolation ------------------------------------------------------------------------------

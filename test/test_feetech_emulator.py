@@ -27,6 +27,8 @@ from physai_ros.backends.feetech_emulator import (
 from physai_ros.backends.so101_lerobot import BusSettings, PortUnavailable, So101Bus, ping
 from physai_ros.core import feetech_protocol as fp
 
+pytestmark = pytest.mark.realtime  # the emulator answers on a pty in wall-clock time
+
 lerobot_motors = require("lerobot.motors")
 from lerobot.motors import Motor, MotorCalibration, MotorNormMode  # noqa: E402
 from lerobot.motors.feetech import FeetechMotorsBus  # noqa: E402
