@@ -18,7 +18,7 @@ wrenches. A force run passes when the pick held the cube, its final squeeze per 
 under ``--strain-limit`` (stated at the bridge's ``soft_count``). The table gives the pass,
 held and within-band rates with Wilson 95 % intervals, and each run's numbers::
 
-    python test/force_bench.py --runs 10               # both modes, ≈ 40 s a run at load 3
+    python test/force_bench.py --runs 10               # both modes, 30-40 s a run at load 5-8
     python test/force_bench.py --runs 3 --modes force --keep /tmp/force_bench
 """
 
