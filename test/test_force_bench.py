@@ -3,10 +3,11 @@ its pass rule and its table. The sweep itself is not run in CI."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
-from force_bench import BAND, HALF_SQUARE, Run, parse, positions, table, wilson
+from force_bench import BAND, HALF_SQUARE, Run, load_runs, parse, positions, table, wilson
 
 
 def test_positions_are_deterministic_distinct_reachable_and_inside_the_square():
@@ -54,22 +55,34 @@ def test_a_run_passes_when_held_within_the_band_and_under_the_strain_limit():
     assert not Run("cap", 0, 0, "held", squeeze=40.0, strain_max=0.1).within  # no target
 
 
-def test_the_table_gives_each_modes_rates_with_intervals_and_every_run():
+def test_the_table_gives_each_modes_rates_with_intervals_and_every_run(tmp_path):
     runs = [
         Run("force", 0.22, 0.08, "held", target=2.4, squeeze=2.3, peak=3.0, strain_max=0.13),
-        Run("force", 0.21, 0.09, "aborted", target=2.4, reason="the force never settled"),
+        Run(
+            "force",
+            0.21,
+            0.09,
+            "aborted",
+            target=2.4,
+            squeeze=0.0,
+            strain_max=0.0,
+            reason="the force never settled",
+        ),
         Run("cap", 0.22, 0.08, "held", squeeze=39.7, peak=81.0, strain_max=0.85, lift_cm=7.4),
         Run("cap", 0.21, 0.09, "dropped", squeeze=1.0, peak=80.0, strain_max=0.95, lift_cm=0.1),
     ]
     text = table(runs, 0.25)
     force_row = next(line for line in text.splitlines() if line.startswith("| force | 2 |"))
     assert "1/2 [0.09, 0.91]" in force_row  # pass, held and within: one of two
+    # numbers of the runs that closed: the aborted one's zeros are not among them
+    assert "2.30 (2.30–2.30)" in force_row and "0.130 (0.130–0.130)" in force_row, force_row
     cap_row = next(line for line in text.splitlines() if line.startswith("| cap | 2 |"))
-    # the numbers are the held runs' (the dropped one's 1.0 N and 0.95 strain are not)
-    assert "1/2 [0.09, 0.91]" in cap_row and "39.70 (39.70–39.70)" in cap_row, cap_row
-    assert "0.850 (0.850–0.850)" in cap_row and "0.95" not in cap_row, cap_row
-    assert "3.75 (0.10–7.40)" in cap_row, cap_row  # the cube's own lift: every run's
+    assert "1/2 [0.09, 0.91]" in cap_row and "20.35 (1.00–39.70)" in cap_row, cap_row
+    assert "0.900 (0.850–0.950)" in cap_row and "3.75 (0.10–7.40)" in cap_row, cap_row
     assert "the force never settled" in text and text.count("\n| ") == 7
+    saved = tmp_path / "runs.json"
+    saved.write_text(json.dumps([dict(vars(r), error=r.error) for r in runs]))
+    assert table(load_runs(saved), 0.25) == text  # --table FILE prints the same table
 
 
 @pytest.mark.parametrize("argv", [["--runs", "0"], ["--strain-limit", "1.5"], ["--gain", "0"]])
