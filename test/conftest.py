@@ -79,7 +79,7 @@ settings.load_profile("physai")
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On pytest-xdist workers (make test's parallel half), the slow tests first: one started
     last would leave a single worker running alone at the end."""
-    if getattr(config.option, "numprocesses", None):
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the workers collect; the controller follows
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
