@@ -63,7 +63,7 @@ class ForceCloseParams:
     timeout: float = 4.0
     update_period: float = 0.1
     touch: float = 0.01
-    gain: float = 0.5
+    gain: float = 0.25
     still_speed: float = 0.05
 
     def __post_init__(self) -> None:
