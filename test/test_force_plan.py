@@ -120,6 +120,18 @@ def test_the_so101_floor_is_its_model_friction_at_the_lever_over_twice_the_toler
     assert "resolution" in floor.why and "2.414 N" in floor.why
 
 
+def test_a_contact_force_the_jaw_friction_swallows_is_refused_with_the_numbers():
+    """0.052 N m / 0.0718 m = 0.724 N: a contact force at or below it never moves the jaw; the
+    shipped contact forces (3 N rigid, 1.5 N soft) are above it."""
+    floor = so101_floor()
+    fault = floor.contact_fault(0.7)
+    assert fault is not None and "cannot move the jaw" in fault and "0.724 N" in fault
+    assert floor.contact_fault(floor.friction / floor.lever) is not None  # at it: stands still
+    assert floor.contact_fault(0.73) is None
+    assert floor.contact_fault(float(load_pick_tree()["force"]["contact"])) is None
+    assert NO_FLOOR.contact_fault(1e-6) is None
+
+
 def test_the_rigid_cubes_plan_is_raised_to_the_floor_and_says_from_what_and_why():
     """The 30 g cube's plan (0.186 N per jaw, measured over ROS) is raised to 2.414 N; with a
     soft object's contact force (1.5 N) the close accepts it; with the default 3 N the refusal

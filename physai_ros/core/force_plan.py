@@ -156,6 +156,18 @@ class JawFloor:
         """[N per jaw] the least controllable squeeze: the larger of the two limits."""
         return max(self.resolution, self.approach)
 
+    def contact_fault(self, contact: float) -> str | None:
+        """Why a contact force [N per jaw] would never bring the jaw onto the object, or None:
+        at or below friction / lever the servo's torque does not overcome the jaw's friction,
+        and the close would wait out its timeout with the jaw standing still."""
+        least = self.friction / self.lever
+        if contact <= least:
+            return (
+                f"force.contact {contact:.3f} N per jaw cannot move the jaw: its friction "
+                f"{self.friction:.3f} N m / lever {self.lever:.4f} m = {least:.3f} N"
+            )
+        return None
+
     @property
     def why(self) -> str:
         """The floor with its numbers, for the log and the outcome."""

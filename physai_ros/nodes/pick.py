@@ -339,8 +339,11 @@ class PickNode(Node):
             self.get_logger().info("waiting for joint states, the cube and the controllers")
 
     def check_capacity(self) -> None:
-        """Refuse a target beyond the cap before anything moves: say so, send nothing."""
-        self.refused = capacity_fault(self.cfg.force)
+        """Refuse a target beyond the cap, or a contact force the jaw's friction swallows,
+        before anything moves: say so, send nothing."""
+        p = self.cfg.force
+        floor = JawFloor(self.jaw_friction, p.lever, p.tolerance)
+        self.refused = capacity_fault(p) or floor.contact_fault(p.contact)
         if self.refused is not None:
             self.refuse(self.refused)
 
