@@ -1,4 +1,5 @@
-"""The SO-101 pick: ``ros2 launch physai_ros pick.launch.py sim:=true``.
+"""The SO-101 pick: ``ros2 launch physai_ros pick.launch.py sim:=true`` (the simulated Panda:
+``robot:=panda``, its Franka Hand through franka_gripper's actions).
 
 sim:=true runs the MuJoCo sim bridge (real contact physics, no weld); sim:=false the LeRobot
 SO-101 driver on a real arm (port:=…, calibration_file:=…, the cube placed at cube_x, cube_y),
@@ -8,17 +9,21 @@ The nodes come from ``physai_ros.graph.pick_graph``, as for ``physai bringup pic
 """
 
 from physai_ros.graph import pick_graph
-from physai_ros.launch_support import as_bool, describe
+from physai_ros.launch_support import as_bool, describe, optional_float
 
 ARGUMENTS = {
     "sim": ("true", "true: MuJoCo sim bridge; false: the real SO-101 through LeRobot"),
-    "robot": ("so101", "robot model (the scripted pick is written for the SO-101)"),
+    "robot": ("so101", "robot model: so101 | panda (simulated only)"),
     "rviz": ("false", "start RViz with config/physai.rviz"),
-    "cube_x": ("0.22", "cube centre x in the robot base frame [m]"),
-    "cube_y": ("0.0", "cube centre y in the robot base frame [m]"),
+    "cube_x": ("", "cube centre x in the robot base frame [m]; empty = the robot's place"),
+    "cube_y": ("", "cube centre y in the robot base frame [m]; empty = the robot's place"),
     "mu": ("1.0", "cube friction coefficient (sim)"),
     "mass": ("0.03", "cube mass [kg] (sim)"),
-    "cap": ("2.94", "jaw torque cap [N m]: GripperCommand max_effort (and the sim actuator)"),
+    "cap": (
+        "",
+        "jaw cap [N m SO-101 | N Panda]: GripperCommand max_effort (and the sim actuator); "
+        "empty = the robot's (SO-101 2.94 N m, Panda 70 N)",
+    ),
     "real_time_factor": ("1.0", "sim pacing: 1 = real time, 0 = as fast as possible"),
     "model_path": ("", "Menagerie-style model folder; empty = the embedded model"),
     "port": ("/dev/ttyACM0", "real arm: serial port of the servo bus (lerobot-find-port)"),
@@ -36,11 +41,11 @@ def node_specs(values: dict[str, str]) -> list:
     return pick_graph(
         robot=values["robot"],
         sim=as_bool(values["sim"]),
-        cube_x=float(values["cube_x"]),
-        cube_y=float(values["cube_y"]),
+        cube_x=optional_float(values["cube_x"]),
+        cube_y=optional_float(values["cube_y"]),
         cube_mu=float(values["mu"]),
         cube_mass=float(values["mass"]),
-        jaw_torque_cap=float(values["cap"]),
+        jaw_torque_cap=optional_float(values["cap"]),
         real_time_factor=float(values["real_time_factor"]),
         model_path=values["model_path"],
         port=values["port"],

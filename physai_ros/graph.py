@@ -71,15 +71,20 @@ def discovery_env(discovery: str) -> dict[str, str]:
     return {"ROS_AUTOMATIC_DISCOVERY_RANGE": discovery.upper()}
 
 
+FRANKA_GRIPPER = "franka_gripper"
+"""Where the Panda pick's sim bridge serves franka_gripper's actions (franka_ros2 v2.0 on; the
+pick's ``panda.gripper_action`` and ``panda.grasp_action`` in config/pick.yaml name them)."""
+
+
 def pick_graph(
     robot: str = "so101",
     sim: bool = True,
     *,
-    cube_x: float = 0.22,
-    cube_y: float = 0.0,
+    cube_x: float | None = None,
+    cube_y: float | None = None,
     cube_mu: float = 1.0,
     cube_mass: float = 0.03,
-    jaw_torque_cap: float = 2.94,
+    jaw_torque_cap: float | None = None,
     real_time_factor: float = 1.0,
     model_path: str = "",
     port: str = "/dev/ttyACM0",
@@ -89,21 +94,33 @@ def pick_graph(
 ) -> list[NodeSpec]:
     """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick.
 
-    cube_x, cube_y: cube centre in the base frame [m]; cube_mu: its friction; cube_mass [kg];
-    jaw_torque_cap: gripper torque cap [N m], both the sim actuator's and the pick's
-    GripperCommand max_effort; real_time_factor: sim pacing (0 = as fast as possible);
-    port, calibration_file: the real arm's serial port and LeRobot calibration ("" = LeRobot's
-    default path); autostart: the driver configures and activates itself (false: use
+    robot: ``so101``, or ``panda`` (simulated only: the Franka Hand through franka_gripper's
+    actions, served by the sim bridge under ``FRANKA_GRIPPER``; config/pick.yaml ``panda``).
+    cube_x, cube_y: cube centre in the base frame [m] (None: the robot's place in
+    config/scene.yaml); cube_mu: its friction; cube_mass [kg]; jaw_torque_cap: gripper cap
+    [N m SO-101 | N Panda], both the sim actuator's and the pick's GripperCommand max_effort
+    (None: the model's and config/pick.yaml's); real_time_factor: sim pacing (0 = as fast as
+    possible); port, calibration_file: the real arm's serial port and LeRobot calibration ("" =
+    LeRobot's default path); autostart: the driver configures and activates itself (false: use
     ``ros2 lifecycle set``); discovery: who may reach the real arm's graph (``DISCOVERY``).
     On the real arm the cube's pose is not measured unless a detector or motion capture
     publishes it: the pick is given where it was placed (``cube_position``, from cube_x,
     cube_y) and judges the outcome from the robot's own measurements.
     """
     _check_robot(robot)
-    if robot != "so101":
-        raise InvalidInput(f"the scripted pick is written for the SO-101; got robot {robot!r}")
+    if robot != "so101" and not sim:
+        raise InvalidInput(
+            f"the pick runs a real {robot!r} nowhere yet: a real arm is the SO-101 (sim:=true "
+            "for the simulated Panda)"
+        )
+    from physai_ros.models.scene import cube_world_pos, load_scene_config
+
+    placement = load_scene_config()["robots"][robot]
+    cube_x = float(placement["cube_pos"][0] if cube_x is None else cube_x)
+    cube_y = float(placement["cube_pos"][1] if cube_y is None else cube_y)
+    cap = {} if jaw_torque_cap is None else {"jaw_torque_cap": float(jaw_torque_cap)}
     shared = {"robot": robot, "model_path": model_path}
-    pick = {**shared, "use_sim_time": sim, "jaw_torque_cap": float(jaw_torque_cap)}
+    pick = {**shared, "use_sim_time": sim, **cap}
     env: dict[str, str] = {}
     if sim:
         driver = NodeSpec(
@@ -113,17 +130,15 @@ def pick_graph(
                 **shared,
                 # float(): a ROS double parameter refuses an integer such as `1`.
                 "real_time_factor": float(real_time_factor),
-                "cube_x": float(cube_x),
-                "cube_y": float(cube_y),
+                "cube_x": cube_x,
+                "cube_y": cube_y,
                 "cube_mu": float(cube_mu),
                 "cube_mass": float(cube_mass),
-                "jaw_torque_cap": float(jaw_torque_cap),
+                **cap,
+                **({"franka_gripper": FRANKA_GRIPPER} if robot == "panda" else {}),
             },
         )
     else:
-        from physai_ros.models.scene import cube_world_pos, load_scene_config
-
-        placement = load_scene_config()["robots"][robot]
         size = float(load_scene_config()["cube"]["size"])
         world = cube_world_pos(
             (cube_x, cube_y), size, placement["base_pos"], placement["base_yaw_deg"]

@@ -36,6 +36,11 @@ def as_bool(text: str) -> bool:
     return text.strip().lower() in TRUE
 
 
+def optional_float(text: str) -> float | None:
+    """A launch argument's number, or None for an empty one (``cube_x:=`` = the default)."""
+    return float(text) if text.strip() else None
+
+
 def node_actions(specs: list[NodeSpec], params_file: str = "") -> list:
     """One ``launch_ros.actions.Node`` per spec, same executable, name and parameters, then
     ``params_file`` (when given) over them. Specs with a namespace go into one ``GroupAction``

@@ -171,3 +171,20 @@ def test_the_floored_target_is_the_larger_one_and_leaves_a_controllable_band(
     assert half_width >= friction / (2.0 * lever) * (1 - 1e-12)
     assert params.band[0] >= friction / lever * (1 - 1e-12)
     assert math.isfinite(params.target)
+
+
+def test_a_franka_hand_plan_below_its_floor_is_raised_to_the_hands_least_force():
+    """The Franka Hand squeezes with at least min_force (config/sim_robots.yaml, libfranka issue
+    #111): a planned 0.19 N becomes that, and the Panda pick's default target is that floor."""
+    from physai_ros.backends.mujoco_sim import load_sim_config
+    from physai_ros.core.franka_hand import HandFloor
+
+    floor = HandFloor(float(load_sim_config()["robots"]["panda"]["franka_hand"]["min_force"]))
+    tree = load_pick_tree(robot="panda")
+    force = force_params(tree, "panda")
+    assert force.target == floor.force == 30.0
+    params, raised = planned_params(force, True, "", [0.19, 0.05], floor)
+    assert params.target == 30.0 and raised["from_N"] == 0.19 and raised["to_N"] == 30.0
+    assert "libfranka issue #111" in raised["why"] and floor.contact_fault(0.0) is None
+    params, raised = planned_params(force, True, "", [45.0], floor)
+    assert params.target == 45.0 and raised is None

@@ -17,6 +17,7 @@ import yaml
 from conftest import REPO_ROOT
 
 from physai_ros import interfaces
+from physai_ros.core.pick import load_pick_tree
 from physai_ros.core.robot_tf import load_robot_tf
 from physai_ros.errors import InvalidInput
 from physai_ros.graph import (
@@ -117,8 +118,25 @@ def test_pick_launch_arguments_are_validated():
     module = load("pick.launch.py")
     with pytest.raises(ValueError):
         module.node_specs({**defaults(module), "cube_x": "far away"})
-    with pytest.raises(Exception, match="SO-101"):
-        module.node_specs({**defaults(module), "robot": "panda"})
+    with pytest.raises(Exception, match="a real arm is the SO-101"):
+        module.node_specs({**defaults(module), "robot": "panda", "sim": "false"})
+
+
+def test_the_panda_pick_serves_franka_gripper_at_the_names_the_pick_calls():
+    """robot:=panda: the sim bridge serves franka_gripper's actions where config/pick.yaml's
+    panda section sends the Grasp and the GripperCommand; the cube at the Panda's place; no cap
+    given, so each node keeps its robot's own (the model's, pick.yaml's 70 N)."""
+    module = load("pick.launch.py")
+    specs = {
+        s.name: s.parameters for s in module.node_specs({**defaults(module), "robot": "panda"})
+    }
+    namespace = specs["sim_bridge"]["franka_gripper"]
+    section = load_pick_tree(robot="panda")["panda"]
+    assert section["grasp_action"] == f"{namespace}/grasp"
+    assert section["gripper_action"] == f"{namespace}/gripper_action"
+    assert (specs["sim_bridge"]["cube_x"], specs["sim_bridge"]["cube_y"]) == (0.5, 0.0)
+    assert "jaw_torque_cap" not in specs["pick"] and "jaw_torque_cap" not in specs["sim_bridge"]
+    assert specs["pick"]["robot"] == specs["tf_publisher"]["robot"] == "panda"
 
 
 def test_real_pick_gets_the_cube_position_and_wall_time():

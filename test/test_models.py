@@ -287,3 +287,36 @@ def test_scene_with_reference_model_keeps_its_meshes(shared_models: Path) -> Non
     model = spec.compile()
     assert model.nmesh > 0 and model.cam_fovy[model.cam("wrist_cam").id] > 0
     assert model.geom_friction[model.geom(CUBE_GEOM).id, 0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("use_reference", [False, True])
+def test_panda_grasp_site_lies_between_the_fingertip_pads(
+    shared_models: Path, use_reference: bool
+) -> None:
+    """The pick's grasp site, added to ours and to the reference (Menagerie) Panda alike: midway
+    between the two fingers' large pads at any opening, its x axis along the hand's approach
+    (the hand's z) and its z axis from the left finger towards the right one."""
+    path = shared_models / "franka_emika_panda" if use_reference else None
+    model = load_robot_spec("panda", path).compile()
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, model.key("home").id)
+    mujoco.mj_forward(model, data)
+    site = model.site("grasp_site").id
+    pads = []
+    for finger in ("left_finger", "right_finger"):
+        body = model.body(finger).id
+        boxes = [
+            g
+            for g in range(model.ngeom)
+            if model.geom_bodyid[g] == body
+            and model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX
+            and max(model.geom_size[g]) < 0.01  # pads, not the finger's own box
+        ]
+        pad = max(boxes, key=lambda g: model.geom_size[g][0])  # the large pad (17 mm square)
+        pads.append(data.geom_xpos[pad])
+    np.testing.assert_allclose(data.site_xpos[site], (pads[0] + pads[1]) / 2.0, atol=1e-3)
+    axes = data.site_xmat[site].reshape(3, 3)
+    hand = data.xmat[model.body("hand").id].reshape(3, 3)
+    np.testing.assert_allclose(axes[:, 0], hand[:, 2], atol=1e-9)
+    toward_right = (pads[1] - pads[0]) / np.linalg.norm(pads[1] - pads[0])
+    np.testing.assert_allclose(axes[:, 2], toward_right, atol=1e-3)

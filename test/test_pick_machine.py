@@ -248,3 +248,100 @@ def test_unknown_close_mode_is_refused():
     tree["close_mode"] = "grab"
     with pytest.raises(InvalidInput, match="cap"):
         pick_config(tree)
+
+
+# --- the Panda's close: one franka_gripper Grasp (force_close grasp) -------------------------
+PANDA_HOME = np.zeros(7)
+
+
+def panda_ik(target, q0):
+    """The linear stand-in for seven joints."""
+    q = np.concatenate([10.0 * np.asarray(target), np.zeros(4)])
+    return IKResult(q=q, error=0.0, iterations=1, converged=True)
+
+
+def grasp_config(**force):
+    tree = load_pick_tree(robot="panda")
+    tree["close_mode"] = "force"
+    tree["force"].update(force)
+    return pick_config(tree, "panda")
+
+
+def drive_grasp(cfg, result_after: float | None, result: tuple[bool, str] = (True, "")):
+    """Drive a Panda pick whose Grasp answers ``result`` ``result_after`` [s] into close (None:
+    never); returns the machine and the commands sent in close."""
+    machine = PickMachine(cfg, panda_ik, PANDA_HOME)
+    t, in_close = 0.0, []
+    while not machine.finished and t < 30.0:
+        cmd = machine.command(t)
+        if machine.state == "close":
+            in_close.append(cmd)
+        t = round(t + DT, 9)
+        answered = (
+            machine.state == "close"
+            and result_after is not None
+            and t - machine.t_state >= result_after
+        )
+        machine.update(
+            t, PickSensing(cube_pos=CUBE, cube_stamp=t, grasp=result if answered else None)
+        )
+    return machine, in_close
+
+
+def test_the_panda_section_overrides_the_top_level_values_as_defaults():
+    """robot panda reads its own jaw (metres of one finger), cap (N) and target (the hand's
+    30 N floor); the SO-101's stay; no ``overrides`` entry is left to be declared."""
+    tree = load_pick_tree(robot="panda")
+    cfg = pick_config(tree, "panda")
+    assert (cfg.jaw_open, cfg.jaw_closed, cfg.still_speed) == (0.04, 0.0, 0.005)
+    assert tree["jaw_torque_cap"] == 70.0 and tree["force"]["target"] == 30.0
+    assert tree["force"]["tolerance"] == load_pick_tree()["force"]["tolerance"]  # merged, kept
+    assert "overrides" not in tree["panda"] and "overrides" not in tree["so101"]
+    assert (CFG.jaw_open, CFG.robot["jaws"]) == (0.85, ["fixed_jaw", "moving_jaw"])
+    assert not cfg.grasping and grasp_config().grasping  # cap by default, a Grasp when force
+
+
+def test_grasp_close_lifts_on_a_successful_grasp_with_the_target_as_its_force():
+    cfg = grasp_config(target=40.0)
+    machine, in_close = drive_grasp(cfg, result_after=0.7)
+    assert machine.state == "done" and machine.closed, machine.abort_reason
+    assert machine.close_s == pytest.approx(0.7, abs=DT)
+    assert all(c.jaw == cfg.jaw_closed and c.effort == 40.0 for c in in_close)
+    assert machine.force_close is None  # no servo loop of the pick's own
+
+
+def test_a_failed_grasp_aborts_with_the_hands_reason_and_the_hand_opens():
+    why = "grasp failed: the fingers stopped at a width of 0.0039 m, outside (0.015, 0.035) m"
+    machine, _ = drive_grasp(grasp_config(), result_after=1.0, result=(False, why))
+    assert machine.state == "aborted" and not machine.closed
+    assert machine.abort_reason == f"grasp failed: {why}"
+    assert machine.command(1e9).jaw == machine.cfg.jaw_open
+
+
+def test_no_grasp_result_aborts_at_the_force_timeout():
+    cfg = grasp_config(timeout=2.5)
+    machine = PickMachine(cfg, panda_ik, PANDA_HOME)
+    t, entered = 0.0, None
+    while not machine.finished and t < 30.0:
+        t = round(t + DT, 9)
+        machine.update(t, PickSensing(cube_pos=CUBE, cube_stamp=t))
+        if machine.state == "close" and entered is None:
+            entered = t
+        if machine.state == "abort":
+            break
+    assert "no grasp result within force.timeout 2.5 s" in machine.abort_reason
+    assert t - entered == pytest.approx(2.5, abs=2 * DT)
+
+
+def test_grasp_settings_and_the_gripper_kind_are_checked():
+    tree = load_pick_tree(robot="panda")
+    tree["close_mode"] = "force"
+    with pytest.raises(InvalidInput, match=r"grasp\.speed"):
+        pick_config({**tree, "grasp": {**tree["grasp"], "speed": 0.0}}, "panda")
+    with pytest.raises(InvalidInput, match="epsilon_inner"):
+        pick_config({**tree, "grasp": {**tree["grasp"], "epsilon_inner": math.nan}}, "panda")
+    with pytest.raises(InvalidInput, match="force_close 'squeeze' unknown"):
+        pick_config({**tree, "panda": {**tree["panda"], "force_close": "squeeze"}}, "panda")
+    with pytest.raises(InvalidInput, match="lacks \\['jaws'\\]"):
+        pick_config({**tree, "panda": {k: v for k, v in tree["panda"].items() if k != "jaws"}},
+                    "panda")  # fmt: skip

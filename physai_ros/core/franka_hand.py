@@ -75,6 +75,32 @@ class HandSpec:
         )
 
 
+@dataclass(frozen=True)
+class HandFloor:
+    """The least squeeze of the Franka Hand [N per finger]: it squeezes with at least
+    ``min_force`` whatever a grasp asks (libfranka issue #111), so a planned target below it is
+    raised to it (the pick's counterpart of the SO-101's ``force_plan.JawFloor``)."""
+
+    min_force: float
+
+    @property
+    def force(self) -> float:
+        return self.min_force
+
+    @property
+    def why(self) -> str:
+        return (
+            f"below the {self.min_force:g} N the Franka Hand squeezes with at least "
+            "(libfranka issue #111)"
+        )
+
+    @staticmethod
+    def contact_fault(_contact: float) -> str | None:
+        """None: a grasp has no contact phase of the pick's to check (the hand closes at its
+        speed, then squeezes)."""
+        return None
+
+
 class HandGoal(NamedTuple):
     """A Franka Hand command as a gripper controller goal.
 

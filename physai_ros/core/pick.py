@@ -8,10 +8,13 @@ Timed states end after their duration. ``close`` ends on a *sensed* condition �
 and the jaw is still for ``still_time`` — because how long a jaw takes to seat depends on its
 torque cap and the object (0.9 s to 2.7 s in lesson 16); a fixed timer would either lift too
 early or waste time. A timeout lifts anyway; the physical outcome test then tells.
-That is ``close_mode: cap``, the default. With ``close_mode: force`` the close is a
-:class:`~physai_ros.core.force_close.ForceClose` instead: it squeezes to a target normal force
-per jaw and ends when the force has settled within its tolerance (then lift), or aborts the
-pick with the reason (a target beyond the cap aborts before anything moves).
+That is ``close_mode: cap``, the default. With ``close_mode: force`` the close squeezes to a
+target normal force per jaw, the way the robot's gripper does it (its section's
+``force_close``): ``servo``, the SO-101, a :class:`~physai_ros.core.force_close.ForceClose`
+that sets the jaw's effort until the force has settled within its tolerance; ``grasp``, the
+Panda's Franka Hand, whose own force control squeezes once told to: one franka_gripper
+``Grasp`` goal, the close ending on its result (``PickSensing.grasp``). Either ends in lift, or
+aborts the pick with the reason (a target beyond the cap aborts before anything moves).
 
 Nothing here calls MuJoCo or ROS: inverse kinematics is injected as a callable, so the same
 machine runs lockstep in-process for sweeps and behind the ROS pick node.
@@ -45,6 +48,10 @@ MINJERK_PEAK_SPEED = 1.875  # peak of s'(u) for s = 10u³ − 15u⁴ + 6u⁵
 MINJERK_PEAK_ACCEL = 10.0 * math.sqrt(3.0) / 3.0  # peak of |s''(u)|
 TERMINAL = frozenset({"done", "aborted"})
 CLOSE_MODES = ("cap", "force")
+FORCE_CLOSES = ("servo", "grasp")  # how a robot's gripper squeezes to a target (module doc)
+ROBOT_KEYS = ("site", "arm_joints", "jaw_joint", "jaws", "home", "approach", "closing")
+ROBOT_KEYS += ("jaw_lever", "force_close", "gripper_action", "grasp_action")
+GRASP_KEYS = ("speed", "epsilon_inner", "epsilon_outer")
 IKSolver = Callable[[np.ndarray, np.ndarray], IKResult]
 
 
@@ -71,12 +78,25 @@ class PickConfig:
     ros: dict[str, float] = field(default_factory=dict)
     close_mode: str = "cap"
     force: ForceCloseParams | None = None  # the force close's, with close_mode force
+    grasp: dict[str, float] = field(default_factory=dict)  # speed [m/s], epsilon_* [m]
 
     def __post_init__(self) -> None:
         if self.close_mode not in CLOSE_MODES:
             raise InvalidInput(f"close_mode {self.close_mode!r} unknown; valid: {CLOSE_MODES}")
         if self.close_mode == "force" and self.force is None:
             raise InvalidInput("close_mode force needs the force section's parameters")
+        if self.robot.get("force_close", "servo") not in FORCE_CLOSES:
+            raise InvalidInput(
+                f"force_close {self.robot['force_close']!r} unknown; valid: {FORCE_CLOSES}"
+            )
+        if self.grasping:
+            bad = {k: self.grasp.get(k) for k in GRASP_KEYS}
+            if not all(v is not None and math.isfinite(v) and v >= 0.0 for v in bad.values()):
+                raise InvalidInput(f"grasp needs finite {list(GRASP_KEYS)} >= 0, got {bad}")
+            if self.grasp["speed"] <= 0.0 or not self.robot.get("grasp_action"):
+                raise InvalidInput(
+                    "force_close grasp needs grasp.speed > 0 and the robot's grasp_action"
+                )
         missing = [k for k in TIMED if k not in self.durations]
         if missing:
             raise InvalidInput(f"pick durations lack {missing}; required: {list(TIMED)}")
@@ -99,9 +119,36 @@ class PickConfig:
         if not 0.0 <= self.pose_wait < math.inf:
             raise InvalidInput(f"pose_wait must be >= 0 [s], got {self.pose_wait!r}")
 
+    @property
+    def grasping(self) -> bool:
+        """Whether the close is one franka_gripper Grasp (close_mode force, force_close grasp)."""
+        return self.close_mode == "force" and self.robot.get("force_close") == "grasp"
 
-def load_pick_tree(path: str | Path | None = None) -> dict:
-    """The ``/**: ros__parameters`` tree of ``config/pick.yaml`` (or ``path``)."""
+
+def robot_tree(tree: dict, robot: str) -> dict:
+    """``tree`` as the pick of ``robot`` reads it: the robot section's ``overrides`` merged over
+    the top-level entries (the SO-101's), and no section's ``overrides`` left (they are
+    defaults, not parameters of their own: a params file sets the top-level names)."""
+
+    def merge(base: dict, over: dict) -> dict:
+        out = dict(base)
+        for key, value in over.items():
+            nested = isinstance(value, dict) and isinstance(out.get(key), dict)
+            out[key] = merge(out[key], value) if nested else value
+        return out
+
+    section = tree.get(robot)
+    over = section.get("overrides", {}) if isinstance(section, dict) else {}
+    out = merge(tree, over)
+    for key, value in out.items():
+        if isinstance(value, dict) and "arm_joints" in value:
+            out[key] = {k: v for k, v in value.items() if k != "overrides"}
+    return out
+
+
+def load_pick_tree(path: str | Path | None = None, robot: str = "so101") -> dict:
+    """The ``/**: ros__parameters`` tree of ``config/pick.yaml`` (or ``path``) for ``robot``
+    (``robot_tree``: its overrides applied)."""
     if path is None:
         from physai_ros.paths import config_path
 
@@ -109,7 +156,7 @@ def load_pick_tree(path: str | Path | None = None) -> dict:
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text())
-        return dict(raw["/**"]["ros__parameters"])
+        return robot_tree(dict(raw["/**"]["ros__parameters"]), robot)
     except OSError as err:
         raise InvalidInput(f"cannot read pick config {path}: {err}") from err
     except (KeyError, TypeError) as err:
@@ -122,12 +169,15 @@ def pick_config(tree: dict, robot: str = "so101") -> PickConfig:
     if robot not in tree:
         robots = [k for k, v in tree.items() if isinstance(v, dict) and "arm_joints" in v]
         raise InvalidInput(f"pick config has no robot {robot!r}; valid: {robots}")
-    nested = ("durations", "offsets", "ik", "robot", "ros", "close_mode", "force")
+    nested = ("durations", "offsets", "ik", "robot", "ros", "close_mode", "force", "grasp")
     scalars = {
         k: float(tree[k]) for k in PickConfig.__dataclass_fields__ if k in tree and k not in nested
     }
     mode = str(tree.get("close_mode", "cap"))
     ros = {k: float(v) for k, v in tree.get("ros", {}).items()}
+    missing = [k for k in ROBOT_KEYS if k not in tree[robot]]
+    if missing:
+        raise InvalidInput(f"pick config section {robot!r} lacks {missing}")
     return PickConfig(
         durations={k: float(v) for k, v in tree["durations"].items()},
         offsets={k: float(v) for k, v in tree["offsets"].items()},
@@ -136,6 +186,7 @@ def pick_config(tree: dict, robot: str = "so101") -> PickConfig:
         ros=ros,
         close_mode=mode,
         force=force_params(tree, robot) if mode == "force" else None,
+        grasp={k: float(v) for k, v in tree.get("grasp", {}).items()},
         **scalars,
     )
 
@@ -165,8 +216,8 @@ def force_params(tree: dict, robot: str = "so101") -> ForceCloseParams:
 
 
 def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
-    """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig`."""
-    return pick_config(load_pick_tree(path), robot)
+    """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig` for ``robot``."""
+    return pick_config(load_pick_tree(path, robot), robot)
 
 
 class PickCommand(NamedTuple):
@@ -185,7 +236,8 @@ class PickSensing(NamedTuple):
     cube_pos: object centre in the IK frame [m] or None if unseen; cube_stamp: when that pose
     was measured [s] (same clock as ``now``); jaw: jaw joint position [rad], jaw_forces:
     (fixed, moving) jaw normal forces [N] and jaw_acked: the jaw controller has taken the last
-    jaw command (a goal still in flight has not acted yet), read by the force close only.
+    jaw command (a goal still in flight has not acted yet), read by the force close only;
+    grasp: the Grasp goal's result, (success, error), once it came (force_close grasp only).
     """
 
     both_touch: bool = False
@@ -195,6 +247,7 @@ class PickSensing(NamedTuple):
     jaw: float = math.nan
     jaw_forces: tuple[float, float] = (0.0, 0.0)
     jaw_acked: bool = True
+    grasp: tuple[bool, str] | None = None
 
 
 def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: float) -> float:
@@ -262,6 +315,8 @@ class PickMachine:
         cfg, t = self.cfg, now - self.t_state
         if self.state == "close" and self.force_close is not None:
             return PickCommand(self.poses["down"], *self.force_close.command)
+        if self.state == "close" and cfg.grasping:  # the hand squeezes with the target
+            return PickCommand(self.poses["down"], cfg.jaw_closed, cfg.force.target)
         if self.state == "close":
             u = minjerk(t / cfg.durations["close_ramp"])
             return PickCommand(
@@ -319,6 +374,8 @@ class PickMachine:
                 self._enter("lift", now)
             elif phase == "aborted":
                 self.abort(now, f"force close: {self.force_close.reason}")
+        elif self.state == "close" and cfg.grasping:
+            self._grasp_update(now, t, sensed.grasp)
         elif self.state == "close":
             settled = (
                 sensed.both_touch
@@ -347,6 +404,18 @@ class PickMachine:
             self._enter(NEXT[self.state], now)
         return self.state
 
+    def _grasp_update(self, now: float, t: float, grasp: tuple[bool, str] | None) -> None:
+        """The Grasp close: lift on a successful result; abort on a failed one (the hand's own
+        reason) or on none within ``force.timeout`` (a hand that never answers squeezes on
+        unobserved: the pick must not lift what it cannot tell it holds)."""
+        if grasp is not None and grasp[0]:
+            self.close_s, self.closed = t, True
+            self._enter("lift", now)
+        elif grasp is not None:
+            self.abort(now, f"grasp failed: {grasp[1] or 'no reason given'}")
+        elif t > self.cfg.force.timeout:
+            self.abort(now, f"no grasp result within force.timeout {self.cfg.force.timeout:g} s")
+
     def abort(self, now: float, reason: str, start: np.ndarray | None = None) -> None:
         """Open the jaw and return home from ``start`` [rad] (default: wherever the arm was
         commanded to be; a controller that stopped the arm holds it elsewhere: pass that)."""
@@ -359,7 +428,7 @@ class PickMachine:
     def _enter(self, state: str, now: float) -> None:
         self.state, self.t_state, self.still_since = state, now, None
         self._segment = None
-        if state == "close" and self.cfg.close_mode == "force":
+        if state == "close" and self.cfg.close_mode == "force" and not self.cfg.grasping:
             self.force_close = ForceClose(self.cfg.force, now)
 
     def _pose_fresh(self, now: float, sensed: PickSensing) -> bool:

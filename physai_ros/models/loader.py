@@ -48,6 +48,17 @@ REQUIRED_NAMES: dict[str, dict[mujoco.mjtObj, tuple[str, ...]]] = {
 }
 """Names the package looks up in each robot model; a model without them is rejected early."""
 
+ADDED_SITES: dict[str, dict[str, tuple[str, tuple[float, ...], tuple[float, ...]]]] = {
+    "panda": {
+        # Between the Franka Hand's fingertip pads (finger bodies 58.4 mm out of the hand, pads
+        # 44.5 mm further): x along the approach (the hand's z), z along the closing (the left
+        # finger, at +y of the hand, towards the right one), as the SO-101's gripperframe is
+        # used by the pick. Menagerie's Panda has no such site; neither has ours.
+        "grasp_site": ("hand", (0.0, 0.0, 0.1029), (0.5, 0.5, -0.5, 0.5)),
+    },
+}
+"""Sites the package adds to a robot model that lacks them: name -> (body, pos [m], quat)."""
+
 
 def check_robot(robot: str) -> str:
     """Return ``robot`` if supported, else raise ``InvalidInput`` listing the choices."""
@@ -101,6 +112,7 @@ def load_robot_spec(robot: str, model_path: str | Path | None = None) -> mujoco.
     path = robot_model_file(robot, model_path)
     try:
         spec = mujoco.MjSpec.from_file(str(path))
+        _add_sites(spec, robot)
         model = spec.compile()
     except ValueError as exc:  # MuJoCo reports parse and compile errors as ValueError
         raise ModelError(f"{robot} model {path} does not load: {exc}") from exc
@@ -113,6 +125,15 @@ def load_robot_spec(robot: str, model_path: str | Path | None = None) -> mujoco.
     if missing:
         raise ModelError(f"{robot} model {path} lacks {', '.join(missing)}")
     return spec
+
+
+def _add_sites(spec: mujoco.MjSpec, robot: str) -> None:
+    """Add the ``ADDED_SITES`` the file does not define (a body it lacks is reported by the
+    name check after compiling)."""
+    for name, (body_name, pos, quat) in ADDED_SITES.get(robot, {}).items():
+        body = spec.body(body_name)
+        if spec.site(name) is None and body is not None:
+            body.add_site(name=name, pos=list(pos), quat=list(quat), size=[0.005], group=1)
 
 
 def load_robot_model(robot: str, model_path: str | Path | None = None) -> mujoco.MjModel:

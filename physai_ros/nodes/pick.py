@@ -9,14 +9,16 @@ capture). Outputs: each arm phase as a ``FollowJointTrajectory`` goal, the jaw t
 ``GripperCommand`` (``max_effort`` = the jaw torque cap), the state on ``pick/state`` and the
 outcome on ``pick/outcome`` (latched JSON).
 
-``close_mode: force`` (docs/force_close.md): the close is the force close of
-``physai_ros.core.force_close``, reading the jaw wrenches' magnitudes as the normal forces; each
-change of its jaw command (at most every ``force.update_period``) is a new ``GripperCommand``
-goal, and the outcome gains a ``force`` section (target, final squeeze per jaw, within
-tolerance, the peak seen while closing). With ``plan.source: planner`` the target is the
-largest of the ``plan_grasp`` service's force targets for the object (``physai_ros.core.
-force_plan``), asked once before the pick moves (an asynchronous call: the executor never
-blocks); no plan, or no answer within ``plan.timeout``, ends the pick aborted before it moves.
+``close_mode: force`` (docs/force_close.md): on the SO-101 (``force_close: servo``) the close is
+the force close of ``physai_ros.core.force_close``, reading the jaw wrenches' magnitudes as the
+normal forces; each change of its jaw command (at most every ``force.update_period``) is a new
+``GripperCommand`` goal. On the Panda (``force_close: grasp``) it is one franka_gripper ``Grasp``
+goal with the target as its force, the close ending on its result. The outcome gains a ``force``
+section (target, final squeeze per jaw, within tolerance, the peak seen while closing). With
+``plan.source: planner`` the target is the largest of the ``plan_grasp`` service's force
+targets for the object (``physai_ros.core.force_plan``), asked once before the pick moves (an
+asynchronous call: the executor never blocks); no plan, or no answer within
+``plan.timeout``, ends the pick aborted before it moves.
 
 Where the cube is: a fresh pose from TF when one is published, else ``cube_position`` (the
 position the user placed it at, a target, not a measurement). Whether it was held is judged by
@@ -65,6 +67,7 @@ from physai_ros.core.force_plan import (
     plan_source,
     planned_params,
 )
+from physai_ros.core.franka_hand import HandFloor
 from physai_ros.core.goal_chain import GoalChain
 from physai_ros.core.pick import (
     PickMachine,
@@ -186,19 +189,36 @@ PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, m
     "ik.tol": (f"IK position tolerance {M}", (1e-9, 0.01), True),
     "ik.rot_tol": (f"IK orientation tolerance {RAD}", (1e-9, 0.1), True),
     "ik.max_iters": ("IK iterations", (1, 10000), True),
-    "so101.site": ("model site the IK places (between the jaw tips)", None, True),
-    "so101.arm_joints": ("the arm's joints, controller order", None, True),
-    "so101.jaw_joint": ("the gripper joint", None, True),
-    "so101.fixed_jaw_body": ("body of the fixed jaw", None, True),
-    "so101.moving_jaw_body": ("body of the moving jaw", None, True),
-    "so101.home": (f"arm joints at home {RAD}", None, True),
-    "so101.approach": ("site x axis in the world while grasping (top-down)", None, True),
-    "so101.closing": (
-        "site z axis in the world while grasping (jaw closing direction)",
-        None,
+    **{
+        f"{robot}.{key}": entry
+        for robot in ("so101", "panda")
+        for key, entry in {
+            "site": ("model site the IK places (between the jaw tips)", None, True),
+            "arm_joints": ("the arm's joints, controller order", None, True),
+            "jaw_joint": ("the gripper joint (the Panda's: one finger [m])", None, True),
+            "fixed_jaw_body": ("body of the fixed jaw (first finger)", None, True),
+            "moving_jaw_body": ("body of the moving jaw (second finger)", None, True),
+            "home": (f"arm joints at home {RAD}", None, True),
+            "approach": ("site x axis in the world while grasping (top-down)", None, True),
+            "closing": ("site z axis in the world while grasping (closing direction)", None, True),
+            "jaw_lever": (f"jaw normal force = gripper effort / this {M}", (0.001, 1.0), True),
+            "jaws": ("the jaw_contact/<jaw> wrench topics, PickSensing order", None, True),
+            "force_close": ("close_mode force: servo (own loop) | grasp (franka)", None, True),
+            "gripper_action": ("GripperCommand action of the gripper", None, True),
+            "grasp_action": ("franka_msgs Grasp action ('' = none)", None, True),
+        }.items()
+    },
+    "grasp.speed": ("closing speed of the width of a Grasp [m/s]", (0.001, 1.0), True),
+    "grasp.epsilon_inner": (
+        f"a Grasp succeeds at a width above cube_size - this {M}",
+        (0.0, 0.1),
         True,
     ),
-    "so101.jaw_lever": (f"jaw normal force = servo torque / this {M}", (0.001, 1.0), True),
+    "grasp.epsilon_outer": (
+        f"a Grasp succeeds at a width below cube_size + this {M}",
+        (0.0, 0.1),
+        True,
+    ),
     "ros.control_rate": ("PickMachine update rate [Hz, node clock]", (1.0, 1000.0), True),
     "ros.trajectory_dt": (f"sampling of each phase into a trajectory goal {S}", (0.001, 1.0), True),
     "ros.command_lead": (f"arm goals are stamped this far ahead {S}", (0.0, 5.0), True),
@@ -207,7 +227,11 @@ PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, m
         (0.0, 100.0),
         True,
     ),
-    "jaw_torque_cap": ("GripperCommand max_effort while closing [N m]", (0.0, 10.0), True),
+    "jaw_torque_cap": (
+        "GripperCommand max_effort while closing [N m SO-101 | N Panda]",
+        (0.0, 200.0),
+        True,
+    ),
     "frame_prefix": ("prefix of the robot's TF frames (the cube's too)", None, True),
     "cube_frame": ("TF frame of the object, after frame_prefix", None, True),
     "world_frame": ("fixed frame the cube pose is given in", None, True),
@@ -236,8 +260,9 @@ class PickNode(Node):
     def __init__(self) -> None:
         super().__init__("pick")
         robot, model_path, base_pos, base_yaw = declare_robot_params(self)
+        self.robot = robot
         try:
-            tree = load_pick_tree()
+            tree = load_pick_tree(robot=robot)
             p = declare_table(self, flatten(tree), PARAMETERS)
             self.cfg = pick_config(unflatten(p), robot)
             self.plan_src = plan_source(unflatten(p))
@@ -258,7 +283,9 @@ class PickNode(Node):
         rob = self.cfg.robot
         self.arm_joints = list(rob["arm_joints"])
         self.jaw_joint = str(rob["jaw_joint"])
-        self.jaws = ("fixed_jaw", "moving_jaw")
+        self.jaws = tuple(rob["jaws"])
+        if len(self.jaws) != 2:
+            raise SystemExit(f"pick: {robot}.jaws must name two jaws, got {list(self.jaws)}")
         spec = load_robot_spec(robot, model_path)
         place_robot(spec, base_pos, base_yaw)
         model = spec.compile()
@@ -266,11 +293,13 @@ class PickNode(Node):
         self.fk_model, self.fk_data = model, mujoco.MjData(model)
         self.fk_site = model.site(str(rob["site"])).id
         self.fk_qadr = [model.jnt_qposadr[model.joint(j).id] for j in self.arm_joints]
-        # the jaw's dry friction lives in the model (what the sim steps, what the driver's
-        # calibration halves): a planned target below what it lets the jaw set is raised
+        # the least squeeze the gripper sets: the SO-101 jaw's dry friction lives in the model
+        # (what the sim steps, what the driver's calibration halves), the Franka Hand's floor
+        # in its data; a target below it is raised (planned) or refused (servo, parameter)
         self.jaw_friction = float(
             model.dof_frictionloss[model.jnt_dofadr[model.joint(self.jaw_joint).id]]
         )
+        self.raised: dict | None = None  # {from_N, to_N, why}: the target raised to the floor
 
         self.joints: dict[str, tuple[float, float]] = {}
         self.joints_stamp = -math.inf  # [s] when the last joint state was measured
@@ -303,7 +332,16 @@ class PickNode(Node):
                 stream_qos(10),
             )
         self.arm = ActionClient(self, FollowJointTrajectory, interfaces.FOLLOW_JOINT_TRAJECTORY)
-        self.gripper = ActionClient(self, GripperCommand, interfaces.GRIPPER_COMMAND)
+        self.gripper_action = str(rob["gripper_action"])
+        self.gripper = ActionClient(self, GripperCommand, self.gripper_action)
+        self.grasp_client = None  # franka_gripper's Grasp, for force_close grasp only
+        self.grasp_result: tuple[bool, str] | None = None  # (success, error) once it came
+        if self.cfg.grasping:
+            try:
+                from franka_msgs.action import Grasp
+            except ImportError as exc:
+                raise SystemExit(f"pick: force_close grasp needs franka_msgs ({exc})") from exc
+            self.grasp_client = ActionClient(self, Grasp, str(rob["grasp_action"]))
         self.pub_state = self.create_publisher(String, interfaces.PICK_STATE, LATCHED)
         self.pub_outcome = self.create_publisher(String, interfaces.PICK_OUTCOME, LATCHED)
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
@@ -330,6 +368,7 @@ class PickNode(Node):
             self.get_logger().info(f"asking {interfaces.PLAN_GRASP} for the force target")
             self.ask_planner()
         elif self.cfg.force is not None:
+            self.raise_to_hand_floor()
             self.check_capacity()
         if self.plan_src.planned and self.cfg.force is None:
             self.get_logger().warning(
@@ -338,12 +377,33 @@ class PickNode(Node):
         if self.refused is None:
             self.get_logger().info("waiting for joint states, the cube and the controllers")
 
+    def floor(self) -> JawFloor | HandFloor:
+        """The least squeeze the gripper sets (see ``__init__``)."""
+        if self.cfg.grasping:  # the hand's data, one place (config/sim_robots.yaml)
+            from physai_ros.backends.mujoco_sim import load_sim_config
+
+            hand = load_sim_config()["robots"][self.robot]["franka_hand"]
+            return HandFloor(float(hand["min_force"]))
+        p = self.cfg.force
+        return JawFloor(self.jaw_friction, p.lever, p.tolerance)
+
+    def raise_to_hand_floor(self) -> None:
+        """A Franka Hand squeezes with at least its floor whatever it is told: a parameter
+        target below it is raised, and the log and the outcome say so."""
+        p, floor = self.cfg.force, self.floor()
+        if not self.cfg.grasping or p.target >= floor.force:
+            return
+        self.raised = {"from_N": p.target, "to_N": floor.force, "why": floor.why}
+        self.cfg = dataclasses.replace(self.cfg, force=dataclasses.replace(p, target=floor.force))
+        self.get_logger().warning(
+            f"force.target {p.target:g} N {floor.why}: squeezing with {floor.force:g} N"
+        )
+
     def check_capacity(self) -> None:
         """Refuse a target beyond the cap, or a contact force the jaw's friction swallows,
         before anything moves: say so, send nothing."""
         p = self.cfg.force
-        floor = JawFloor(self.jaw_friction, p.lever, p.tolerance)
-        self.refused = capacity_fault(p) or floor.contact_fault(p.contact)
+        self.refused = capacity_fault(p) or self.floor().contact_fault(p.contact)
         if self.refused is not None:
             self.refuse(self.refused)
 
@@ -388,13 +448,12 @@ class PickNode(Node):
         try:
             targets = list(answer.force_targets)
             p = self.cfg.force
-            floor = JawFloor(self.jaw_friction, p.lever, p.tolerance)
-            force, raised = planned_params(p, answer.success, answer.message, targets, floor)
+            force, raised = planned_params(p, answer.success, answer.message, targets, self.floor())
         except InvalidInput as exc:
             self.refused = str(exc)
             self.refuse(self.refused)
             return
-        self.plan["raised"] = raised
+        self.plan["raised"] = self.raised = raised
         self.cfg = dataclasses.replace(self.cfg, force=force)
         raise_note = (
             "" if raised is None else f" (raised from {raised['from_N']} N: {raised['why']})"
@@ -455,6 +514,7 @@ class PickNode(Node):
             jaw=jaw,
             jaw_forces=(self.jaw_force[self.jaws[0]], self.jaw_force[self.jaws[1]]),
             jaw_acked=self.jaw_in_flight == 0,
+            grasp=self.grasp_result,
         )
 
     def arm_positions(self) -> np.ndarray:
@@ -484,10 +544,12 @@ class PickNode(Node):
             out.append(f"the cube's pose (TF frame {self.cube_frame!r})")
         elif now - cube[1] > self.max_age:
             out.append(f"a fresh cube pose (the last is {now - cube[1]:.2f} s old)")
-        servers = (
+        servers = [
             (self.arm, interfaces.FOLLOW_JOINT_TRAJECTORY),
-            (self.gripper, interfaces.GRIPPER_COMMAND),
-        )
+            (self.gripper, self.gripper_action),
+        ]
+        if self.grasp_client is not None:
+            servers.append((self.grasp_client, self.cfg.robot["grasp_action"]))
         out += [
             f"the action server {name}" for client, name in servers if not client.server_is_ready()
         ]
@@ -531,6 +593,34 @@ class PickNode(Node):
             future = self.gripper.send_goal_async(goal)
             future.add_done_callback(answered)
             self._watch(future, "gripper goal", None)
+
+        if delay <= 0.0:
+            send()
+            return
+
+        def later() -> None:
+            self.destroy_timer(timer)
+            send()
+
+        timer = self.create_timer(delay, later)
+
+    def send_grasp(self, delay: float) -> None:
+        """The Grasp close: one franka_gripper Grasp goal, ``delay`` [s] from now, squeezing
+        with the target; its result, (success, error), is the close's end (``PickSensing.
+        grasp``). The width is the object's size, the epsilons the grasp section's."""
+        from franka_msgs.action import Grasp
+
+        goal = Grasp.Goal(width=float(self.cube_size), force=float(self.cfg.force.target))
+        goal.speed = float(self.cfg.grasp["speed"])
+        goal.epsilon.inner = float(self.cfg.grasp["epsilon_inner"])
+        goal.epsilon.outer = float(self.cfg.grasp["epsilon_outer"])
+
+        def result(future, _what: str, _phase: int) -> None:
+            answer = future.result().result
+            self.grasp_result = (bool(answer.success), str(answer.error))
+
+        def send() -> None:
+            self._watch(self.grasp_client.send_goal_async(goal), "grasp goal", result)
 
         if delay <= 0.0:
             send()
@@ -595,6 +685,9 @@ class PickNode(Node):
         if state == "close" and self.machine.force_close is not None:
             self.jaw_delay, self.jaw_start, self.jaw_sent = start - now, start, None
             self.follow_force_close(now)
+        elif state == "close" and self.cfg.grasping:
+            self.jaw_delay = start - now
+            self.send_grasp(self.jaw_delay)
         elif state == "close":
             self.jaw_delay = start - now
             self.send_jaw(self.cfg.jaw_closed, self.cap, self.jaw_delay)
@@ -794,6 +887,7 @@ class PickNode(Node):
             "effort_Nm": None if close is None else round(close.effort, 4),
             "phase": None if close is None else close.phase,
             "source": self.plan_src.source,
+            "raised": self.raised,
             "plan": self.plan,
         }
 
