@@ -12,6 +12,12 @@ cube by ``cube_position`` (it publishes no TF frame). Two modes:
   default 3 N lies above a soft object's band);
 - ``cap``: the default cap-based close (lesson 16), nothing else changed.
 
+``--robot panda``: the simulated Panda's pick graph (``pick_graph(robot="panda")``), whose force
+close is one franka_gripper ``Grasp`` (config/pick.yaml ``panda``) with the target at the Franka
+Hand's floor, 30 N per finger (any plan for a 30 g object lies below it: the planner is not
+asked), and whose cap close squeezes with its 70 N cap; ``--young`` sets the soft cube's Young's
+modulus (a 30 N squeeze crushes the default 5·10⁴ Pa cube, narrower than the Grasp's epsilon).
+
 A client node here watches ``pick/outcome``, ``pick/state``, ``soft_object_strain`` and the jaw
 wrenches. A force run passes when the pick held the cube, its final squeeze per jaw lies within
 ``--band`` of the planned target, and the largest edge strain seen from the close on stayed
@@ -20,6 +26,7 @@ held and within-band rates with Wilson 95 % intervals, and each run's numbers::
 
     python test/force_bench.py --runs 10               # both modes, 30-40 s a run at load 5-8
     python test/force_bench.py --runs 3 --modes force --keep /tmp/force_bench
+    python test/force_bench.py --robot panda --young 5e5 --runs 10
 """
 
 from __future__ import annotations
@@ -50,7 +57,10 @@ SOFT_COUNT = 3  # the soft cube's resolution (vertices per edge): the strain lim
 STRAIN_LIMIT = 0.25  # [m/m] largest edge strain at SOFT_COUNT (docs/force_close.md: why)
 BAND = 0.15  # accepted final squeeze: planned target · (1 ∓ BAND) (issue 14)
 CONTACT = 1.5  # [N per jaw] force.contact of the force runs (below a 2.4 N target's band)
-RIGID_AWAY = (0.22, -0.10)  # [m] the rigid cube, base frame: 18 cm from the soft one
+RIGID_AWAY = {  # [m] the rigid cube, base frame, out of the way: 18 / 25 cm from the soft one
+    "so101": (0.22, -0.10),
+    "panda": (0.5, -0.15),
+}
 TIMEOUT = 240.0  # [s wall] graph start + plan + pick on a loaded machine
 
 
@@ -74,7 +84,7 @@ def positions(
     raise ValueError(f"only {len(found)} of {50 * n} positions around {centre} are reachable")
 
 
-def pick_reach() -> Callable[[float, float], bool]:
+def pick_reach(robot: str = "so101") -> Callable[[float, float], bool]:
     """Whether the pick's own IK (its model, placement, offsets and tolerances) reaches the
     pre, down and lift poses above a cube at (x, y) [m, base frame] from home, as the pick
     plans them: a position it cannot reach would end every run "cube out of reach?"."""
@@ -82,10 +92,10 @@ def pick_reach() -> Callable[[float, float], bool]:
     from physai_ros.models import load_robot_spec, place_robot
 
     scene = load_scene_config()
-    placement = scene["robots"]["so101"]
+    placement = scene["robots"][robot]
     size = float(scene["soft"]["size"])
-    cfg = load_pick_config()
-    spec = load_robot_spec("so101")
+    cfg = load_pick_config(robot=robot)
+    spec = load_robot_spec(robot)
     place_robot(spec, placement["base_pos"], placement["base_yaw_deg"])
     ik = arm_ik(spec.compile(), cfg)
 
@@ -208,27 +218,41 @@ def table(runs: list[Run], strain_limit: float) -> str:
     return "\n".join(lines)
 
 
-def graph(mode: str, x: float, y: float, gain: float | None = None) -> list[NodeSpec]:
-    """The user's pick graph with the soft cube at (x, y) [m, base frame], the pick pointed at
-    it; the force mode adds the planner and its parameters (``gain``: force.gain, None = the
-    product's)."""
+def graph(
+    mode: str,
+    x: float,
+    y: float,
+    gain: float | None = None,
+    robot: str = "so101",
+    young: float | None = None,
+) -> list[NodeSpec]:
+    """The user's pick graph of ``robot`` with the soft cube at (x, y) [m, base frame] (Young's
+    modulus ``young`` [Pa], None = config/scene.yaml's), the pick pointed at it; the SO-101's
+    force mode adds the planner and its parameters (``gain``: force.gain, None = the
+    product's), the Panda's is its Grasp at the hand's floor (the module docstring)."""
     scene = load_scene_config()
-    placement = scene["robots"]["so101"]
+    placement = scene["robots"][robot]
     size = float(scene["soft"]["size"])
     world = cube_world_pos((x, y), size, placement["base_pos"], placement["base_yaw_deg"])
-    specs = pick_graph(sim=True, cube_x=RIGID_AWAY[0], cube_y=RIGID_AWAY[1])
+    away = RIGID_AWAY[robot]
+    specs = pick_graph(robot=robot, sim=True, cube_x=away[0], cube_y=away[1])
+    planned = mode == "force" and robot == "so101"
     for spec in specs:
         if spec.name == "sim_bridge":
             spec.parameters.update(soft_object="cube", soft_x=x, soft_y=y, soft_count=SOFT_COUNT)
+            if young is not None:
+                spec.parameters["soft_young"] = float(young)
         if spec.name == "pick":
             spec.parameters.update(cube_frame="none", cube_position=[float(v) for v in world])
-            if mode == "force":
+            if mode == "force" and not planned:
+                spec.parameters["close_mode"] = "force"
+            if planned:
                 spec.parameters.update(
                     close_mode="force",
                     force={"contact": CONTACT} | ({} if gain is None else {"gain": gain}),
                     plan={"source": "planner", "object": "soft"},
                 )
-    if mode == "force":
+    if planned:
         specs.append(NodeSpec("grasp_planner", "grasp_planner"))
     return specs
 
@@ -237,7 +261,7 @@ class Watcher:
     """A client node spun on a thread: the outcome, the state, the strain and the jaw forces
     from the close on."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context, jaws: list[str]) -> None:
         import rclpy
         from geometry_msgs.msg import PoseStamped, WrenchStamped
         from rclpy.executors import SingleThreadedExecutor
@@ -252,7 +276,7 @@ class Watcher:
         self.closing = False
         self.strain_max, self.strain, self.strain_end = 0.0, math.nan, math.nan
         self.z_rest, self.z, self.z_end = math.nan, math.nan, math.nan  # soft cube COM [m]
-        self.jaw = {"fixed_jaw": 0.0, "moving_jaw": 0.0}
+        self.jaw = dict.fromkeys(jaws, 0.0)
         self.peak = 0.0
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         sub = self.node.create_subscription
@@ -308,14 +332,22 @@ class Watcher:
 
 
 def one_run(
-    context, mode: str, x: float, y: float, log_dir: Path, gain: float | None = None
+    context,
+    mode: str,
+    x: float,
+    y: float,
+    log_dir: Path,
+    gain: float | None = None,
+    robot: str = "so101",
+    young: float | None = None,
 ) -> Run:
     """Start the graph, watch until the outcome (or TIMEOUT), stop it; the run's numbers."""
     from physai_ros.bringup import start, stop
+    from physai_ros.core.pick import load_pick_tree
 
     log_dir.mkdir(parents=True, exist_ok=True)
-    watcher = Watcher(context)
-    procs = start(graph(mode, x, y, gain), log_dir)
+    watcher = Watcher(context, load_pick_tree(robot=robot)[robot]["jaws"])
+    procs = start(graph(mode, x, y, gain, robot, young), log_dir)
     try:
         end = time.monotonic() + TIMEOUT
         while watcher.outcome is None and time.monotonic() < end:
@@ -362,6 +394,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="positions per mode")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--robot", choices=("so101", "panda"), default="so101")
+    parser.add_argument(
+        "--young", type=float, default=None, help="soft cube Young's modulus [Pa] (scene.yaml's)"
+    )
     parser.add_argument("--strain-limit", type=float, default=STRAIN_LIMIT, help="[m/m]")
     parser.add_argument("--domain", type=int, default=79, help="ROS_DOMAIN_ID of the graphs")
     parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
@@ -378,6 +414,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs must be at least 1, got {args.runs}")
+    if args.young is not None and not 1.0 <= args.young <= 1e9:
+        parser.error(f"--young must be in [1, 1e9] Pa, got {args.young}")
     if args.gain is not None and not 0.0 < args.gain <= 1.0:
         parser.error(f"--gain must be in (0, 1], got {args.gain}")
     if not 0.0 < args.strain_limit < 1.0:
@@ -408,12 +446,15 @@ def main(argv: list[str] | None = None) -> int:
     import rclpy
 
     os.environ["ROS_DOMAIN_ID"] = str(args.domain)
-    soft_pos = load_scene_config()["robots"]["so101"]["soft_pos"]
-    where = positions(args.runs, (float(soft_pos[0]), float(soft_pos[1])), pick_reach())
+    soft_pos = load_scene_config()["robots"][args.robot]["soft_pos"]
+    centre = (float(soft_pos[0]), float(soft_pos[1]))
+    where = positions(args.runs, centre, pick_reach(args.robot))
     jobs = [(mode, x, y) for x, y in where for mode in args.modes]  # modes interleaved
     load = os.getloadavg()
+    young = args.young or load_scene_config()["soft"]["young"]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
-          f"{os.cpu_count()} cores; soft_count {SOFT_COUNT}", file=sys.stderr)  # fmt: skip
+          f"{os.cpu_count()} cores; {args.robot}, soft_count {SOFT_COUNT}, young {young:g} Pa",
+          file=sys.stderr)  # fmt: skip
     context = rclpy.Context()
     rclpy.init(context=context)
     runs: list[Run] = []
@@ -423,7 +464,10 @@ def main(argv: list[str] | None = None) -> int:
         base = args.keep or Path(tmp)
         try:
             for i, (mode, x, y) in enumerate(jobs):
-                runs.append(one_run(context, mode, x, y, base / f"{i:02d}-{mode}", args.gain))
+                log_dir = base / f"{i:02d}-{mode}"
+                runs.append(
+                    one_run(context, mode, x, y, log_dir, args.gain, args.robot, args.young)
+                )
                 progress(i + 1, len(jobs), started, runs[-1])
                 if args.json is not None:
                     rows = [dict(vars(r), error=r.error) for r in runs]
