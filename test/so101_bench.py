@@ -202,6 +202,8 @@ class Bench:
             pv = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
         elif isinstance(value, int):
             pv = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
+        elif isinstance(value, str):
+            pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
         elif isinstance(value, list) and all(isinstance(v, int) for v in value):
             pv = ParameterValue(
                 type=ParameterType.PARAMETER_INTEGER_ARRAY, integer_array_value=value

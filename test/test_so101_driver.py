@@ -94,11 +94,20 @@ def test_goal_moves_the_arm_and_stop_holds_resume_accepts(bench):
     assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED
 
 
-def test_cable_pulled_mid_goal_aborts_holds_and_resumes_without_motion(bench):
+@pytest.mark.parametrize("during", ["any transfer", "Torque_Enable", "Present_Temperature"])
+def test_cable_pulled_mid_goal_aborts_holds_and_resumes_without_motion(bench, during):
+    """Pulled whenever it happens to be (mostly the state read), or exactly as the driver
+    reads the torque or the temperature in its health check (CI saw the torque read's
+    failure become an internal error and a deactivation): always a lost port."""
+    start = len(bench.log())
     handle = bench.send_arm(bench.arm_position() + np.array([0.5, 0, 0, 0, 0]), 3.0)
     assert handle.accepted
     time.sleep(0.5)
-    bench.set_emulator("port_connected", False)
+    if during == "any transfer":
+        bench.set_emulator("port_connected", False)
+    else:
+        bench.set_emulator("pull_at_read", during)
+        assert bench.wait(lambda: "port lost" in bench.log()[start:], 3.0), bench.log()[start:]
     pulled = time.time()
     try:
         result = bench.arm_result(handle, 10.0)

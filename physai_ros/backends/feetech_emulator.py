@@ -118,6 +118,9 @@ class Faults:
     # every n-th sync-read reply carries zeros for data, well formed (a desynchronised bus
     # hands one register's reply to the read of another: the checksum cannot tell)
     wrong_data_every: int = 0
+    # the cable is pulled as the next read of this register arrives ('' = never; once): a
+    # pull that lands in whichever transfer the driver makes, not only in its state read
+    pull_at_read: str = ""
 
 
 @dataclass
@@ -428,6 +431,8 @@ class FeetechBusEmulator:
             self.stats.corrupt_requests += 1
             return
         self.stats.requests += 1
+        if self._pull_here(packet):
+            return
         if self.record_writes and packet.code in (
             Instruction.WRITE,
             Instruction.SYNC_WRITE,
@@ -456,6 +461,20 @@ class FeetechBusEmulator:
         with contextlib.suppress(OSError):
             os.write(master, bytes(out))
         self.stats.replies += len(replies)
+
+    def _pull_here(self, packet: fp.Packet) -> bool:
+        """Pull the cable if ``packet`` reads the register ``faults.pull_at_read`` names."""
+        name = self.faults.pull_at_read
+        if not name:
+            return False
+        _, code, params = packet  # a READ's and a SYNC READ's first byte: the start address
+        if code not in (Instruction.READ, Instruction.SYNC_READ) or not params:
+            return False
+        if params[0] != fp.register(name).address:
+            return False
+        self.faults.pull_at_read = ""
+        self.close_port()
+        return True
 
     def _servo(self, servo_id: int) -> EmulatedServo | None:
         if not self.powered:

@@ -492,14 +492,21 @@ class ServoLoop:
             self.log("info", f"grasp formed: gripper torque limit -> {self.s.relax_torque:.3f} N·m")
 
     def _check_health(self) -> None:
+        """Every ``health_every`` cycles: flags, temperature, voltage and, on an armed arm,
+        torque (servos found with torque off were reset by a power loss). A port that fails
+        here is lost as in any other transfer; a lost reply waits for the next check."""
         try:
-            health = self.bus.read_health()
-            status = health.status.astype(int)
-            if status.any():  # confirmed by a second read before anyone is told
-                status = self._latched_flags(status)
+            self._read_health()
+        except PortUnavailable as exc:
+            self._port_lost(str(exc))
         except BusError as exc:
             self.log("warn", f"health read failed: {exc}")
-            return
+
+    def _read_health(self) -> None:
+        health = self.bus.read_health()
+        status = health.status.astype(int)
+        if status.any():  # confirmed by a second read before anyone is told
+            status = self._latched_flags(status)
         self.health = health._replace(status=status)
         new = status & ~self._reported_flags
         self._reported_flags = status.copy()

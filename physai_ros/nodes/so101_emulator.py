@@ -17,7 +17,8 @@ the witness then also gives ``soft``: its centre of mass [m], largest edge strai
 it touches both jaws and each jaw's true normal force on it [N].
 
 Faults, set at run time with ``ros2 param set /so101_emulator <name> <value>``:
-``port_connected`` (false = cable pulled), ``power`` (false = supply lost: servos silent and
+``port_connected`` (false = cable pulled), ``pull_at_read`` (a register name: the cable is
+pulled as the driver next reads it, once), ``power`` (false = supply lost: servos silent and
 limp, the arm falls; true = back, reset with torque off), ``mute_ids`` (servos that stop
 answering), ``corrupt_every`` (bad checksum every n-th reply), ``wrong_data_every`` (zeros with
 a right checksum in every n-th sync read: a desynchronised bus), ``overload_ids`` (latch
@@ -40,6 +41,7 @@ from std_msgs.msg import String
 from physai_ros import interfaces
 from physai_ros.backends.feetech_emulator import FeetechBusEmulator, write_calibration
 from physai_ros.backends.so101_physics import JOINTS
+from physai_ros.core import feetech_protocol as fp
 from physai_ros.errors import InvalidInput
 from physai_ros.nodes._common import declare_table, node_defaults, run_node
 from physai_ros.nodes._soft import declare_soft_object
@@ -74,6 +76,7 @@ PARAMETERS = {  # config/so101_emulator.yaml: (description, range, read-only)
     "mocap": ("also publish the true cube pose on cube_pose (motion capture)", None, True),
     "witness_rate": ("~/witness and cube pose rate [Hz]", (1.0, 500.0), True),
     "port_connected": ("false = cable pulled (pty closed)", None, False),
+    "pull_at_read": ("pull the cable as this register is next read, once", None, False),
     "power": ("false = servo supply lost (silent, limp)", None, False),
     "mute_ids": ("servo ids that do not answer (0 = none)", None, False),
     "corrupt_every": ("bad checksum on every n-th reply (0 = never)", (0, 1000), False),
@@ -146,6 +149,13 @@ class So101Emulator(Node):
                 emulator.faults.wrong_data_every = int(value)
             elif name == "port_connected":
                 (emulator.open_port if value else emulator.close_port)()
+            elif name == "pull_at_read":
+                if value:
+                    try:
+                        fp.register(value)
+                    except InvalidInput as exc:
+                        return SetParametersResult(successful=False, reason=str(exc))
+                emulator.faults.pull_at_read = value
             elif name == "power":
                 (emulator.power_on if value else emulator.power_off)()
             elif name == "overload_ids":
