@@ -39,6 +39,7 @@ import dataclasses
 import json
 import math
 import time
+from collections.abc import Callable
 
 import mujoco
 import numpy as np
@@ -594,15 +595,7 @@ class PickNode(Node):
             future.add_done_callback(answered)
             self._watch(future, "gripper goal", None)
 
-        if delay <= 0.0:
-            send()
-            return
-
-        def later() -> None:
-            self.destroy_timer(timer)
-            send()
-
-        timer = self.create_timer(delay, later)
+        self._after(delay, send)
 
     def send_grasp(self, delay: float) -> None:
         """The Grasp close: one franka_gripper Grasp goal, ``delay`` [s] from now, squeezing
@@ -619,9 +612,13 @@ class PickNode(Node):
             answer = future.result().result
             self.grasp_result = (bool(answer.success), str(answer.error))
 
-        def send() -> None:
-            self._watch(self.grasp_client.send_goal_async(goal), "grasp goal", result)
+        self._after(
+            delay,
+            lambda: self._watch(self.grasp_client.send_goal_async(goal), "grasp goal", result),
+        )
 
+    def _after(self, delay: float, send: Callable[[], None]) -> None:
+        """Call ``send`` ``delay`` [s] from now (now if ≤ 0), on a one-shot timer."""
         if delay <= 0.0:
             send()
             return
