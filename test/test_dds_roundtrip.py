@@ -7,6 +7,7 @@ that crossed the wire, not only that a module imports.
 
 from __future__ import annotations
 
+import os
 import random
 import time
 
@@ -128,3 +129,44 @@ def test_follow_joint_trajectory_goal_round_trip(ros_context, spawn):
     spin_until(ros_context, node, lambda: len(feedback) >= 3, 5.0)
     assert [f.feedback.index for f in feedback] == [0, 1, 2]
     node.destroy_node()
+
+
+SHM_PORTS = """
+import os, sys
+import rclpy
+from std_msgs.msg import String
+from physai_ros.nodes._common import use_dds_profile
+if sys.argv[1] == "profile":
+    use_dds_profile()
+rclpy.init()
+node = rclpy.create_node("shm_probe")
+node.create_publisher(String, "/shm_probe", 10)
+node.create_subscription(String, "/shm_probe", lambda _m: None, 10)
+maps = open(f"/proc/{os.getpid()}/maps").read()
+print(sorted({line.rsplit("/", 1)[-1] for line in maps.splitlines() if "fastdds_port" in line}))
+"""
+
+
+@pytest.mark.parametrize("discovery", ["LOCALHOST", "SUBNET"])
+def test_a_node_with_the_package_profile_opens_no_shared_memory_port(ros_domain, discovery):
+    """config/fastdds.xml keeps Fast DDS's shared-memory ports out of every node, also under
+    ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST, where rmw_fastrtps adds its own shared-memory
+    transport: a SIGKILLed node's dead port stalled every writer still sending to it 1-3 s
+    inside publish() (docs/faults.md). A plain rclpy process on the same settings does open
+    ports (``/dev/shm/fastdds_port*`` in its memory map): the probe sees them when they exist."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAST")}
+    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = discovery
+
+    def ports(mode: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", SHM_PORTS, mode],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout.strip().splitlines()[-1]
+
+    assert ports("profile") == "[]"
+    assert ports("plain").startswith("['fastdds_port")
