@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import net_bench
@@ -76,3 +78,35 @@ def test_split_pick_holds_at_ten_percent_loss(hosts, tmp_path):
     assert dropped > 200, f"only {dropped} packets dropped: the loss rules are not in the path"
     assert outcome["outcome"] == "held", outcome
     assert outcome["lift_cm"] == pytest.approx(7.3, abs=0.3), outcome
+
+
+PROBE = Path(__file__).parent / "peers" / "topic_probe.py"
+
+
+def probes(a, b, env_a: dict[str, str], env_b: dict[str, str]) -> tuple[list, list]:
+    """A's and B's ``topic_probe`` run side by side (both with the package's DDS profile, as
+    our nodes): what each discovered of the other."""
+    runs = [
+        subprocess.Popen(
+            host.command(sys.executable, str(PROBE), tag, "5", "--profile"),
+            env=host.env(env),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for host, tag, env in ((a, "a", env_a), (b, "b", env_b))
+    ]
+    outputs = [run.communicate(timeout=60)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    return tuple(json.loads(out.strip().splitlines()[-1]) for out in outputs)
+
+
+def test_the_dds_profile_keeps_a_localhost_node_on_its_host(hosts):
+    """config/fastdds.xml names its own UDP locators (all interfaces) and multicast group, so
+    that no node opens shared-memory ports (docs/faults.md). A real arm's graph runs with
+    discovery:=localhost: its nodes must still stay invisible to another host, and see
+    nothing of it. The same pair over SUBNET discover each other: the probe can see."""
+    a, b = hosts
+    local = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    subnet = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
+    assert probes(a, b, local, subnet) == ([], [])
+    assert probes(a, b, subnet, subnet) == (["/probe_b"], ["/probe_a"])
