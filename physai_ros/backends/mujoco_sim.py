@@ -63,13 +63,30 @@ def load_sim_config() -> dict[str, Any]:
 
 
 def default_controller_params(
-    robot: str, ranges: JointRanges, gripper: tuple[str, float, float], cap: float
-) -> tuple[JtcParams, GacParams]:
-    """The controllers' parameters from config/sim_robots.yaml (``arm_controller`` and
-    ``gripper_controller`` of ``robot``); ``cap`` [N·m | N] is the default gripper effort."""
+    robot: str, ranges: JointRanges, grippers: dict[str, tuple[str, float, float, float]]
+) -> tuple[JtcParams, dict[str, GacParams]]:
+    """The controllers' parameters from config/sim_robots.yaml (``arm_controller`` and, for
+    each gripper controller, ``gripper_controller`` of ``robot``); ``grippers``: controller name
+    -> (joint, lower, upper [rad | m], default effort [N·m | N], the actuator's cap)."""
     cfg = load_sim_config()["robots"][robot]
     jtc = JtcParams.from_config(cfg["arm_controller"], ranges.names, ranges.lower, ranges.upper)
-    return jtc, gac_params(cfg["gripper_controller"], *gripper, cap)
+    return jtc, {
+        name: gac_params(cfg["gripper_controller"], *joint) for name, joint in grippers.items()
+    }
+
+
+def gripper_channels(cfg: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Controller name -> {joint, actuator} of a simulated robot's gripper controllers: its
+    ``hand`` section (a hand with several driven joints: one controller each), else the one
+    ``gripper_controller`` on the first of ``gripper_joints`` and ``gripper_actuator``."""
+    if "hand" in cfg:
+        return {name: dict(channel) for name, channel in cfg["hand"].items()}
+    return {
+        "gripper_controller": {
+            "joint": cfg["gripper_joints"][0],
+            "actuator": cfg["gripper_actuator"],
+        }
+    }
 
 
 class ArmState(NamedTuple):
@@ -115,6 +132,79 @@ def _ids(model: mujoco.MjModel, obj: mujoco.mjtObj, names: Sequence[str], kind: 
     return np.array(ids, dtype=int)
 
 
+class _Servo:
+    """The position servo (a MuJoCo position-type actuator) that one gripper controller drives,
+    and its joint. A goal's effort becomes the actuator's force range (so a jaw blocked by an
+    object pushes with it) and the servo's target ramps to the goal's position along a min-jerk
+    blend of ``ramp_time`` [s], as a servo's own trajectory generator does."""
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        joint: str,
+        actuator: str,
+        ramp_time: float,
+        stiffness: dict[str, float] | None,
+    ) -> None:
+        jid = int(_ids(model, mujoco.mjtObj.mjOBJ_JOINT, [joint], "joint")[0])
+        self.joint = joint
+        self.q, self.v = int(model.jnt_qposadr[jid]), int(model.jnt_dofadr[jid])
+        self.range = (float(model.jnt_range[jid, 0]), float(model.jnt_range[jid, 1]))
+        self.act = a = int(_ids(model, mujoco.mjtObj.mjOBJ_ACTUATOR, [actuator], "actuator")[0])
+        # A position-type actuator reaches equilibrium where gain·ctrl = kp·length.
+        gain, kp = model.actuator_gainprm[a, 0], -model.actuator_biasprm[a, 1]
+        if gain <= 0 or kp <= 0:
+            raise ModelError(f"gripper actuator {actuator!r} is not a position servo")
+        self.ctrl_per_unit = float(kp / gain)  # ctrl per unit of joint position
+        if stiffness is not None:
+            self._stiffen(model, stiffness)
+        self.default_cap = float(model.actuator_forcerange[a, 1])
+        self.ramp_time = float(ramp_time)
+        self.ramp: tuple[float, float, float] | None = None  # (from, to, t0) servo ctrl
+        self.target = math.nan  # [rad | m] the setpoint the ramp heads for
+        self.effort = math.nan  # [N·m | N] the effort written as the force range
+
+    def _stiffen(self, model: mujoco.MjModel, servo: dict[str, float]) -> None:
+        """Set the servo's stiffness kp [N/m | N·m/rad] and damping kv [N·s/m | N·m·s/rad],
+        keeping its command scale: a jaw blocked by an object then pushes with its force cap
+        (as a real force-limited gripper does) instead of kp x the little way it is short of
+        its goal."""
+        kp, kv = float(servo["kp"]), float(servo["kv"])
+        if not (kp > 0.0 and kv >= 0.0 and math.isfinite(kp + kv)):
+            raise InvalidInput(f"{self.joint}: gripper_servo needs kp > 0 and kv >= 0: {servo}")
+        model.actuator_gainprm[self.act, 0] = kp / self.ctrl_per_unit
+        model.actuator_biasprm[self.act, 1:3] = (-kp, -kv)
+
+    def command(self, model: mujoco.MjModel, data: mujoco.MjData, position: float, effort: float):
+        """Servo to ``position`` [rad | m] with at most ``effort`` [N·m | N]."""
+        a = self.act
+        model.actuator_forcerange[a] = (-effort, effort)
+        low, high = model.actuator_ctrlrange[a]
+        target = min(max(position * self.ctrl_per_unit, low), high)
+        if position != self.target:
+            self.ramp = (float(data.ctrl[a]), float(target), float(data.time))
+        self.target, self.effort = position, effort
+
+    def advance(self, data: mujoco.MjData) -> None:
+        """Move the servo's target along its min-jerk ramp."""
+        if self.ramp is None:
+            return
+        start, target, t0 = self.ramp
+        u = 1.0 if self.ramp_time <= 0.0 else (float(data.time) - t0) / self.ramp_time
+        if u >= 1.0:
+            data.ctrl[self.act] = target
+            self.ramp = None
+        else:
+            data.ctrl[self.act] = start + minjerk(u) * (target - start)
+
+    def reset(self, model: mujoco.MjModel, data: mujoco.MjData, effort: float) -> None:
+        """Hold where the joint is, at the default cap (after ``mj_resetData``)."""
+        self.ramp = None
+        model.actuator_forcerange[self.act] = (-self.default_cap, self.default_cap)
+        data.ctrl[self.act] = data.qpos[self.q] * self.ctrl_per_unit
+        self.target, self.effort = float(data.qpos[self.q]), effort
+
+
 class MujocoSim:
     """One simulated robot and cube; every public method is safe to call between steps.
 
@@ -129,11 +219,13 @@ class MujocoSim:
         timestep: physics step [s] (``None`` = config/scene.yaml, 2 ms).
         soft: a soft object beside the cube (``physai_ros.models.scene_soft_object``);
             ``None`` = none. It switches the scene to the discrete integrator.
-        controllers: the arm and gripper controllers' parameters (``None`` =
-            ``default_controller_params``, config/sim_robots.yaml); their joint ranges are
-            the model's.
         controller_rate: [Hz] how often the controllers run (SO-101 servo targets; the Panda
             torque loop runs every step regardless).
+
+    The arm and gripper controllers' parameters are config/sim_robots.yaml's
+    (``default_controller_params``), their joint ranges the model's. A robot has one gripper
+    controller (``gripper``), or with a ``hand`` section one per driven joint of the hand
+    (``grippers``, by controller name; ``gripper`` is then the first).
     """
 
     def __init__(
@@ -150,7 +242,6 @@ class MujocoSim:
         jaw_torque_cap: float | None = None,
         timestep: float | None = None,
         soft: SoftObject | None = None,
-        controllers: tuple[JtcParams, GacParams] | None = None,
         controller_rate: float = 500.0,
     ) -> None:
         config = load_sim_config()
@@ -195,38 +286,40 @@ class MujocoSim:
         self._state_q = np.concatenate([self._arm_q, self._grip_q])
         self._state_v = np.concatenate([self._arm_v, self._grip_v])
         self._arm_act = np.array([self._actuator_of(j) for j in arm_j], dtype=int)
-        self._grip_act = int(
-            _ids(m, mujoco.mjtObj.mjOBJ_ACTUATOR, [cfg["gripper_actuator"]], "actuator")[0]
-        )
         self.ranges = JointRanges(
             self.arm_joints, m.jnt_range[arm_j, 0].copy(), m.jnt_range[arm_j, 1].copy()
         )
-        self.gripper_range = (float(m.jnt_range[grip_j[0], 0]), float(m.jnt_range[grip_j[0], 1]))
-        # A position-type actuator reaches equilibrium where gain·ctrl = kp·length: ctrl per unit.
-        gain, kp = m.actuator_gainprm[self._grip_act, 0], -m.actuator_biasprm[self._grip_act, 1]
-        if gain <= 0 or kp <= 0:
-            raise ModelError(
-                f"gripper actuator {cfg['gripper_actuator']!r} is not a position servo"
+        self._servos = {
+            name: _Servo(
+                m,
+                channel["joint"],
+                channel["actuator"],
+                float(cfg["gripper_ramp_time"]),
+                cfg.get("gripper_servo"),
             )
-        self._grip_ctrl_per_unit = float(kp / gain)
-        if "gripper_servo" in cfg:
-            self._stiffen_gripper(cfg["gripper_servo"])
-        self._grip_default_cap = float(m.actuator_forcerange[self._grip_act, 1])
-        self.gripper_ramp_time = float(cfg["gripper_ramp_time"])  # [s] servo target ramp
-        self._grip_ramp: tuple[float, float, float] | None = None  # (from, to, t0) servo ctrl
-        self._grip_target = math.nan  # [rad | m] the setpoint the ramp heads for
-        self._grip_effort = math.nan  # [N·m | N] the effort written as the force range
+            for name, channel in gripper_channels(cfg).items()
+        }
+        first = next(iter(self._servos.values()))
+        self.gripper_range = first.range
         n = len(self.arm_joints)
 
         # --- jaws: geom -> jaw index lookup, bodies for the wrench frames ---
-        self.jaw_names = tuple(cfg["jaws"])
-        self.jaw_body_names: dict[str, str] = dict(cfg["jaws"])  # jaw -> body (wrench frame)
-        self._jaw_body = _ids(m, mujoco.mjtObj.mjOBJ_BODY, list(cfg["jaws"].values()), "body")
+        # a jaw is one body, or a list of bodies (a finger's links) whose first is its frame
+        jaw_bodies = {
+            jaw: [bodies] if isinstance(bodies, str) else list(bodies)
+            for jaw, bodies in cfg["jaws"].items()
+        }
+        self.jaw_names = tuple(jaw_bodies)
+        self.jaw_body_names = {jaw: b[0] for jaw, b in jaw_bodies.items()}  # the wrench frames
+        self._jaw_body = _ids(
+            m, mujoco.mjtObj.mjOBJ_BODY, list(self.jaw_body_names.values()), "body"
+        )
         # one extra -1 at the end: a flex contact's geom is -1 and so reads "no jaw" there
         self._jaw_of_geom = np.full(m.ngeom + 1, -1, dtype=int)
         collide = (m.geom_contype != 0) | (m.geom_conaffinity != 0)
-        for i, body in enumerate(self._jaw_body):
-            self._jaw_of_geom[:-1][(m.geom_bodyid == body) & collide] = i
+        for i, bodies in enumerate(jaw_bodies.values()):
+            ids = _ids(m, mujoco.mjtObj.mjOBJ_BODY, bodies, "body")
+            self._jaw_of_geom[:-1][np.isin(m.geom_bodyid, ids) & collide] = i
         self._no_jaws = np.zeros((0, 2), dtype=int)
         zero = np.zeros(3)
         zero.flags.writeable = False
@@ -246,15 +339,13 @@ class MujocoSim:
         if not (math.isfinite(controller_rate) and controller_rate > 0.0):
             raise InvalidInput(f"controller_rate must be > 0 [Hz], got {controller_rate!r}")
         self._steps_per_update = max(1, round(1.0 / controller_rate / self.dt))
-        if controllers is None:
-            controllers = default_controller_params(
-                robot,
-                self.ranges,
-                (self.gripper_joints[0], *self.gripper_range),
-                self._grip_default_cap,
-            )
-        self.arm = JointTrajectoryController(controllers[0])
-        self.gripper = GripperActionController(controllers[1])
+        jtc, gacs = default_controller_params(
+            robot,
+            self.ranges,
+            {name: (s.joint, *s.range, s.default_cap) for name, s in self._servos.items()},
+        )
+        self.arm = JointTrajectoryController(jtc)
+        self.grippers = {name: GripperActionController(p) for name, p in gacs.items()}
         self.ends: list[GoalEnd | GripperEnd] = []  # goals that ended, for the node to report
         self._tmp_nv = np.zeros(m.nv)
         self._res_nv = np.zeros(m.nv)
@@ -302,18 +393,6 @@ class MujocoSim:
         m.actuator_forcelimited[act] = 1
         m.actuator_forcerange[act] = np.column_stack([-self.torque_limit, self.torque_limit])
 
-    def _stiffen_gripper(self, servo: dict[str, float]) -> None:
-        """Set the jaw servo's stiffness kp [N/m | N·m/rad] and damping kv [N·s/m | N·m·s/rad],
-        keeping its command scale: a jaw blocked by an object then pushes with its force cap
-        (as a real force-limited gripper does) instead of kp x the little way it is short of
-        its goal."""
-        kp, kv = float(servo["kp"]), float(servo["kv"])
-        if not (kp > 0.0 and kv >= 0.0 and math.isfinite(kp + kv)):
-            raise InvalidInput(f"{self.robot}: gripper_servo needs kp > 0 and kv >= 0: {servo}")
-        m, a = self.model, self._grip_act
-        m.actuator_gainprm[a, 0] = kp / self._grip_ctrl_per_unit
-        m.actuator_biasprm[a, 1:3] = (-kp, -kv)
-
     def _home(self, cfg: dict[str, Any]) -> np.ndarray:
         """Full qpos at reset: the keyframe (Panda) or the configured arm and jaw (SO-101)."""
         m = self.model
@@ -326,6 +405,11 @@ class MujocoSim:
             qpos[self._arm_q] = cfg["home"]
             qpos[self._grip_q] = cfg["gripper_home"]
         return qpos
+
+    @property
+    def gripper(self) -> GripperActionController:
+        """The (first) gripper controller: the jaw of a two-jaw gripper."""
+        return next(iter(self.grippers.values()))
 
     # ------------------------------------------------------------------ state
     @property
@@ -368,20 +452,24 @@ class MujocoSim:
         np.subtract(self.arm.ref[1], velocity, out=velocity)
 
     # ------------------------------------------------------------------ the controllers
-    def gripper_status(self) -> GripperStatus:
-        """Jaw position, actuator effort, and whether a gripper goal runs."""
+    def gripper_status(self, name: str | None = None) -> GripperStatus:
+        """Jaw position, actuator effort, and whether a goal runs, of the gripper controller
+        ``name`` (None: the first)."""
+        name = next(iter(self.grippers)) if name is None else name
+        servo = self._servos[name]
         return GripperStatus(
-            position=float(self.data.qpos[self._grip_q[0]]),
-            effort=float(self.data.actuator_force[self._grip_act]),
-            active=self.gripper.goal_id is not None,
+            position=float(self.data.qpos[servo.q]),
+            effort=float(self.data.actuator_force[servo.act]),
+            active=self.grippers[name].goal_id is not None,
         )
 
     @property
     def gripper_force_per_effort(self) -> float:
-        """Force [N] (or torque) one jaw or finger exerts per unit of the gripper actuator's
-        effort: the actuator's moment on the first gripper joint (the Panda's finger tendon
-        pulls each finger with half its force: 0.5)."""
-        d, a, dof = self.data, self._grip_act, int(self._grip_v[0])
+        """Force [N] (or torque) one jaw or finger exerts per unit of the (first) gripper
+        actuator's effort: the actuator's moment on its joint (the Panda's finger tendon pulls
+        each finger with half its force: 0.5)."""
+        servo = next(iter(self._servos.values()))
+        d, a, dof = self.data, servo.act, servo.v
         start = int(d.moment_rowadr[a])
         for k in range(start, start + int(d.moment_rownnz[a])):
             if int(d.moment_colind[k]) == dof:
@@ -395,36 +483,12 @@ class MujocoSim:
         self.ends += self.arm.update(now, d.qpos[self._arm_q], d.qvel[self._arm_v])
         if self.control == "position":
             d.ctrl[self._arm_act] = self.arm.ref[0]
-        grip = self.gripper
-        jaw_q, jaw_v = float(d.qpos[self._grip_q[0]]), float(d.qvel[self._grip_v[0]])
-        self.ends += grip.update(now, jaw_q, jaw_v)
-        if grip.setpoint != self._grip_target or grip.effort != self._grip_effort:
-            self._command_gripper(grip.setpoint, grip.effort)
-        self._ramp_gripper()
-
-    def _command_gripper(self, position: float, effort: float) -> None:
-        """Servo the jaw to ``position`` [rad | m per finger] with at most ``effort``
-        [N·m | N] (the actuator's force range), along a min-jerk ramp of the servo target."""
-        m, a = self.model, self._grip_act
-        m.actuator_forcerange[a] = (-effort, effort)
-        low, high = m.actuator_ctrlrange[a]
-        target = min(max(position * self._grip_ctrl_per_unit, low), high)
-        if position != self._grip_target:
-            self._grip_ramp = (float(self.data.ctrl[a]), float(target), self.time)
-        self._grip_target, self._grip_effort = position, effort
-
-    def _ramp_gripper(self) -> None:
-        """Move the jaw servo's target along its min-jerk ramp."""
-        if self._grip_ramp is None:
-            return
-        start, target, t0 = self._grip_ramp
-        ramp = self.gripper_ramp_time
-        u = 1.0 if ramp <= 0.0 else (self.time - t0) / ramp
-        if u >= 1.0:
-            self.data.ctrl[self._grip_act] = target
-            self._grip_ramp = None
-        else:
-            self.data.ctrl[self._grip_act] = start + minjerk(u) * (target - start)
+        for name, grip in self.grippers.items():
+            servo = self._servos[name]
+            self.ends += grip.update(now, float(d.qpos[servo.q]), float(d.qvel[servo.v]))
+            if grip.setpoint != servo.target or grip.effort != servo.effort:
+                servo.command(self.model, d, grip.setpoint, grip.effort)
+            servo.advance(d)
 
     def drive_jaw(self, position: float, max_effort: float) -> None:
         """Drive the jaw servo as a gripper goal (``position`` [rad | m], ``max_effort``
@@ -432,20 +496,18 @@ class MujocoSim:
         ramp, without the controller's goal bookkeeping. For in-process runners that step
         MuJoCo themselves (``physai lesson soft``) and so squeeze exactly as the bridge
         does; call it before every step."""
-        effort = goal_effort(max_effort, self._grip_default_cap)
-        if position != self._grip_target or effort != self._grip_effort:
-            self._command_gripper(position, effort)
-        self._ramp_gripper()
+        servo = next(iter(self._servos.values()))
+        effort = goal_effort(max_effort, servo.default_cap)
+        if position != servo.target or effort != servo.effort:
+            servo.command(self.model, self.data, position, effort)
+        servo.advance(self.data)
 
     @property
     def _busy(self) -> bool:
         """Whether the controllers need their cycle now (else MuJoCo may take a batch)."""
-        grip = self.gripper
-        return (
-            self.arm.following
-            or grip.goal_id is not None
-            or grip.travelling
-            or self._grip_ramp is not None
+        return self.arm.following or any(
+            grip.goal_id is not None or grip.travelling or self._servos[name].ramp is not None
+            for name, grip in self.grippers.items()
         )
 
     # ------------------------------------------------------------------ stepping
@@ -484,19 +546,23 @@ class MujocoSim:
         return n
 
     def _torque_update(self) -> None:
-        """tau = bias + Kp(q_r − q) + Kd(q̇_r − q̇) [+ M q̈_r − passive], clipped (after mj_step1,
-        so bias, M and passive forces belong to the current state)."""
+        """tau = bias − gravcomp + Kp(q_r − q) + Kd(q̇_r − q̇) [+ M q̈_r − passive + gravcomp],
+        clipped (after mj_step1, so bias, M and passive forces belong to the current state)."""
         d = self.data
         tau, ref = self._tau, self.arm.ref
         np.subtract(ref[0], d.qpos[self._arm_q], out=tau)
         tau *= self._kp
         tau += self._kd * (ref[1] - d.qvel[self._arm_v])
+        # gravity and Coriolis, less the weight that gravcomp bodies (the Barrett hand's
+        # fingers) already carry through passive forces; 0 for a robot without them
         tau += d.qfrc_bias[self._arm_v]
+        tau -= d.qfrc_gravcomp[self._arm_v]
         if self._feedforward and self.arm.following:
             self._tmp_nv[self._arm_v] = ref[2]
             mujoco.mj_mulM(self.model, d, self._res_nv, self._tmp_nv)
             tau += self._res_nv[self._arm_v]
-            tau -= d.qfrc_passive[self._arm_v]
+            tau -= d.qfrc_passive[self._arm_v]  # springs and dampers (gravcomp included ...)
+            tau += d.qfrc_gravcomp[self._arm_v]  # ... and taken off above already)
         np.clip(tau, -self.torque_limit, self.torque_limit, out=tau)
         d.ctrl[self._arm_act] = tau
 
@@ -525,18 +591,18 @@ class MujocoSim:
         d.time = t
         d.qpos[:] = self._home_q
         d.qpos[self._cube_q : self._cube_q + 7] = self._cube_home
-        self._grip_ramp = None
-        m.actuator_forcerange[self._grip_act] = (-self._grip_default_cap, self._grip_default_cap)
-        d.ctrl[self._grip_act] = d.qpos[self._grip_q[0]] * self._grip_ctrl_per_unit
+        for name, servo in self._servos.items():
+            servo.reset(m, d, self.grippers[name].p.max_effort)
         mujoco.mj_forward(m, d)
         number = d.warning.number
         self._warn_seen = int(number[_BADQACC] + number[_BADQVEL] + number[_BADQPOS])
-        self.ends += self.arm.stop(reason) + self.gripper.stop(reason)
+        self.ends += self.arm.stop(reason)
+        for grip in self.grippers.values():
+            self.ends += grip.stop(reason)
         q = d.qpos[self._arm_q].copy()
         self.arm.activate(self.time, q, np.zeros(len(q)))
-        grip = float(d.qpos[self._grip_q[0]])
-        self.gripper.activate(self.time, grip)
-        self._grip_target, self._grip_effort = grip, self.gripper.effort
+        for name, grip in self.grippers.items():
+            grip.activate(self.time, float(d.qpos[self._servos[name].q]))
         if self.control == "position":
             d.ctrl[self._arm_act] = q
 

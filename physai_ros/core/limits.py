@@ -150,9 +150,13 @@ def _vector(data: dict, key: str, n: int, source: str) -> np.ndarray:
 
 
 def _limits_file(robot: str, path: str | Path | None) -> Path:
-    """``path``, or ``config/limits_<robot>.yaml``; if missing, name the robots that have one."""
+    """``path``, or ``config/limits_<robot>.yaml``; if missing, name the robots that have one.
+    A robot built on another's arm (``physai_ros.models.loader.COMPOSED``: the Panda with the
+    Barrett hand) has that arm's limits; its hand's joints have none here."""
+    from physai_ros.models.loader import COMPOSED
     from physai_ros.paths import share_dir  # colcon, pip and source installs alike
 
+    robot = COMPOSED.get(robot, robot)
     config_dir = share_dir() / "config"
     file = Path(path) if path is not None else config_dir / f"limits_{robot}.yaml"
     if not file.is_file():

@@ -17,8 +17,18 @@ from physai_ros.errors import InvalidInput, ModelError
 EMBEDDED_DIR = Path(__file__).resolve().parent
 """Folder of the embedded MJCF files."""
 
-ROBOTS: dict[str, str] = {"so101": "robotstudio_so101", "panda": "franka_emika_panda"}
-"""Supported robots -> folder name of the same robot in a MuJoCo Menagerie checkout."""
+ROBOTS: dict[str, str] = {
+    "so101": "robotstudio_so101",
+    "panda": "franka_emika_panda",
+    "panda_barrett": "franka_emika_panda",
+}
+"""Supported robots -> folder name of the same robot in a MuJoCo Menagerie checkout.
+``panda_barrett`` is the Panda with the embedded Barrett-like hand on its flange instead of the
+Franka Hand (``physai_ros.models.barrett``); its arm is the Panda's (from Menagerie's folder with
+``model_path``)."""
+
+COMPOSED: dict[str, str] = {"panda_barrett": "panda"}
+"""Robots built from another robot's file (robot -> the robot whose file holds its arm)."""
 
 REQUIRED_NAMES: dict[str, dict[mujoco.mjtObj, tuple[str, ...]]] = {
     "so101": {
@@ -74,6 +84,7 @@ def candidate_files(robot: str, model_path: str | Path | None = None) -> list[Pa
     ``robotstudio_so101/``, ``franka_emika_panda/``) or a Menagerie root holding those folders.
     """
     check_robot(robot)
+    robot = COMPOSED.get(robot, robot)
     if model_path is None:
         return [EMBEDDED_DIR / f"{robot}.xml"]
     path = Path(model_path).expanduser()
@@ -93,7 +104,7 @@ def robot_model_file(robot: str, model_path: str | Path | None = None) -> Path:
 
 
 def load_robot_spec(robot: str, model_path: str | Path | None = None) -> mujoco.MjSpec:
-    """Load ``robot`` ("so101" or "panda") as an ``MjSpec``, compiled once to prove it is valid.
+    """Load ``robot`` (one of ``ROBOTS``) as an ``MjSpec``, compiled once to prove it is valid.
 
     Args:
         robot: robot name, one of ``ROBOTS``.
@@ -109,6 +120,10 @@ def load_robot_spec(robot: str, model_path: str | Path | None = None) -> mujoco.
         ModelError: no file found (the message lists the paths tried), the file does not parse
             or compile, or it lacks a body/joint/site/camera/actuator/keyframe the package uses.
     """
+    if robot in COMPOSED:  # checks its own names
+        from physai_ros.models.barrett import load_panda_barrett_spec
+
+        return load_panda_barrett_spec(model_path)
     path = robot_model_file(robot, model_path)
     try:
         spec = mujoco.MjSpec.from_file(str(path))
