@@ -1,11 +1,14 @@
 """The ROS side of the shared controller layer (not a node itself).
 
-``ControllerServers`` puts a ``JointTrajectoryController`` and a ``GripperActionController``
-(``physai_ros.core.controllers``) behind the interfaces ros2_controllers gives them:
+``ControllerServers`` puts a ``JointTrajectoryController`` and one or more
+``GripperActionController`` (``physai_ros.core.controllers``) behind the interfaces
+ros2_controllers gives them:
 ``arm_controller/follow_joint_trajectory`` (FollowJointTrajectory), ``arm_controller/
 joint_trajectory`` (the topic), ``arm_controller/controller_state``
 (JointTrajectoryControllerState) and ``gripper_controller/gripper_cmd`` (GripperCommand), with
 their parameters (``arm_controller.*``, ``gripper_controller.*``, names as ros2_controllers').
+A hand with several driven joints has one gripper controller per joint, each served under its
+own name (the Barrett hand's ``f1_controller/gripper_cmd`` …, parameters ``f1_controller.*``).
 The sim bridge and the SO-101 driver both use it; their loops call the controllers' ``update``
 under ``lock`` and hand what ended to ``deliver``. The controller names and the joint names on
 the wire are the adapter's (``arm_name``, ``gripper_name``, ``names``: franka_ros2's
@@ -22,6 +25,7 @@ import dataclasses
 import re
 import threading
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from control_msgs.action import FollowJointTrajectory, GripperCommand
@@ -181,9 +185,19 @@ def declare_jtc(node: Node, params: JtcParams) -> JtcParams:
     )
 
 
-def declare_gac(node: Node, params: GacParams) -> GacParams:
-    """Declare ``gripper_controller.*`` with ``params``' values as defaults."""
-    pre = "gripper_controller."
+class GripperSlot(NamedTuple):
+    """A gripper controller as served: its action is ``<name>/gripper_cmd``, its live
+    parameters ``<params>.*`` (franka_ros2's controller names keep ``gripper_controller.*``, so
+    one params file serves every profile)."""
+
+    name: str
+    params: str
+    controller: GripperActionController
+
+
+def declare_gac(node: Node, params: GacParams, prefix: str = "gripper_controller") -> GacParams:
+    """Declare ``<prefix>.*`` with ``params``' values as defaults."""
+    pre = prefix + "."
     values = {
         name: declare_param(node, pre + name, getattr(params, name), text, limits)
         for name, (text, limits) in GAC_LIVE.items()
@@ -192,21 +206,22 @@ def declare_gac(node: Node, params: GacParams) -> GacParams:
 
 
 class ControllerServers:
-    """Action servers, topic and state publisher of one arm and one gripper controller.
+    """Action servers, topic and state publisher of one arm and its gripper controllers.
 
-    now: the backend's loop clock [s] (sim time in the bridge, monotonic in the driver);
-    to_loop_time: a message stamp [s, ROS time] on that clock; ros_stamp: loop time → a
-    ``builtin_interfaces/Time`` for outgoing headers; arm_name, gripper_name: the controllers'
-    names, under which their actions and topics are served (``<arm_name>/follow_joint_trajectory``
-    ...); names: joint names on the wire (default: the model's). Raises ``InvalidInput`` for a
-    controller name ROS cannot use.
+    grippers: the gripper controllers as served (``GripperSlot``; a two-jaw gripper has one,
+    ``gripper`` is the first); now: the backend's loop clock [s] (sim time in the bridge,
+    monotonic in the driver); to_loop_time: a message stamp [s, ROS time] on that clock;
+    ros_stamp: loop time → a ``builtin_interfaces/Time`` for outgoing headers; arm_name: the
+    arm controller's name, under which its action and topics are served
+    (``<arm_name>/follow_joint_trajectory`` ...); names: joint names on the wire (default: the
+    model's). Raises ``InvalidInput`` for a controller name ROS cannot use.
     """
 
     def __init__(
         self,
         node: Node,
         arm: JointTrajectoryController,
-        gripper: GripperActionController,
+        grippers: Sequence[GripperSlot],
         lock: threading.RLock,
         now: Callable[[], float],
         to_loop_time: Callable[[float], float],
@@ -214,18 +229,22 @@ class ControllerServers:
         monitor_rate: float,
         state_rate: float,
         arm_name: str = interfaces.ARM_CONTROLLER,
-        gripper_name: str = interfaces.GRIPPER_CONTROLLER,
         names: JointPrefix | None = None,
     ) -> None:
-        for name in (arm_name, gripper_name):
+        if not grippers:
+            raise InvalidInput("ControllerServers needs at least one gripper controller")
+        for name in (arm_name, *(slot.name for slot in grippers)):
             if not CONTROLLER_NAME.fullmatch(name):
                 raise InvalidInput(
                     f"controller name {name!r} is not a ROS name (letters, digits, '_', and '/' "
                     "between parts; not starting with a digit)"
                 )
-        self.node, self.arm, self.gripper, self.lock = node, arm, gripper, lock
+        self.node, self.arm, self.lock = node, arm, lock
+        self.grippers = tuple(grippers)
+        self.gripper = self.grippers[0].controller
         self.now, self.to_loop_time, self.ros_stamp = now, to_loop_time, ros_stamp
-        self.names = names or JointPrefix("", (*arm.p.joints, gripper.p.joint))
+        joints = (*arm.p.joints, *(slot.controller.p.joint for slot in self.grippers))
+        self.names = names or JointPrefix("", joints)
         self.topic = interfaces.under(arm_name, interfaces.JOINT_TRAJECTORY)
         self.log = node.get_logger()
         self.goals: dict[bytes, tuple[object, object]] = {}  # uuid -> (handle, future)
@@ -241,15 +260,17 @@ class ControllerServers:
             handle_accepted_callback=self._accept_arm,
             cancel_callback=self._cancel_arm,
         )
-        ActionServer(
-            node,
-            GripperCommand,
-            interfaces.under(gripper_name, interfaces.GRIPPER_COMMAND),
-            self._execute,
-            goal_callback=self._check_gripper,
-            handle_accepted_callback=self._accept_gripper,
-            cancel_callback=self._cancel_gripper,
-        )
+        for slot in self.grippers:
+            grip = slot.controller
+            ActionServer(
+                node,
+                GripperCommand,
+                interfaces.under(slot.name, interfaces.GRIPPER_COMMAND),
+                self._execute,
+                goal_callback=lambda goal, g=grip: self._check_gripper(g, goal),
+                handle_accepted_callback=lambda handle, g=grip: self._accept_gripper(g, handle),
+                cancel_callback=lambda handle, g=grip: self._cancel_gripper(g, handle),
+            )
         node.create_subscription(JointTrajectory, self.topic, self._on_topic, 10)
         self.pub_state = node.create_publisher(
             JointTrajectoryControllerState,
@@ -387,12 +408,13 @@ class ControllerServers:
                 )
                 fb.index = arm.segment_index()
                 entry[0].publish_feedback(fb)
-            grip = self.gripper
-            entry = self.goals.get(grip.goal_id) if grip.goal_id is not None else None
-            if entry is not None:
-                entry[0].publish_feedback(
-                    GripperCommand.Feedback(position=grip.position, effort=grip.effort)
-                )
+            for slot in self.grippers:
+                grip = slot.controller
+                entry = self.goals.get(grip.goal_id) if grip.goal_id is not None else None
+                if entry is not None:
+                    entry[0].publish_feedback(
+                        GripperCommand.Feedback(position=grip.position, effort=grip.effort)
+                    )
 
     def _publish_state(self) -> None:
         with self.lock:
@@ -416,32 +438,32 @@ class ControllerServers:
         self.pub_state.publish(msg)
 
     # --- gripper -------------------------------------------------------------------------
-    def _check_gripper(self, goal) -> GoalResponse:
+    def _check_gripper(self, gripper: GripperActionController, goal) -> GoalResponse:
         try:
             with self.lock:
-                self.gripper.check(goal.command.position, goal.command.max_effort)
+                gripper.check(goal.command.position, goal.command.max_effort)
         except Rejected as exc:
             self.log.error(f"gripper goal rejected: {self.names.text(str(exc))}")
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
-    def _accept_gripper(self, handle) -> None:
+    def _accept_gripper(self, gripper: GripperActionController, handle) -> None:
         key = self._register(handle)
         command = handle.request.command
         with self.lock:
             try:
-                self.gripper.check(command.position, command.max_effort)
+                gripper.check(command.position, command.max_effort)
             except Rejected as exc:
-                position = self.gripper.position
+                position = gripper.position
                 ends = [GripperEnd(key, "aborted", position, 0.0, False, False, str(exc))]
             else:
-                ends = self.gripper.accept(key, command.position, command.max_effort, self.now())
+                ends = gripper.accept(key, command.position, command.max_effort, self.now())
         handle.execute()
         self.deliver(ends)
 
-    def _cancel_gripper(self, handle) -> CancelResponse:
+    def _cancel_gripper(self, gripper: GripperActionController, handle) -> CancelResponse:
         with self.lock:
-            ends = self.gripper.cancel(bytes(handle.goal_id.uuid))
+            ends = gripper.cancel(bytes(handle.goal_id.uuid))
         self.deliver(ends)
         return CancelResponse.ACCEPT
 
@@ -449,17 +471,20 @@ class ControllerServers:
     def _on_parameters(self, params) -> SetParametersResult:
         """Live controller parameters take effect on the next goal (as ros2_controllers');
         an invalid value is refused with the reason."""
-        arm_changes, grip_changes, constraint = {}, {}, {}
+        arm_changes, constraint = {}, {}
+        grip_changes: dict[int, dict] = {}  # slot index -> changes
+        prefixes = {slot.params + ".": i for i, slot in enumerate(self.grippers)}
         for param in params:
             name = param.name
+            head, _, key = name.partition(".")
             if name.startswith("arm_controller.constraints.") and name.count(".") == 3:
                 _, _, joint, kind = name.split(".")
                 constraint[(joint, kind)] = param.value
             elif name.startswith("arm_controller.") and name[15:] in JTC_LIVE:
                 key = name[15:].replace("constraints.", "")
                 arm_changes[key] = param.value
-            elif name.startswith("gripper_controller.") and name[19:] in GAC_LIVE:
-                grip_changes[name[19:]] = param.value
+            elif head + "." in prefixes and key in GAC_LIVE:
+                grip_changes.setdefault(prefixes[head + "."], {})[key] = param.value
         if not (arm_changes or grip_changes or constraint):
             return SetParametersResult(successful=True)
         with self.lock:
@@ -471,8 +496,13 @@ class ControllerServers:
                         continue
                     (trajectory if kind == "trajectory" else goal)[p.joints.index(joint)] = value
                 new_arm = dataclasses.replace(p, trajectory=trajectory, goal=goal, **arm_changes)
-                new_grip = dataclasses.replace(self.gripper.p, **grip_changes)
+                new_grips = {
+                    i: dataclasses.replace(self.grippers[i].controller.p, **changes)
+                    for i, changes in grip_changes.items()
+                }
             except (ValueError, TypeError) as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
-            self.arm.p, self.gripper.p = new_arm, new_grip
+            self.arm.p = new_arm
+            for i, new in new_grips.items():
+                self.grippers[i].controller.p = new
         return SetParametersResult(successful=True)

@@ -48,6 +48,7 @@ from physai_ros.nodes._common import declare_param, declare_table, node_defaults
 from physai_ros.nodes._controllers import (
     CONTROLLER_NAME,
     ControllerServers,
+    GripperSlot,
     declare_gac,
     declare_jtc,
 )
@@ -65,7 +66,7 @@ STREAMS = (
     "markers",
 )
 PARAMETERS = {  # name: (description with units, (min, max) or None, read_only)
-    "robot": ("robot to simulate: so101 | panda", None, True),
+    "robot": ("robot to simulate: so101 | panda | panda_barrett", None, True),
     "model_path": ("MJCF file or Menagerie folder; '' = embedded", None, True),
     "real_time_factor": (
         "sim seconds per wall second; 0 = as fast as possible",
@@ -104,7 +105,8 @@ class SimBridge(Node):
         self.p = p = declare_table(self, node_defaults("sim_bridge.yaml"), PARAMETERS)
         robot = p["robot"]
         if robot not in load_sim_config()["robots"]:
-            raise SystemExit(f"sim_bridge: unknown robot {robot!r}; choose so101 or panda")
+            valid = sorted(load_sim_config()["robots"])
+            raise SystemExit(f"sim_bridge: unknown robot {robot!r}; choose one of {valid}")
         try:
             profile = franka_profile(p["franka_profile"])
         except PhysaiError as exc:
@@ -186,7 +188,9 @@ class SimBridge(Node):
                 upper=np.minimum(jtc.upper, limits.position_max),
             )
         self.sim.arm.p = jtc
-        self.sim.gripper.p = declare_gac(self, self.sim.gripper.p)
+        slots = self._gripper_slots(p)
+        for slot in slots:
+            slot.controller.p = declare_gac(self, slot.controller.p, slot.params)
         self.lock = threading.RLock()
         self.instabilities = 0
         try:
@@ -194,7 +198,7 @@ class SimBridge(Node):
             self.servers = ControllerServers(
                 self,
                 self.sim.arm,
-                self.sim.gripper,
+                slots,
                 self.lock,
                 now=lambda: self.sim.time,
                 to_loop_time=self._stamp_to_sim,
@@ -202,7 +206,6 @@ class SimBridge(Node):
                 monitor_rate=p["arm_controller.action_monitor_rate"],
                 state_rate=p["arm_controller.state_publish_rate"],
                 arm_name=p["arm_controller_name"],
-                gripper_name=p["gripper_controller_name"],
                 names=self.prefix,
             )
         except PhysaiError as exc:
@@ -246,6 +249,17 @@ class SimBridge(Node):
             f"real_time_factor {self.rtf:g}; arm joints {self.prefix.to_wire(self.sim.arm_joints)}"
             f" under {p['arm_controller_name']}; franka_profile {p['franka_profile']}"
         )
+
+    def _gripper_slots(self, p: dict) -> list[GripperSlot]:
+        """The gripper controllers as served: a two-jaw gripper's one under
+        ``gripper_controller_name`` (the Franka profiles rename it) with its parameters
+        ``gripper_controller.*``; a hand's (config/sim_robots.yaml ``hand``) each under its own
+        name, parameters included (``f1_controller.stall_timeout``)."""
+        grippers = self.sim.grippers
+        if len(grippers) == 1:
+            name = p["gripper_controller_name"]
+            return [GripperSlot(name, "gripper_controller", self.sim.gripper)]
+        return [GripperSlot(name, name, grip) for name, grip in grippers.items()]
 
     def _serve_franka_gripper(self, p: dict) -> None:
         """franka_gripper's actions on the simulated hand (franka_msgs is imported only here:

@@ -50,7 +50,12 @@ from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
 from physai_ros.core.limits import load_limits
 from physai_ros.errors import PhysaiError
 from physai_ros.nodes._common import declare_table, node_defaults, node_tree, run_node
-from physai_ros.nodes._controllers import ControllerServers, declare_gac, declare_jtc
+from physai_ros.nodes._controllers import (
+    ControllerServers,
+    GripperSlot,
+    declare_gac,
+    declare_jtc,
+)
 
 OK, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 LEVELS = {
@@ -97,7 +102,7 @@ class So101Driver(LifecycleNode):
         self.servers = ControllerServers(
             self,
             self.loop.arm,
-            self.loop.gripper,
+            [GripperSlot(interfaces.GRIPPER_CONTROLLER, "gripper_controller", self.loop.gripper)],
             self.loop.lock,
             now=time.monotonic,
             to_loop_time=self._to_loop_time,
