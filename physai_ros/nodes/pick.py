@@ -79,6 +79,7 @@ from physai_ros.core.pick import (
     pick_config,
 )
 from physai_ros.core.pick_judge import RobotReading, final_verdict, pose_verdict, robot_verdict
+from physai_ros.core.silence import SilenceWatch
 from physai_ros.errors import InvalidInput, PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
 from physai_ros.models.scene import load_scene_config
@@ -354,8 +355,8 @@ class PickNode(Node):
         self.arm_phase = 0  # the phase of the last arm goal: it is in charge until replaced
         self.trouble: str | None = None  # a controller's rejection or abort, acted on at tick
         # the silence watchdog, on the steady clock (a stopped sim clock stops the node's timers)
-        self.heard_at = time.monotonic()  # [s, steady] the last joint state arrived
-        self.clock_seen = (self.now(), time.monotonic())  # node clock reading, when it changed
+        sim_time = bool(self.get_parameter("use_sim_time").value)
+        self.quiet = SilenceWatch(self.silence_timeout, self.now(), time.monotonic(), sim_time)
         self.waiting_logged = time.monotonic()  # [s, steady] what a pick not started waits for
         self.watchdog = self.create_timer(
             0.1, self.watch_silence, clock=Clock(clock_type=ClockType.STEADY_TIME)
@@ -468,7 +469,7 @@ class PickNode(Node):
 
     # --- sensing -------------------------------------------------------------------------
     def on_joints(self, msg: JointState) -> None:
-        self.heard_at = time.monotonic()
+        self.quiet.heard(time.monotonic())
         velocity = list(msg.velocity) or [0.0] * len(msg.name)
         for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
             self.joints[name] = (q, v)
@@ -737,24 +738,6 @@ class PickNode(Node):
             else:
                 self.enter(state, now)
 
-    def silence(self) -> tuple[str, float] | None:
-        """Why the robot counts as silent now, and for how long [s, wall clock], or None."""
-        wall = time.monotonic()
-        clock = self.now()
-        if clock != self.clock_seen[0]:
-            self.clock_seen = (clock, wall)
-        quiet, still = wall - self.heard_at, wall - self.clock_seen[1]
-        reasons = []
-        if quiet > self.silence_timeout:
-            reasons.append(f"robot silent: no joint states for {quiet:.1f} s (wall clock)")
-        if still > self.silence_timeout:
-            sim = "sim " if self.get_parameter("use_sim_time").value else ""
-            reasons.append(
-                f"clock stopped: {sim}time stood still at {clock:.3f} s for {still:.1f} s "
-                "(wall clock)"
-            )
-        return ("; ".join(reasons), max(quiet, still)) if reasons else None
-
     def watch_silence(self) -> None:
         """End a running pick whose robot has gone silent (see the module docstring)."""
         self.ask_planner()
@@ -769,7 +752,7 @@ class PickNode(Node):
             return
         if machine.finished and self.report_at is None:
             return  # already reported
-        silent = self.silence()
+        silent = self.quiet.check(self.now(), time.monotonic())
         if silent is None:
             return
         reason, silent_for = silent
