@@ -8,6 +8,13 @@ each contact the inward normal lies within atan μ of the line to the triangle's
 the three squeezing forces meet — the one with the smallest Q2 = |centre − centre of mass| is
 chosen; ties go to the smaller Q1, then the smaller point indices.
 
+Table-top preference (optional ``up``, the table's normal, and ``q2_tie`` [m]). On a sphere
+every great-circle triangle has Q2 ≈ 0, so the rule above picks an arbitrary tilted one, whose
+lowest contact lies near the table and whose fingers then reach under it. With ``up`` given,
+every valid triangle whose Q2 is within ``q2_tie`` of the best Q2 counts as tied, and among
+those the one whose plane is most nearly horizontal (largest |n·up|) wins; then Q2, Q1 and
+indices as before. Without ``up`` the tolerance changes nothing (Q2 decides first anyway).
+
 Not naive: Q2 ≤ r bounds everything. The centre lies in every contact's friction cone, so a
 point whose cone passes farther than r from the centre of mass is out; the third vertex is
 3·centre − pᵢ − pⱼ, so it lies within 3r of 3·com − pᵢ − pⱼ (a k-d tree answers that); the law
@@ -15,7 +22,8 @@ of sines bounds the other two edges by the first. r starts at the Q2 of the best
 every 8th point (a valid triangle of the whole set, so the best has Q2 ≤ r) or, on small sets,
 at half the sample spacing, growing ×4 until a valid triangle with Q2 ≤ r appears. The answer
 is exactly brute force's (every triangle with Q2 ≤ r passes every filter), at a small fraction
-of C(n, 3) evaluations.
+of C(n, 3) evaluations. With a tie tolerance t every bound covers r + t (the tied set reaches
+t past the best), and when the best found lies above r a last round at best + t collects it.
 
 Two jaws. Antipodal pairs: the jaw axis lies within each contact's friction cone, the width
 within the jaw's opening; Q2 is the distance of the centre of mass from the axis. A hinged jaw
@@ -126,13 +134,59 @@ def triangle_metrics(
     return q1, q2, cones
 
 
-def _best(tri: np.ndarray, q1: np.ndarray, q2: np.ndarray) -> int:
-    """Index of the best row: smallest Q2, then Q1, then point indices."""
-    return int(np.lexsort((tri[:, 2], tri[:, 1], tri[:, 0], q1, q2))[0])
+def _best(
+    tri: np.ndarray, q1: np.ndarray, q2: np.ndarray, align: np.ndarray | None, tie: float
+) -> int:
+    """Index of the best row: smallest Q2, then Q1, then point indices; with ``align`` (|n·up|
+    of each row), first the most aligned of the rows within ``tie`` of the smallest Q2."""
+    if align is None:
+        return int(np.lexsort((tri[:, 2], tri[:, 1], tri[:, 0], q1, q2))[0])
+    tied = np.flatnonzero(q2 <= q2.min() + tie)
+    t = tri[tied]
+    order = np.lexsort((t[:, 2], t[:, 1], t[:, 0], q1[tied], q2[tied], -align[tied]))
+    return int(tied[order[0]])
 
 
-def _result(obj: SurfaceObject, tri: np.ndarray, q1, q2, evaluated: int) -> TriangleGrasp:
-    k = _best(tri, q1, q2)
+def plane_alignment(obj: SurfaceObject, tri: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """|n·up| of each triangle's unit plane normal n, for triangles ``tri`` (T, 3) of sorted
+    point indices (none degenerate) and a unit vector ``up``.
+
+    Written out per component, without reductions, so that the pruned search and brute force
+    get the same bits for the same triangle whatever else is in their arrays.
+    """
+    p = obj.points[tri]
+    u, w = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]
+    cx = u[:, 1] * w[:, 2] - u[:, 2] * w[:, 1]
+    cy = u[:, 2] * w[:, 0] - u[:, 0] * w[:, 2]
+    cz = u[:, 0] * w[:, 1] - u[:, 1] * w[:, 0]
+    dot = cx * up[0] + cy * up[1] + cz * up[2]
+    return np.abs(dot) / np.sqrt(cx * cx + cy * cy + cz * cz)
+
+
+def _preference(up: np.ndarray | None, q2_tie: float) -> tuple[np.ndarray | None, float]:
+    """The checked table normal (unit) and tie tolerance [m]; no ``up``, no tolerance."""
+    if not (math.isfinite(q2_tie) and q2_tie >= 0.0):
+        raise InvalidInput(f"q2_tie must be finite and >= 0 [m], got {q2_tie!r}")
+    if up is None:
+        return None, 0.0
+    vec = np.asarray(up, dtype=float)
+    norm = float(np.linalg.norm(vec)) if vec.shape == (3,) else math.nan
+    if not (math.isfinite(norm) and norm > 0.0):
+        raise InvalidInput(f"up must be a finite, non-zero 3-vector, got {up!r}")
+    return vec / norm, float(q2_tie)
+
+
+def _result(
+    obj: SurfaceObject,
+    tri: np.ndarray,
+    q1: np.ndarray,
+    q2: np.ndarray,
+    evaluated: int,
+    up: np.ndarray | None,
+    tie: float,
+) -> TriangleGrasp:
+    align = None if up is None else plane_alignment(obj, tri, up)
+    k = _best(tri, q1, q2, align, tie)
     p = obj.points[tri[k]]
     normal = np.cross(p[1] - p[0], p[2] - p[0])
     centre = p.mean(axis=0)
@@ -144,16 +198,24 @@ def _result(obj: SurfaceObject, tri: np.ndarray, q1, q2, evaluated: int) -> Tria
     )
 
 
-def select_triangle_brute(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> TriangleGrasp:
-    """Reference: every one of the C(n, 3) triangles evaluated (small sets only)."""
+def select_triangle_brute(
+    obj: SurfaceObject,
+    mu: float,
+    band: float = Q1_BAND,
+    up: np.ndarray | None = None,
+    q2_tie: float = 0.0,
+) -> TriangleGrasp:
+    """Reference: every one of the C(n, 3) triangles evaluated (small sets only); the same
+    rule as :func:`select_triangle`, ``up`` and ``q2_tie`` included."""
     _check(obj, mu, 3)
+    up, tie = _preference(up, q2_tie)
     n = len(obj.points)
     tri = np.fromiter(combinations(range(n), 3), dtype=np.dtype((int, 3)))
     q1, q2, cones = triangle_metrics(obj, tri, mu)
     ok = (q1 <= band) & cones
     if not ok.any():
         raise NoGrasp(_why_none(q1 <= band, cones, band))
-    return _result(obj, tri[ok], q1[ok], q2[ok], len(tri))
+    return _result(obj, tri[ok], q1[ok], q2[ok], len(tri), up, tie)
 
 
 def _why_none(in_band: np.ndarray, cones: np.ndarray, band: float) -> str:
@@ -247,16 +309,26 @@ def _seed(obj: SurfaceObject, mu: float, band: float) -> TriangleGrasp | None:
     return found._replace(indices=tuple(int(keep[i]) for i in found.indices))
 
 
-def select_triangle(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> TriangleGrasp:
+def select_triangle(
+    obj: SurfaceObject,
+    mu: float,
+    band: float = Q1_BAND,
+    up: np.ndarray | None = None,
+    q2_tie: float = 0.0,
+) -> TriangleGrasp:
     """The seed's Algorithm 1, exact and pruned (see the module docstring).
 
+    ``up``: unit normal of the table (object frame) to prefer the most nearly horizontal of
+    the triangles within ``q2_tie`` [m] of the best Q2; None: Q2 alone (the seed's rule).
+
     Within a radius r, candidate pairs are visited in order of their Q2 lower bound and the
-    search stops once that bound exceeds the best Q2 found, which shrinks the k-d tree ball
-    for the third vertex as it goes.
+    search stops once that bound exceeds the best Q2 found (+ the tie tolerance), which
+    shrinks the k-d tree ball for the third vertex as it goes.
     """
     _check(obj, mu, 3)
     if not 0.0 < band < 2 * math.pi:
         raise InvalidInput(f"Q1 band must be in (0, 2π) rad, got {band!r}")
+    up, tie = _preference(up, q2_tie)
     pts = obj.points
     tree = cKDTree(pts)
     spacing = float(np.median(tree.query(pts, k=2)[0][:, 1]))
@@ -268,20 +340,19 @@ def select_triangle(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> Tri
     radius, r_max = max(spacing / 2, 1e-12), obj.size * (1 + _SLACK)
     seed = _seed(obj, mu, band)
     evaluated = 0 if seed is None else seed.evaluated
+    # the incumbent: a valid triangle with Q2 = radius, so every round's best is at most it
+    incumbent = (np.zeros((0, 3), dtype=int), np.zeros(0), np.zeros(0))
     if seed is not None:
         radius = max(seed.q2, 1e-12)
+        incumbent = (np.array([seed.indices]), np.array([seed.q1]), np.array([seed.q2]))
     while True:
-        cand = np.flatnonzero(lb <= radius * (1 + _SLACK))
-        ii, jj, bound = _candidate_pairs(obj, cand, lb, radius, ratio)
-        best_key: tuple | None = None
-        best_tri = np.zeros((0, 3), dtype=int)
-        best_q1 = best_q2 = np.zeros(0)
-        if seed is not None:  # the incumbent: a valid triangle with Q2 = radius
-            best_key = (seed.q2, seed.q1, *seed.indices)
-            best_tri = np.array([seed.indices])
-            best_q1, best_q2 = np.array([seed.q1]), np.array([seed.q2])
+        reach_q2 = radius + tie  # the best within r, and everything tied with it
+        cand = np.flatnonzero(lb <= reach_q2 * (1 + _SLACK))
+        ii, jj, bound = _candidate_pairs(obj, cand, lb, reach_q2, ratio)
+        # the valid triangles found so far within `tie` of the best of them
+        best_tri, best_q1, best_q2 = incumbent
         while bound.size:
-            limit = radius if best_key is None else min(radius, best_key[0])
+            limit = reach_q2 if not best_q2.size else min(reach_q2, best_q2.min() + tie)
             alive = bound <= limit * (1 + _SLACK)
             ii, jj, bound = ii[alive], jj[alive], bound[alive]
             if bound.size == 0:
@@ -308,18 +379,20 @@ def select_triangle(obj: SurfaceObject, mu: float, band: float = Q1_BAND) -> Tri
             if len(tri) == 0:
                 continue
             q1, q2, cones = triangle_metrics(obj, tri, mu)
-            ok = (q1 <= band) & cones & (q2 <= radius)
+            ok = (q1 <= band) & cones & (q2 <= reach_q2)
             if ok.any():
                 best_tri = np.vstack([best_tri, tri[ok]])
                 best_q1, best_q2 = (
                     np.concatenate([best_q1, q1[ok]]),
                     np.concatenate([best_q2, q2[ok]]),
                 )
-                top = _best(best_tri, best_q1, best_q2)
-                best_key = (best_q2[top], best_q1[top], *best_tri[top])
-                best_tri, best_q1, best_q2 = best_tri[[top]], best_q1[[top]], best_q2[[top]]
-        if best_key is not None:
-            return _result(obj, best_tri, best_q1, best_q2, evaluated)
+                tied = best_q2 <= best_q2.min() + tie
+                best_tri, best_q1, best_q2 = best_tri[tied], best_q1[tied], best_q2[tied]
+        if best_q2.size and best_q2.min() + tie <= reach_q2:
+            return _result(obj, best_tri, best_q1, best_q2, evaluated, up, tie)
+        if best_q2.size:  # the best lies in (r, r + tie]: one more round reaches its ties
+            radius = float(best_q2.min())
+            continue
         if radius >= r_max:
             raise NoGrasp(
                 f"no triangle inside the Q1 band [0, {band}] rad with every contact normal "
