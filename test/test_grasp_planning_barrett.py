@@ -187,6 +187,81 @@ def test_finger_links_are_kept_clear_of_the_object():
             assert _distance(surface, a, b) >= bh.LINK_R - 1e-6
 
 
+def _lowest(model, data, sol) -> tuple[float, float]:
+    """Lowest fingertip centre and lowest finger-link end (object frame z) from MuJoCo's
+    frames: knuckle, inner joint, outer joint, TIP_R short of the tip centre."""
+    _set(model, data, sol.spread, sol.inner)
+    mujoco.mj_kinematics(model, data)
+    tips, links = [], []
+    for f in FINGERS:
+        tip = data.site(f"bh_{f}_tip").xpos
+        outer = data.body(f"bh_{f}_outer").xpos
+        short = tip - bh.TIP_R * (tip - outer) / np.linalg.norm(tip - outer)
+        ends = (data.body(f"bh_{f}_knuckle").xpos, data.body(f"bh_{f}_inner").xpos, outer, short)
+        tips.append((sol.position + sol.rotation @ tip)[2])
+        links += [(sol.position + sol.rotation @ p)[2] for p in ends]
+    return min(tips), min(links)
+
+
+def test_finger_heights_equal_mujoco_s_for_any_pose():
+    """The vectorised heights the table check uses equal those from MuJoCo's frames (1e-9 m)
+    over random joints, hand orientations and mounting-face heights."""
+    model = load_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        rot, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        rot *= np.linalg.det(rot)  # a rotation, not a reflection
+        spread, inner, base = rng.uniform(0, math.pi), rng.uniform(0, 2.44, 3), rng.normal()
+        sol = bh.FingerSolution(
+            np.array([0.1, -0.2, base]),
+            rot,
+            0.0,
+            spread,
+            inner,
+            np.zeros((3, 2)),
+            np.zeros(3),
+            (0, 1, 2),
+            1,
+        )
+        tip_z, link_z = bh._finger_lows(
+            np.array([[spread]]), inner[None, None], rot[None, 2], np.array([[base]])
+        )
+        np.testing.assert_allclose(
+            [tip_z[0, 0], link_z[0, 0]], _lowest(model, data, sol), atol=1e-9
+        )
+
+
+def test_fingers_are_kept_above_the_table():
+    """6 cm sphere resting on the table. The seed's tilted triangle (Q2 alone) reaches its
+    lowest contact only with a finger under the sphere: every solution offered keeps the tips
+    TIP_R + TABLE_CLEARANCE and the links LINK_R + TABLE_CLEARANCE above the table (MuJoCo's
+    frames), or the grasp is refused naming the table. A table just under the equator refuses
+    the horizontal grasp's fingertips, with that reason."""
+    model = load_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    obj = primitive("sphere", 0.06, 0.006)
+    table = float(obj.points[:, 2].min())
+    for up in (None, np.array([0.0, 0.0, 1.0])):
+        tri = select_triangle(obj, 1.0, up=up, q2_tie=0.003)
+        idx = list(tri.indices)
+        try:
+            sols = bh.solve_fingers(
+                obj.points[idx], obj.normals[idx], tri.centre, tri.normal, obj.points, table
+            )
+        except Unreachable as exc:
+            assert up is None and "into the table" in str(exc)
+            continue
+        for sol in sols:
+            tip_z, link_z = _lowest(model, data, sol)
+            assert tip_z >= table + bh.TIP_R + bh.TABLE_CLEARANCE - 1e-9
+            assert link_z >= table + bh.LINK_R + bh.TABLE_CLEARANCE - 1e-9
+    with pytest.raises(Unreachable, match="put a fingertip or finger link into the table"):
+        bh.solve_fingers(
+            obj.points[idx], obj.normals[idx], tri.centre, tri.normal, obj.points, -bh.TIP_R
+        )
+
+
 def test_object_too_big_for_the_hand_is_rejected_with_the_reason():
     obj = primitive("sphere", 0.3, 0.02)
     pts, nrm, tri = _grasp(obj)
