@@ -316,12 +316,76 @@ def test_plan_reports_the_barrett_pregrasp(monkeypatch):
     req = PlanRequest("barrett", 5e4, 0.3, MU, 0.05, cells=3)
     data = to_json(plan(primitive("sphere", 0.08, 0.006), req))
     assert data["pregrasp_note"].startswith("reached")
+    assert data["pregrasp"]["hand"]["finger_contact"] == [0, 1, 2]
     hand = data["pregrasp"]["hand"]
     assert max(max(e) for e in hand["joint_errors_deg"]) <= 2.0
     assert len(data["pregrasp"]["joints_rad"]) == 7
     np.testing.assert_allclose(
         hand["outer_rad"], np.array(hand["inner_rad"]) * bh.COUPLING, atol=1e-5
     )
+
+
+def _lowest_geom_points(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, float]:
+    """World z [m] of the lowest point of each of the hand's geoms (spheres, capsules,
+    cylinders), from MuJoCo's geom frames and sizes, by body name."""
+    low: dict[str, float] = {}
+    for g in range(model.ngeom):
+        body = model.body(model.geom_bodyid[g]).name
+        if not body.startswith(PANDA_PREFIX):
+            continue
+        radius, half = model.geom_size[g][:2]
+        axis_z = abs(data.geom_xmat[g].reshape(3, 3)[2, 2])  # geom z axis: capsule/cylinder
+        kind = model.geom_type[g]
+        if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
+            drop = radius
+        elif kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
+            drop = axis_z * half + radius
+        elif kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
+            drop = axis_z * half + radius * math.sqrt(max(0.0, 1.0 - axis_z**2))
+        else:
+            raise AssertionError(f"unexpected geom type {kind} on {body}")
+        low[body] = min(low.get(body, math.inf), float(data.geom_xpos[g][2] - drop))
+    return low
+
+
+def test_planned_sphere_grasp_is_from_above_clear_of_the_table_and_per_finger(monkeypatch):
+    """The grasp the Barrett hand is to execute: a 6 cm sphere (6 mm spacing, 3 cells, μ 1)
+    on the table. The plan's triangle is within 5° of horizontal; with its arm and hand joints
+    set on the Panda model, every hand geom's lowest point is above the table top (z = 0);
+    contact i is finger F(i+1)'s (its tip within 4 mm of contact i + TIP_R · normal i), the
+    closing model's finger i starts nearest contact i, and the object sits where the plan says."""
+    seen: list = []
+
+    def closing(net, fingers, law, cfg, progress):
+        seen.extend(fingers)
+        return _no_closing(net, fingers, law, cfg, progress)
+
+    monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", closing)
+    obj = primitive("sphere", 0.06, 0.006)
+    result = plan(obj, PlanRequest("barrett", 5e4, 0.3, 1.0, 0.05, cells=3))
+    lift = np.array([0.0, 0.0, -obj.points[:, 2].min()])
+    np.testing.assert_allclose(result.object_position, bh.OBJECT_POS + lift, atol=1e-12)
+    fingers = result.pregrasp.fingers
+    np.testing.assert_allclose(
+        result.pregrasp.position, result.object_position + fingers.position, atol=1e-12
+    )
+    assert abs(fingers.rotation[2, 2]) >= math.cos(math.radians(5.0))
+    assert fingers.assignment == (0, 1, 2)
+    model = load_panda_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    for name, q in zip(PANDA_ARM, result.pregrasp.q, strict=True):
+        data.qpos[model.joint(name).qposadr[0]] = q
+    _set(model, data, fingers.spread, fingers.inner, PANDA_PREFIX)
+    mujoco.mj_kinematics(model, data)
+    low = _lowest_geom_points(model, data)
+    assert len(low) == 10 and min(low.values()) > 0.0, low  # palm + 3 × (knuckle, inner, outer)
+    targets = result.object_position + result.contacts + bh.TIP_R * result.normals
+    for i, f in enumerate(FINGERS):
+        tip = data.site(f"{PANDA_PREFIX}bh_{f}_tip").xpos
+        assert np.linalg.norm(tip - targets[i]) < 0.004
+    assert len(seen) == 3
+    for i, finger in enumerate(seen):
+        assert np.argmin(np.linalg.norm(result.contacts - finger.start, axis=1)) == i
 
 
 def test_plan_rejects_every_grasp_of_an_object_too_big(monkeypatch):

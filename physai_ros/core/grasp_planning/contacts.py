@@ -97,6 +97,13 @@ def _check(obj: SurfaceObject, mu: float, need: int) -> None:
         raise NoGrasp(f"too few surface points: {len(obj.points)} < {need}")
 
 
+def point_spacing(points: np.ndarray, tree: cKDTree | None = None) -> float:
+    """Median distance [m] from each point (N, 3) to its nearest neighbour: the sampling
+    resolution of the surface (``tree``: a k-d tree of ``points`` already built)."""
+    tree = cKDTree(points) if tree is None else tree
+    return float(np.median(tree.query(points, k=2)[0][:, 1]))
+
+
 def cone_distance(obj: SurfaceObject, mu: float) -> np.ndarray:
     """Distance [m] from the centre of mass to each point's friction cone (0 if inside).
 
@@ -331,7 +338,7 @@ def select_triangle(
     up, tie = _preference(up, q2_tie)
     pts = obj.points
     tree = cKDTree(pts)
-    spacing = float(np.median(tree.query(pts, k=2)[0][:, 1]))
+    spacing = point_spacing(pts, tree)
     lb = cone_distance(obj, mu)
     worst = band / 2.0  # deviations sum to zero, so one angle is off by at most band/2
     ratio = math.sin(max(math.pi / 3 - worst, 1e-6)) / math.sin(
