@@ -395,6 +395,16 @@ def test_plan_rejects_every_grasp_of_an_object_too_big(monkeypatch):
         plan(primitive("sphere", 0.3, 0.06), req)
 
 
+def test_without_the_table_preference_the_sphere_runs_out_of_grasps(monkeypatch):
+    """Q2 alone (a zero tie tolerance) on the 6 cm sphere: each tilted triangle puts a finger
+    into the table, the next-best ones are tried until the points run out, and the error
+    gives the rejections' reasons, not only the last selection's."""
+    monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", _no_closing)
+    req = PlanRequest("barrett", 5e4, 0.3, 1.0, 0.05, cells=3, q2_tie=0.0)
+    with pytest.raises(NoGrasp, match=r"rejected: barrett: .* into the table .*; then: "):
+        plan(primitive("sphere", 0.06, 0.006), req)
+
+
 def test_finger_ik_refuses_other_than_three_contacts():
     pts = np.zeros((2, 3))
     with pytest.raises(InvalidInput, match="need 3 contacts"):

@@ -149,6 +149,14 @@ def _q2_tie(obj: SurfaceObject, req: PlanRequest) -> float:
     return point_spacing(obj.points) / 2 if req.q2_tie is None else req.q2_tie
 
 
+def _exhausted(rejected: list[str], exc: NoGrasp) -> NoGrasp:
+    """The selection's failure, after the grasps rejected so far (their reasons are why the
+    points ran out), or as it is when none was."""
+    if not rejected:
+        return exc
+    return NoGrasp(f"no reachable grasp; rejected: {' | '.join(rejected)}; then: {exc}")
+
+
 def _without(obj: SurfaceObject, near: np.ndarray, radius: float) -> SurfaceObject:
     """The object minus its points within ``radius`` of ``near``: the next-best grasp."""
     keep = np.all(np.linalg.norm(obj.points[:, None] - near[None], axis=2) > radius, axis=1)
@@ -166,7 +174,10 @@ def plan(
     lift = np.array([0.0, 0.0, -float(obj.points[:, 2].min())])  # resting on the table
     for _ in range(RETRIES + 1):
         if req.hand == "barrett":
-            tri = select_triangle(candidate, req.mu, up=UP, q2_tie=_q2_tie(obj, req))
+            try:
+                tri = select_triangle(candidate, req.mu, up=UP, q2_tie=_q2_tie(obj, req))
+            except NoGrasp as exc:
+                raise _exhausted(rejected, exc) from exc
             idx = list(tri.indices)
             q1, q2 = tri.q1, tri.q2
             pts, nrm = candidate.points[idx], candidate.normals[idx]
@@ -191,7 +202,10 @@ def plan(
                 candidate = _without(candidate, pts, 2 * radius)
                 continue
         spec = arm_spec(req.hand)
-        pair = select_pair(candidate, req.mu, spec.jaw)
+        try:
+            pair = select_pair(candidate, req.mu, spec.jaw)
+        except NoGrasp as exc:
+            raise _exhausted(rejected, exc) from exc
         idx = list(pair.indices)
         q1, q2 = None, pair.q2
         pts, nrm = candidate.points[idx], candidate.normals[idx]
