@@ -202,6 +202,22 @@ def test_bad_table_preference_is_refused(kwargs, match):
             select(obj, 0.6, **kwargs)
 
 
+def test_no_candidate_at_the_first_radius_widens_it():
+    """A cube's face rims only (what is left after the planner removed the face centres): every
+    point's friction cone passes farther from the centre of mass than half the spacing, so the
+    first radius has no candidate point at all; the search widens and finds brute force's
+    triangle (before: a ValueError from an empty array)."""
+    obj = box((0.06, 0.06, 0.06), 0.01)
+    offset = np.abs(obj.points) * (1 - np.abs(obj.normals))  # in-face offset from face centre
+    rim = np.max(offset, axis=1) > 0.8 * 0.03
+    obj = dataclasses.replace(obj, points=obj.points[rim], normals=obj.normals[rim])
+    assert contacts.cone_distance(obj, 0.6).min() > contacts.point_spacing(obj.points) / 2
+    for up in (None, UP):
+        fast = select_triangle(obj, 0.6, up=up, q2_tie=0.003)
+        brute = select_triangle_brute(obj, 0.6, up=up, q2_tie=0.003)
+        assert (fast.indices, fast.q1, fast.q2) == (brute.indices, brute.q1, brute.q2)
+
+
 def test_grid_ties_are_broken_the_same_way():
     obj = box((0.04, 0.04, 0.04), 0.011)  # a symmetric grid: many triangles share Q2
     assert select_triangle(obj, 1.0).indices == select_triangle_brute(obj, 1.0).indices

@@ -251,6 +251,8 @@ def _candidate_pairs(
     shell test runs first on the whole block (it removes most pairs: on a sphere it keeps the
     pairs about 120° apart); the edge bounds run only on its survivors.
     """
+    if len(cand) < 2:  # no pair yet: the caller widens the radius
+        return np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0)
     x = (obj.points[cand] - obj.com).astype(np.float32)  # bounds only; the answer is float64
     xt = np.ascontiguousarray(x.T)
     rho2 = np.einsum("ij,ij->i", x, x)
