@@ -348,6 +348,18 @@ def _lowest_geom_points(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str,
     return low
 
 
+def _hand_on_panda(result) -> tuple[mujoco.MjModel, mujoco.MjData]:
+    """The Panda with the Barrett hand at a plan's arm and hand joints (kinematics only)."""
+    model = load_panda_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    for name, q in zip(PANDA_ARM, result.pregrasp.q, strict=True):
+        data.qpos[model.joint(name).qposadr[0]] = q
+    fingers = result.pregrasp.fingers
+    _set(model, data, fingers.spread, fingers.inner, PANDA_PREFIX)
+    mujoco.mj_kinematics(model, data)
+    return model, data
+
+
 def test_planned_sphere_grasp_is_from_above_clear_of_the_table_and_per_finger(monkeypatch):
     """The grasp the Barrett hand is to execute: a 6 cm sphere (6 mm spacing, 3 cells, μ 1)
     on the table. The plan's triangle is within 5° of horizontal; with its arm and hand joints
@@ -371,12 +383,7 @@ def test_planned_sphere_grasp_is_from_above_clear_of_the_table_and_per_finger(mo
     )
     assert abs(fingers.rotation[2, 2]) >= math.cos(math.radians(5.0))
     assert fingers.assignment == (0, 1, 2)
-    model = load_panda_barrett_spec().compile()
-    data = mujoco.MjData(model)
-    for name, q in zip(PANDA_ARM, result.pregrasp.q, strict=True):
-        data.qpos[model.joint(name).qposadr[0]] = q
-    _set(model, data, fingers.spread, fingers.inner, PANDA_PREFIX)
-    mujoco.mj_kinematics(model, data)
+    model, data = _hand_on_panda(result)
     low = _lowest_geom_points(model, data)
     assert len(low) == 10 and min(low.values()) > 0.0, low  # palm + 3 × (knuckle, inner, outer)
     targets = result.object_position + result.contacts + bh.TIP_R * result.normals
@@ -386,6 +393,20 @@ def test_planned_sphere_grasp_is_from_above_clear_of_the_table_and_per_finger(mo
     assert len(seen) == 3
     for i, finger in enumerate(seen):
         assert np.argmin(np.linalg.norm(result.contacts - finger.start, axis=1)) == i
+
+
+def test_a_level_triangle_out_of_reach_falls_back_to_the_least_q2_one(monkeypatch):
+    """60 mm cube, μ 0.6: the most level triangle tied in Q2 is out of the fingers' reach
+    (2.1° > 2°); the plan then takes the seed's least-Q2 triangle, tilted, with every hand
+    geom still above the table in MuJoCo."""
+    monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", _no_closing)
+    obj = primitive("box", 0.06, 0.006)
+    result = plan(obj, PlanRequest("barrett", 5e4, 0.3, MU, 0.05, cells=3))
+    assert len(result.rejected) == 1 and "within 2° per joint" in result.rejected[0]
+    assert "(the least-Q2 triangle)" in result.pregrasp_note
+    assert result.q2 == select_triangle(obj, MU).q2
+    low = _lowest_geom_points(*_hand_on_panda(result))
+    assert min(low.values()) > 0.0, low
 
 
 def test_plan_rejects_every_grasp_of_an_object_too_big(monkeypatch):

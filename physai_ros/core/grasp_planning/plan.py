@@ -34,6 +34,7 @@ from physai_ros.core.grasp_planning.closing import (
 from physai_ros.core.grasp_planning.contact_law import contact_law
 from physai_ros.core.grasp_planning.contacts import (
     NoGrasp,
+    TriangleGrasp,
     point_spacing,
     select_pair,
     select_triangle,
@@ -149,6 +150,39 @@ def _q2_tie(obj: SurfaceObject, req: PlanRequest) -> float:
     return point_spacing(obj.points) / 2 if req.q2_tie is None else req.q2_tie
 
 
+def _barrett_triangles(
+    candidate: SurfaceObject, obj: SurfaceObject, req: PlanRequest
+) -> list[TriangleGrasp]:
+    """The three-finger triangles to try, in order: the most level of those tied in Q2 (the
+    fingers reach down to it, clear of the table), then the seed's least-Q2 triangle when it
+    is another. Why both: a level triangle can be one the fingers cannot reach (the 60 mm
+    cube's, 2.1° at μ = 0.6), while its tilted rival can (1.5°, 8 mm above the table); the
+    table check in the finger IK refuses the tilted ones that would touch the table."""
+    level = select_triangle(candidate, req.mu, up=UP, q2_tie=_q2_tie(obj, req))
+    least = select_triangle(candidate, req.mu)
+    return [level] if least.indices == level.indices else [level, least]
+
+
+def _first_reached(
+    tris: list[TriangleGrasp],
+    candidate: SurfaceObject,
+    surface: np.ndarray,
+    where: np.ndarray,
+    rejected: list[str],
+) -> tuple[TriangleGrasp, BarrettPreGrasp] | None:
+    """The first of ``tris`` (indices into ``candidate``) whose Barrett pre-grasp is reached
+    with the object at ``where`` [m, world], and that pre-grasp; None when none is (each
+    reason appended to ``rejected``)."""
+    for tri in tris:
+        idx = list(tri.indices)
+        pts, nrm = candidate.points[idx], candidate.normals[idx]
+        try:
+            return tri, solve_barrett_pregrasp(pts, nrm, tri.centre, tri.normal, surface, where)
+        except Unreachable as exc:
+            rejected.append(str(exc))
+    return None
+
+
 def _exhausted(rejected: list[str], exc: NoGrasp) -> NoGrasp:
     """The selection's failure, after the grasps rejected so far (their reasons are why the
     points ran out), or as it is when none was."""
@@ -175,32 +209,30 @@ def plan(
     for _ in range(RETRIES + 1):
         if req.hand == "barrett":
             try:
-                tri = select_triangle(candidate, req.mu, up=UP, q2_tie=_q2_tie(obj, req))
+                tris = _barrett_triangles(candidate, obj, req)
             except NoGrasp as exc:
                 raise _exhausted(rejected, exc) from exc
-            idx = list(tri.indices)
-            q1, q2 = tri.q1, tri.q2
+            where = OBJECT_POS + lift
+            reached = _first_reached(tris, candidate, obj.points, where, rejected)
+            if reached is None:
+                tried = [i for tri in tris for i in tri.indices]
+                candidate = _without(candidate, candidate.points[tried], 2 * radius)
+                continue
+            tri, pre = reached
+            # per finger from here on: contact i is the one finger F(i+1) takes
+            idx = [tri.indices[c] for c in pre.fingers.assignment]
+            pre = pre._replace(fingers=pre.fingers._replace(assignment=(0, 1, 2)))
+            q1, q2, centre = tri.q1, tri.q2, tri.centre
             pts, nrm = candidate.points[idx], candidate.normals[idx]
             quality = grasp_quality(pts, -nrm, obj.com, req.mu, torque_scale=obj.size)
-            centre = tri.centre
-            try:
-                where = OBJECT_POS + lift
-                pre = solve_barrett_pregrasp(pts, nrm, centre, tri.normal, obj.points, where)
-                # per finger from here on: contact i is the one finger F(i+1) takes
-                order = list(pre.fingers.assignment)
-                pts, nrm = pts[order], nrm[order]
-                pre = pre._replace(fingers=pre.fingers._replace(assignment=(0, 1, 2)))
-                note = (
-                    f"reached: palm normal {np.round(pre.fingers.rotation[:, 2], 3).tolist()}, "
-                    f"TCP line {pre.fingers.length * 1e3:.1f} mm after "
-                    f"{pre.fingers.lengths_tried} lengths, worst finger joint error "
-                    f"{np.degrees(pre.fingers.errors.max()):.2f}°"
-                )
-                break
-            except Unreachable as exc:
-                rejected.append(str(exc))
-                candidate = _without(candidate, pts, 2 * radius)
-                continue
+            note = (
+                f"reached{'' if tri is tris[0] else ' (the least-Q2 triangle)'}: palm normal "
+                f"{np.round(pre.fingers.rotation[:, 2], 3).tolist()}, "
+                f"TCP line {pre.fingers.length * 1e3:.1f} mm after "
+                f"{pre.fingers.lengths_tried} lengths, worst finger joint error "
+                f"{np.degrees(pre.fingers.errors.max()):.2f}°"
+            )
+            break
         spec = arm_spec(req.hand)
         try:
             pair = select_pair(candidate, req.mu, spec.jaw)
