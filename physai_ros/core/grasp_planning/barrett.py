@@ -66,7 +66,8 @@ LINK_R = 0.008  # finger link half-thickness kept clear of the object [m] (links
 TABLE_CLEARANCE = 0.005
 """[m] fingertips and links kept this far above the table (beyond TIP_R, LINK_R): the arm's
 1 mm palm tolerance, plus the 2° a finger may still turn to meet its contact (the seed's
-acceptance) over the ≤ 108 mm from its inner joint to its tip centre: 3.8 mm."""
+acceptance) over the ≤ 108 mm from its inner joint to its tip centre: 3.8 mm. The MuJoCo
+model's link capsules (radius 12 mm, LINK_R 8 mm) then stay ≥ 1 mm above the table."""
 PALM_FACE = 0.066  # palm face above the mounting face
 ACCEPT = math.radians(2.0)  # the seed's per-joint acceptance
 LENGTH_STEP = 0.001  # TCP line length step [m]
@@ -287,7 +288,7 @@ def solve_fingers(
             f"barrett: all {int(reach.sum())} finger configurations that reach the contacts "
             f"within {math.degrees(ACCEPT):.0f}° per joint are refused: " + "; ".join(reasons)
         )
-    best_error = float(worst.min())
+    best_error = float(np.where(palm_low, math.inf, worst).min())
     raise Unreachable(
         f"barrett: no finger configuration reaches the contacts within "
         f"{math.degrees(ACCEPT):.0f}° per joint ({LENGTHS} TCP line lengths × "

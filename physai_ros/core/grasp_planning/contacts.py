@@ -443,8 +443,9 @@ def _most_level(
     best: TriangleGrasp,
     window: float,
 ) -> TriangleGrasp:
-    """The valid triangle with Q2 ≤ ``window`` [m] whose plane is most nearly normal to ``up``
-    (then Q2, Q1, indices), starting from ``best`` (the least Q2, a valid incumbent).
+    """The valid triangle with Q2 ≤ ``window`` [m] whose plane is most nearly horizontal
+    (largest |n·up|; then Q2, Q1, indices), starting from ``best`` (the least Q2, a valid
+    incumbent).
 
     Pairs come from the Q2 bounds at radius ``window``; each pair's |n·up| bound (the plane
     contains the edge) orders them, most level first, and ends the search (module docstring).

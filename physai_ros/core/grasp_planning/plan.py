@@ -1,9 +1,10 @@
 """The grasp planning pipeline (seed 003) and its JSON-ready result.
 
-contacts (Q1/Q2 or antipodal) → quality (force closure, ε) → pre-grasp (arm IK; unreachable
-grasps are rejected with the reason and the next-best grasp is tried) → closing on the
-mass–spring body to static equilibrium → force targets for the real hand's force-controlled
-close (the simulated squeeze, raised to lesson 16's friction-cone floor where it is lower).
+contacts (Q1/Q2, preferring the most level triangle on a table; or antipodal) → quality (force
+closure, ε) → pre-grasp (arm IK; unreachable grasps are rejected with the reason and the
+next-best grasp is tried) → closing on the mass–spring body to static equilibrium → force
+targets for the real hand's force-controlled close (the simulated squeeze, raised to lesson
+16's friction-cone floor where it is lower).
 Every failure is an exception with its reason, never a silent best effort.
 """
 
