@@ -1,6 +1,7 @@
 """The grasp planner as users run it: ``ros2 run physai_ros grasp_planner`` on a colcon-built
-install, called with ``ros2 service call`` (a box for the Panda: a grasp; a box too wide for
-the SO-101's jaws: no grasp, with the reason), the plan drawn as TF frames and markers."""
+install, called with ``ros2 service call`` (a box for the Panda: a grasp and where the box was;
+a box too wide for the SO-101's jaws: no grasp, with the reason), the plan drawn as TF frames
+and markers."""
 
 from __future__ import annotations
 
@@ -37,6 +38,14 @@ def test_ros2_service_call_plans_and_refuses_with_the_reason(ros2, ros_context, 
     assert "success=True" in out, out + (tmp_path / "planner.log").read_text()[-2000:]
     assert "force_target_basis='friction floor'" in out, out
     assert "joint_names=['joint1', 'joint2'" in out, out
+    # the 4 cm box's centre of mass, resting on the table in front of the Panda: the pre-grasp
+    # is for the object there, unrotated
+    where = (
+        "object_pose=geometry_msgs.msg.Pose("
+        "position=geometry_msgs.msg.Point(x=0.5, y=0.0, z=0.02), "
+        "orientation=geometry_msgs.msg.Quaternion(x=0.0, y=0.0, z=0.0, w=1.0))"
+    )
+    assert where in out, out
 
     end = time.monotonic() + 10.0
     while not ("m" in seen and "tf" in seen) and time.monotonic() < end:

@@ -187,6 +187,81 @@ def test_finger_links_are_kept_clear_of_the_object():
             assert _distance(surface, a, b) >= bh.LINK_R - 1e-6
 
 
+def _lowest(model, data, sol) -> tuple[float, float]:
+    """Lowest fingertip centre and lowest finger-link end (object frame z) from MuJoCo's
+    frames: knuckle, inner joint, outer joint, TIP_R short of the tip centre."""
+    _set(model, data, sol.spread, sol.inner)
+    mujoco.mj_kinematics(model, data)
+    tips, links = [], []
+    for f in FINGERS:
+        tip = data.site(f"bh_{f}_tip").xpos
+        outer = data.body(f"bh_{f}_outer").xpos
+        short = tip - bh.TIP_R * (tip - outer) / np.linalg.norm(tip - outer)
+        ends = (data.body(f"bh_{f}_knuckle").xpos, data.body(f"bh_{f}_inner").xpos, outer, short)
+        tips.append((sol.position + sol.rotation @ tip)[2])
+        links += [(sol.position + sol.rotation @ p)[2] for p in ends]
+    return min(tips), min(links)
+
+
+def test_finger_heights_equal_mujoco_s_for_any_pose():
+    """The vectorised heights the table check uses equal those from MuJoCo's frames (1e-9 m)
+    over random joints, hand orientations and mounting-face heights."""
+    model = load_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        rot, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        rot *= np.linalg.det(rot)  # a rotation, not a reflection
+        spread, inner, base = rng.uniform(0, math.pi), rng.uniform(0, 2.44, 3), rng.normal()
+        sol = bh.FingerSolution(
+            np.array([0.1, -0.2, base]),
+            rot,
+            0.0,
+            spread,
+            inner,
+            np.zeros((3, 2)),
+            np.zeros(3),
+            (0, 1, 2),
+            1,
+        )
+        tip_z, link_z = bh._finger_lows(
+            np.array([[spread]]), inner[None, None], rot[None, 2], np.array([[base]])
+        )
+        np.testing.assert_allclose(
+            [tip_z[0, 0], link_z[0, 0]], _lowest(model, data, sol), atol=1e-9
+        )
+
+
+def test_fingers_are_kept_above_the_table():
+    """6 cm sphere resting on the table. The seed's tilted triangle (Q2 alone) reaches its
+    lowest contact only with a finger under the sphere: every solution offered keeps the tips
+    TIP_R + TABLE_CLEARANCE and the links LINK_R + TABLE_CLEARANCE above the table (MuJoCo's
+    frames), or the grasp is refused naming the table. A table just under the equator refuses
+    the horizontal grasp's fingertips, with that reason."""
+    model = load_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    obj = primitive("sphere", 0.06, 0.006)
+    table = float(obj.points[:, 2].min())
+    for up in (None, np.array([0.0, 0.0, 1.0])):
+        tri = select_triangle(obj, 1.0, up=up, q2_tie=0.003)
+        idx = list(tri.indices)
+        try:
+            sols = bh.solve_fingers(
+                obj.points[idx], obj.normals[idx], tri.centre, tri.normal, obj.points, table
+            )
+        except Unreachable as exc:
+            assert up is None and "into the table" in str(exc)
+            continue
+        for sol in sols:
+            tip_z, link_z = _lowest(model, data, sol)
+            assert tip_z >= table + bh.TIP_R + bh.TABLE_CLEARANCE - 1e-9
+            assert link_z >= table + bh.LINK_R + bh.TABLE_CLEARANCE - 1e-9
+    with pytest.raises(Unreachable, match="put a fingertip or finger link into the table"):
+        bh.solve_fingers(
+            obj.points[idx], obj.normals[idx], tri.centre, tri.normal, obj.points, -bh.TIP_R
+        )
+
+
 def test_object_too_big_for_the_hand_is_rejected_with_the_reason():
     obj = primitive("sphere", 0.3, 0.02)
     pts, nrm, tri = _grasp(obj)
@@ -241,6 +316,7 @@ def test_plan_reports_the_barrett_pregrasp(monkeypatch):
     req = PlanRequest("barrett", 5e4, 0.3, MU, 0.05, cells=3)
     data = to_json(plan(primitive("sphere", 0.08, 0.006), req))
     assert data["pregrasp_note"].startswith("reached")
+    assert data["pregrasp"]["hand"]["finger_contact"] == [0, 1, 2]
     hand = data["pregrasp"]["hand"]
     assert max(max(e) for e in hand["joint_errors_deg"]) <= 2.0
     assert len(data["pregrasp"]["joints_rad"]) == 7
@@ -249,11 +325,105 @@ def test_plan_reports_the_barrett_pregrasp(monkeypatch):
     )
 
 
+def _lowest_geom_points(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, float]:
+    """World z [m] of the lowest point of each of the hand's geoms (spheres, capsules,
+    cylinders), from MuJoCo's geom frames and sizes, by body name."""
+    low: dict[str, float] = {}
+    for g in range(model.ngeom):
+        body = model.body(model.geom_bodyid[g]).name
+        if not body.startswith(PANDA_PREFIX):
+            continue
+        radius, half = model.geom_size[g][:2]
+        axis_z = abs(data.geom_xmat[g].reshape(3, 3)[2, 2])  # geom z axis: capsule/cylinder
+        kind = model.geom_type[g]
+        if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
+            drop = radius
+        elif kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
+            drop = axis_z * half + radius
+        elif kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
+            drop = axis_z * half + radius * math.sqrt(max(0.0, 1.0 - axis_z**2))
+        else:
+            raise AssertionError(f"unexpected geom type {kind} on {body}")
+        low[body] = min(low.get(body, math.inf), float(data.geom_xpos[g][2] - drop))
+    return low
+
+
+def _hand_on_panda(result) -> tuple[mujoco.MjModel, mujoco.MjData]:
+    """The Panda with the Barrett hand at a plan's arm and hand joints (kinematics only)."""
+    model = load_panda_barrett_spec().compile()
+    data = mujoco.MjData(model)
+    for name, q in zip(PANDA_ARM, result.pregrasp.q, strict=True):
+        data.qpos[model.joint(name).qposadr[0]] = q
+    fingers = result.pregrasp.fingers
+    _set(model, data, fingers.spread, fingers.inner, PANDA_PREFIX)
+    mujoco.mj_kinematics(model, data)
+    return model, data
+
+
+def test_planned_sphere_grasp_is_from_above_clear_of_the_table_and_per_finger(monkeypatch):
+    """The grasp the Barrett hand is to execute: a 6 cm sphere (6 mm spacing, 3 cells, μ 1)
+    on the table. The plan's triangle is within 5° of horizontal; with its arm and hand joints
+    set on the Panda model, every hand geom's lowest point is above the table top (z = 0);
+    contact i is finger F(i+1)'s (its tip within 4 mm of contact i + TIP_R · normal i), the
+    closing model's finger i starts nearest contact i, and the object sits where the plan says."""
+    seen: list = []
+
+    def closing(net, fingers, law, cfg, progress):
+        seen.extend(fingers)
+        return _no_closing(net, fingers, law, cfg, progress)
+
+    monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", closing)
+    obj = primitive("sphere", 0.06, 0.006)
+    result = plan(obj, PlanRequest("barrett", 5e4, 0.3, 1.0, 0.05, cells=3))
+    lift = np.array([0.0, 0.0, -obj.points[:, 2].min()])
+    np.testing.assert_allclose(result.object_position, bh.OBJECT_POS + lift, atol=1e-12)
+    fingers = result.pregrasp.fingers
+    np.testing.assert_allclose(
+        result.pregrasp.position, result.object_position + fingers.position, atol=1e-12
+    )
+    assert abs(fingers.rotation[2, 2]) >= math.cos(math.radians(5.0))
+    assert fingers.assignment == (0, 1, 2)
+    model, data = _hand_on_panda(result)
+    low = _lowest_geom_points(model, data)
+    assert len(low) == 10 and min(low.values()) > 0.0, low  # palm + 3 × (knuckle, inner, outer)
+    targets = result.object_position + result.contacts + bh.TIP_R * result.normals
+    for i, f in enumerate(FINGERS):
+        tip = data.site(f"{PANDA_PREFIX}bh_{f}_tip").xpos
+        assert np.linalg.norm(tip - targets[i]) < 0.004
+    assert len(seen) == 3
+    for i, finger in enumerate(seen):
+        assert np.argmin(np.linalg.norm(result.contacts - finger.start, axis=1)) == i
+
+
+def test_a_level_triangle_out_of_reach_falls_back_to_the_least_q2_one(monkeypatch):
+    """60 mm cube, μ 0.6: the most level triangle tied in Q2 is out of the fingers' reach
+    (2.1° > 2°); the plan then takes the seed's least-Q2 triangle, tilted, with every hand
+    geom still above the table in MuJoCo."""
+    monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", _no_closing)
+    obj = primitive("box", 0.06, 0.006)
+    result = plan(obj, PlanRequest("barrett", 5e4, 0.3, MU, 0.05, cells=3))
+    assert len(result.rejected) == 1 and "within 2° per joint" in result.rejected[0]
+    assert "(the least-Q2 triangle)" in result.pregrasp_note
+    assert result.q2 == select_triangle(obj, MU).q2
+    low = _lowest_geom_points(*_hand_on_panda(result))
+    assert min(low.values()) > 0.0, low
+
+
 def test_plan_rejects_every_grasp_of_an_object_too_big(monkeypatch):
     monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", _no_closing)
     req = PlanRequest("barrett", 5e4, 0.3, MU, 0.05, cells=3)
     with pytest.raises(NoGrasp, match="no reachable grasp; rejected: barrett"):
         plan(primitive("sphere", 0.3, 0.06), req)
+
+
+def test_without_the_table_preference_the_sphere_runs_out_of_grasps(monkeypatch):
+    """Q2 alone (a zero tie tolerance) on the 6 cm sphere: each tilted triangle puts a finger
+    into the table, the next-best ones are tried until the points run out, and the error
+    gives the rejections' reasons, not only the last selection's."""
+    monkeypatch.setattr("physai_ros.core.grasp_planning.plan.close", _no_closing)
+    req = PlanRequest("barrett", 5e4, 0.3, 1.0, 0.05, cells=3, q2_tie=0.0)
+    with pytest.raises(NoGrasp, match=r"rejected: barrett: .* into the table .*; then: "):
+        plan(primitive("sphere", 0.06, 0.006), req)
 
 
 def test_finger_ik_refuses_other_than_three_contacts():

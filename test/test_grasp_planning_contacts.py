@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from itertools import combinations
+from itertools import combinations, pairwise
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from physai_ros.core.grasp_planning import contacts
 from physai_ros.core.grasp_planning.contacts import (
     Jaw,
     NoGrasp,
+    plane_alignment,
     select_pair,
     select_triangle,
     select_triangle_brute,
@@ -69,6 +72,152 @@ def test_subsample_seeded_search_equals_brute_force(shape, seed, mu, monkeypatch
     assert fast.evaluated < brute.evaluated / 5
 
 
+UP = np.array([0.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    ("shape", "seed", "mu"),
+    [("sphere", 1, 0.5), ("cylinder", 2, 0.5), ("ellipsoid", 3, 0.6), ("box", 4, 1.0)],
+)
+def test_pruned_table_top_selection_equals_brute_force(shape, seed, mu):
+    """The table-top rule (most horizontal plane among Q2 within 3 mm of the best) is applied
+    by the pruned search exactly as by brute force, still at a fraction of the work."""
+    obj = _jittered(shape, seed, 0.013)
+    fast = select_triangle(obj, mu, up=UP, q2_tie=0.003)
+    brute = select_triangle_brute(obj, mu, up=UP, q2_tie=0.003)
+    assert (fast.indices, fast.q1, fast.q2) == (brute.indices, brute.q1, brute.q2)
+    assert fast.evaluated < brute.evaluated / 5
+
+
+@pytest.mark.parametrize(("shape", "seed", "mu"), [("sphere", 7, 0.5), ("box", 8, 1.0)])
+def test_subsample_seeded_table_top_search_equals_brute_force(shape, seed, mu, monkeypatch):
+    # the subsample's best Q2 bounds the best; the tie window reaches past it by the tolerance
+    monkeypatch.setattr(contacts, "_SEED_MIN", 40)
+    monkeypatch.setattr(contacts, "_SEED_STRIDE", 3)
+    obj = _jittered(shape, seed, 0.013)
+    fast = select_triangle(obj, mu, up=UP, q2_tie=0.003)
+    brute = select_triangle_brute(obj, mu, up=UP, q2_tie=0.003)
+    assert (fast.indices, fast.q1, fast.q2) == (brute.indices, brute.q1, brute.q2)
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.filter_too_much],
+)
+@given(
+    shape=st.sampled_from(["sphere", "cylinder", "ellipsoid", "box"]),
+    seed=st.integers(0, 10_000),
+    mu=st.sampled_from([0.6, 1.0]),
+    up=st.tuples(*[st.floats(-1.0, 1.0)] * 3).filter(lambda v: np.linalg.norm(v) > 0.1),
+    tie=st.floats(0.0, 0.008),
+)
+def test_table_top_rule_is_exact_and_keeps_its_laws(shape, seed, mu, up, tie):
+    """For any table normal and tolerance: the pruned search returns brute force's triangle;
+    its Q2 is within the tolerance of the best Q2 (the seed's rule's answer) and no valid
+    triangle in that window has a plane more nearly parallel to the table; −up is the same
+    table. Sets of ~45 points, so that brute force stays cheap."""
+    obj = _jittered(shape, seed, 0.016)
+    up = np.asarray(up)
+    try:
+        plain = select_triangle_brute(obj, mu)
+    except NoGrasp:
+        with pytest.raises(NoGrasp):
+            select_triangle(obj, mu, up=up, q2_tie=tie)
+        return
+    fast = select_triangle(obj, mu, up=up, q2_tie=tie)
+    brute = select_triangle_brute(obj, mu, up=up, q2_tie=tie)
+    assert (fast.indices, fast.q1, fast.q2) == (brute.indices, brute.q1, brute.q2)
+    assert select_triangle(obj, mu, up=-up, q2_tie=tie).indices == fast.indices
+    assert fast.q2 <= plain.q2 + tie
+    tri = np.array(list(combinations(range(len(obj.points)), 3)))
+    q1, q2, cones = triangle_metrics(obj, tri, mu)
+    window = tri[(q1 <= contacts.Q1_BAND) & cones & (q2 <= plain.q2 + tie)]
+    unit = up / np.linalg.norm(up)
+    chosen = plane_alignment(obj, np.array([fast.indices]), unit)[0]
+    assert chosen == plane_alignment(obj, window, unit).max()
+    assert abs(fast.normal @ unit) == pytest.approx(chosen, abs=1e-12)
+
+
+def test_a_wider_tie_never_tilts_the_plane_and_no_up_ignores_it():
+    """Widening the tolerance only adds triangles to the tie, so the chosen plane never
+    becomes less horizontal; a zero tolerance keeps the seed's Q2; without ``up`` a
+    tolerance changes nothing (Q2 decides first)."""
+    obj = _jittered("ellipsoid", 11, 0.013)
+    plain = select_triangle(obj, 0.6)
+    tolerant = select_triangle(obj, 0.6, q2_tie=0.005)
+    assert (tolerant.indices, tolerant.q1, tolerant.q2) == (plain.indices, plain.q1, plain.q2)
+    assert tolerant.evaluated == plain.evaluated
+    assert select_triangle(obj, 0.6, up=UP).q2 == plain.q2
+    ties = np.linspace(0.0, 0.008, 9)  # [m]
+    alignment = [abs(select_triangle(obj, 0.6, up=UP, q2_tie=t).normal[2]) for t in ties]
+    assert all(b >= a - 1e-12 for a, b in pairwise(alignment))
+
+
+def test_close_point_pairs_stay_exact():
+    """Every point doubled 10 µm away: near-ties everywhere, and the first radius (half the
+    spacing) far below the best Q2. The table-top rule still returns brute force's answer."""
+    obj = _jittered("sphere", 12, 0.016)
+    twin = dataclasses.replace(
+        obj,
+        points=np.vstack([obj.points, obj.points + 1e-5]),
+        normals=np.vstack([obj.normals, obj.normals]),
+    )
+    fast = select_triangle(twin, 0.6, up=UP, q2_tie=0.002)
+    brute = select_triangle_brute(twin, 0.6, up=UP, q2_tie=0.002)
+    assert (fast.indices, fast.q1, fast.q2) == (brute.indices, brute.q1, brute.q2)
+
+
+def test_table_top_sphere_grasp_is_nearly_horizontal_and_fast():
+    """The 6 cm sphere at 6 mm spacing (314 points): within half a spacing of the best Q2
+    there is a triangle whose plane is within 5° of the table, and finding it takes well
+    under a second of CPU (the time is a loose bound: the machine is shared)."""
+    import time
+
+    obj = primitive("sphere", 0.06, 0.006)
+    plain = select_triangle(obj, 1.0)
+    start = time.process_time()
+    grasp = select_triangle(obj, 1.0, up=UP, q2_tie=0.003)
+    assert time.process_time() - start < 2.0
+    assert abs(grasp.normal[2]) >= math.cos(math.radians(5.0))
+    assert grasp.q2 <= plain.q2 + 0.003
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"up": np.zeros(3)}, "up"),
+        ({"up": np.array([0.0, 1.0])}, "up"),
+        ({"up": np.array([np.nan, 0.0, 1.0])}, "up"),
+        ({"up": UP, "q2_tie": -1e-3}, "q2_tie"),
+        ({"q2_tie": math.inf}, "q2_tie"),
+    ],
+)
+def test_bad_table_preference_is_refused(kwargs, match):
+    obj = primitive("sphere", 0.06, 0.013)
+    for select in (select_triangle, select_triangle_brute):
+        with pytest.raises(InvalidInput, match=match):
+            select(obj, 0.6, **kwargs)
+
+
+def test_no_candidate_at_the_first_radius_widens_it():
+    """A cube's face rims only (what is left after the planner removed the face centres): every
+    point's friction cone passes farther from the centre of mass than half the spacing, so the
+    first radius has no candidate point at all; the search widens and finds brute force's
+    triangle (before: a ValueError from an empty array)."""
+    obj = box((0.06, 0.06, 0.06), 0.01)
+    offset = np.abs(obj.points) * (1 - np.abs(obj.normals))  # in-face offset from face centre
+    rim = np.max(offset, axis=1) > 0.8 * 0.03
+    obj = dataclasses.replace(obj, points=obj.points[rim], normals=obj.normals[rim])
+    assert contacts.cone_distance(obj, 0.6).min() > contacts.point_spacing(obj.points) / 2
+    for up in (None, UP):
+        fast = select_triangle(obj, 0.6, up=up, q2_tie=0.003)
+        brute = select_triangle_brute(obj, 0.6, up=up, q2_tie=0.003)
+        assert (fast.indices, fast.q1, fast.q2) == (brute.indices, brute.q1, brute.q2)
+
+
 def test_grid_ties_are_broken_the_same_way():
     obj = box((0.04, 0.04, 0.04), 0.011)  # a symmetric grid: many triangles share Q2
     assert select_triangle(obj, 1.0).indices == select_triangle_brute(obj, 1.0).indices
@@ -96,6 +245,15 @@ def test_5000_points_evaluate_a_tiny_fraction_of_all_triangles():
     assert 4900 <= len(obj.points) <= 5100
     grasp = select_triangle(obj, 0.5)
     assert grasp.evaluated < math.comb(len(obj.points), 3) * 1e-5
+
+
+def test_table_top_preference_on_5000_points_evaluates_a_tiny_fraction():
+    """The level bound keeps the second pass small: < 10⁻⁵ of C(n, 3) in all, and the plane
+    found on the 6 cm sphere is within 1° of the table."""
+    obj = ellipsoid((0.03, 0.03, 0.03), 0.0015)
+    grasp = select_triangle(obj, 0.5, up=UP, q2_tie=0.0015 / 2)
+    assert grasp.evaluated < math.comb(len(obj.points), 3) * 1e-5
+    assert abs(grasp.normal[2]) >= math.cos(math.radians(1.0))
 
 
 def test_no_triangle_in_band_is_reported_with_the_reason():

@@ -220,6 +220,7 @@ def test_force_targets_keep_a_simulated_squeeze_above_the_floor():
         ({"mu": 0.0}, "mu"),
         ({"lift_accel": -1.0}, "lift_accel"),
         ({"force_margin": 0.9}, "force_margin"),
+        ({"q2_tie": -0.001}, "q2_tie"),
     ],
 )
 def test_plan_refuses_bad_input(kwargs, match):

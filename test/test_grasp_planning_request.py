@@ -63,6 +63,18 @@ def test_pregrasp_joints_are_the_arms_in_order():
     assert all(np.isfinite(values))
 
 
+def test_the_plan_says_where_its_object_was():
+    """The pre-grasp's tool centre is the grasp centre with the object where the plan puts
+    it: tool position = object position + centre of the contacts (object frame, unrotated),
+    the object resting on the table (its lowest point at the world's z = 0)."""
+    obj, req = request_inputs("box", 0.04, 0.0044, None, **MATERIAL, cells=4)
+    result = plan(obj, req)
+    np.testing.assert_allclose(
+        result.pregrasp.position, result.object_position + result.contacts.mean(axis=0), atol=1e-12
+    )
+    assert result.object_position[2] + obj.points[:, 2].min() == pytest.approx(0.0, abs=1e-12)
+
+
 @pytest.mark.parametrize("direction", [(0, 0, 1), (0, 0, -1), (1, 2, 3), (-1, 0, 0)])
 def test_quat_z_along_points_the_frames_z_axis(direction):
     d = np.array(direction, float)

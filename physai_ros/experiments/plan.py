@@ -63,6 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1.2,
         help="friction-cone safety factor of the force targets, ≥ 1",
     )
+    parser.add_argument(
+        "--q2-tie",
+        type=float,
+        default=None,
+        help="three fingers: Q2 within this of the best ties, the most horizontal triangle "
+        "wins [m] (default: half the surface point spacing)",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON only")
     parser.add_argument("--output", default="physai_output/plan", help="directory for the PNG")
 
@@ -115,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         args.cells,
         lift_accel=args.lift_accel,
         force_margin=args.margin,
+        q2_tie=args.q2_tie,
     )
     with tqdm(desc="closing steps", disable=args.json, unit="step") as bar:
         result = plan(obj, req, progress=lambda n: bar.update(n - bar.n))
@@ -132,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         f"Q1 {q1}, Q2 {data['q2_m'] * 1e3:.3f} mm, force closure {data['force_closure']}, "
         f"ε {data['epsilon']:.4f}"
     )
-    print(f"pre-grasp: {data['pregrasp_note']}")
+    print(f"pre-grasp: {data['pregrasp_note']}; object at {data['object_position_m']} m (world)")
     print(f"  joints [rad]: {data['pregrasp']['joints_rad']}")
     if "hand" in data["pregrasp"]:
         hand = data["pregrasp"]["hand"]

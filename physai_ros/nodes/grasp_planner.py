@@ -2,9 +2,11 @@
 
 Service ``plan_grasp`` (``physai_ros_interfaces/srv/PlanGrasp``): an object (a primitive shape,
 or a ``sensor_msgs/PointCloud2`` of its surface), a hand (barrett, panda, so101) and a material
-in; the contacts, Q1/Q2/ε, the pre-grasp joints and tool pose, the force targets and whether a
-grasp exists out. A request the planner refuses (bad values, no grasp in the band, nothing
-reachable, no equilibrium) answers ``success: false`` with the planner's reason.
+in; the contacts, Q1/Q2/ε, the pre-grasp joints and tool pose, where the plan put the object
+(``object_pose``: the pre-grasp is for the object there), the force targets and whether a grasp
+exists out. Everything per contact is per finger: F1, F2, F3 for the Barrett hand. A request the
+planner refuses (bad values, no grasp in the band, nothing reachable, no equilibrium) answers
+``success: false`` with the planner's reason.
 
 Each plan is also drawn: ``/tf_static`` gets ``<object_frame>/contact_<i>`` (z along the force
 on the object, into it) under ``object_frame`` (place that frame where the object is, e.g. with
@@ -93,6 +95,8 @@ class GraspPlannerNode(Node):
         (p := response.tool_pose.position).x, p.y, p.z = map(float, pre.position)
         o = response.tool_pose.orientation
         o.w, o.x, o.y, o.z = map(float, pre.quat)
+        response.object_pose = Pose()  # identity rotation: the object frame is not turned
+        (p := response.object_pose.position).x, p.y, p.z = map(float, result.object_position)
         response.force_targets = [float(v) for v in result.force_targets]
         response.simulated_squeeze = [float(v) for v in result.closing.squeeze]
         response.force_target_basis = result.target_basis

@@ -24,6 +24,11 @@ about the line, which finger takes which contact, and the line's length — is s
 - the links must clear the object: a solution is dropped when an object point comes within
   LINK_R of a finger's inner link or of its outer link short of the tip (the last TIP_R of it
   is the tip's, where contact is wanted); the palm is kept clear by the TCP length.
+- the fingers must clear the table: a solution is dropped when a fingertip hemisphere's
+  centre is below the table top + TIP_R + TABLE_CLEARANCE, or a finger link (knuckle, inner,
+  outer short of the tip) below the table top + LINK_R + TABLE_CLEARANCE. A tilted grasp of
+  a small object on a table otherwise curls its lowest finger under the object, into the
+  table (9 mm deep in MuJoCo for a 6 cm sphere).
 
 Then the Panda with the hand on its flange is asked (damped-least-squares IK, full pose) to
 put the hand there; accepted finger solutions are tried in order of their error until the
@@ -58,6 +63,11 @@ INNER_MAX = 2.44
 SPREAD_MAX = math.pi
 TIP_R = 0.012  # fingertip hemisphere radius
 LINK_R = 0.008  # finger link half-thickness kept clear of the object [m] (links ~ 24 mm wide)
+TABLE_CLEARANCE = 0.005
+"""[m] fingertips and links kept this far above the table (beyond TIP_R, LINK_R): the arm's
+1 mm palm tolerance, plus the 2° a finger may still turn to meet its contact (the seed's
+acceptance) over the ≤ 108 mm from its inner joint to its tip centre: 3.8 mm. The MuJoCo
+model's link capsules (radius 12 mm, LINK_R 8 mm) then stay ≥ 1 mm above the table."""
 PALM_FACE = 0.066  # palm face above the mounting face
 ACCEPT = math.radians(2.0)  # the seed's per-joint acceptance
 LENGTH_STEP = 0.001  # TCP line length step [m]
@@ -196,12 +206,14 @@ def solve_fingers(
     floor: float = -math.inf,
 ) -> list[FingerSolution]:
     """Finger IK for three contacts [m] with outward unit ``normals``, grasp ``centre`` and
-    triangle ``normal`` (object frame); ``surface`` (N, 3) object points keep the palm clear;
-    hand poses whose mounting face or palm centre is below ``floor`` (z, object frame: the
-    table top) are not taken.
+    triangle ``normal`` (object frame); ``surface`` (N, 3) object points keep the palm and
+    links clear; hand poses whose mounting face or palm centre is below ``floor`` (z, object
+    frame: the table top), or whose fingertips or finger links come within TABLE_CLEARANCE
+    of it, are not taken.
 
     Returns the accepted solutions at the shortest accepted TCP length, best first.
-    Raises :class:`Unreachable` with the smallest joint error seen when none is accepted.
+    Raises :class:`Unreachable` with why the configurations that reach were refused, or with
+    the smallest joint error seen when none reaches.
     """
     contacts = np.asarray(contacts, dtype=float)
     normals = np.asarray(normals, dtype=float)
@@ -219,9 +231,14 @@ def solve_fingers(
     at[..., 2] += length[..., None]
     spread, inner, errors, tip = _fingers(at)
     worst = errors.max(axis=(-2, -1))  # (L, K)
-    base_z = centre[2] - length * rots[:, 2, 2]
-    worst[np.minimum(base_z, base_z + PALM_FACE * rots[:, 2, 2]) <= floor] = math.inf
-    accepted = worst <= ACCEPT
+    reach = worst <= ACCEPT
+    base_z = centre[2] - length * rots[:, 2, 2]  # mounting-face origin's height
+    palm_low = np.minimum(base_z, base_z + PALM_FACE * rots[:, 2, 2]) <= floor
+    tip_z, link_z = _finger_lows(spread, inner, rots[:, 2, :], base_z)
+    fingers_low = (tip_z < floor + TIP_R + TABLE_CLEARANCE) | (
+        link_z < floor + LINK_R + TABLE_CLEARANCE
+    )
+    accepted = reach & ~palm_low & ~fingers_low
     blocked = 0
     for step in np.flatnonzero(accepted.any(axis=1)):
         ok = np.flatnonzero(accepted[step])
@@ -253,18 +270,59 @@ def solve_fingers(
             )
             for k in ok[np.argsort(worst[step, ok])]
         ]
-    if blocked:
+    if reach.any():  # every configuration that reaches was refused by the table or the object
+        reasons = [
+            f"{count} {why}"
+            for count, why in (
+                (int(np.sum(reach & palm_low)), "put the palm below the table top"),
+                (
+                    int(np.sum(reach & ~palm_low & fingers_low)),
+                    "put a fingertip or finger link into the table "
+                    f"(closer than {TABLE_CLEARANCE * 1e3:.0f} mm)",
+                ),
+                (blocked, "put a finger link into the object"),
+            )
+            if count
+        ]
         raise Unreachable(
-            f"barrett: all {blocked} finger configurations that reach the contacts within "
-            f"{math.degrees(ACCEPT):.0f}° per joint put a finger link into the object"
+            f"barrett: all {int(reach.sum())} finger configurations that reach the contacts "
+            f"within {math.degrees(ACCEPT):.0f}° per joint are refused: " + "; ".join(reasons)
         )
-    best_error = float(worst.min())
+    best_error = float(np.where(palm_low, math.inf, worst).min())
     raise Unreachable(
         f"barrett: no finger configuration reaches the contacts within "
         f"{math.degrees(ACCEPT):.0f}° per joint ({LENGTHS} TCP line lengths × "
         f"{len(rots)} hand orientations and finger assignments tried; smallest worst joint "
         f"error {math.degrees(best_error):.1f}°)"
     )
+
+
+def _finger_lows(
+    spread: np.ndarray, inner: np.ndarray, up: np.ndarray, base_z: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lowest fingertip centre and lowest finger-link point [m] (object frame z) of hand
+    poses (L, K): ``spread`` (L, K), ``inner`` (L, K, 3), ``up`` (K, 3) the world z axis in
+    each hand frame (the rotation's third row), ``base_z`` (L, K) the mounting face's height.
+
+    The links are the knuckle (spread axis to inner joint), the inner link and the outer link
+    to TIP_R short of the tip centre, as straight segments, so each is lowest at an end. The
+    knuckle counts here though not in :func:`_links_clear`: above the palm face it cannot
+    touch the object, but a tilted hand can put it into the table.
+    """
+    angle = np.stack(
+        [-spread - math.pi / 2, spread - math.pi / 2, np.full_like(spread, math.pi / 2)], -1
+    )  # (L, K, 3): each finger plane's direction u in the hand's xy plane
+    rise_u = up[:, None, 0] * np.cos(angle) + up[:, None, 1] * np.sin(angle)  # z of u
+    rise_z = up[:, 2, None]  # z of the hand's z axis, (K, 1)
+    knuckle = base_z[..., None] + up[:, None, 0] * _KNUCKLE_X + rise_z * DW
+    joint = knuckle + A1 * rise_u
+    outer = joint + A2 * (np.cos(inner) * rise_u + np.sin(inner) * rise_z)
+    distal = inner * (1.0 + COUPLING) + PHI3
+    along = np.cos(distal) * rise_u + np.sin(distal) * rise_z
+    short = outer + (A3 - 2.0 * TIP_R) * along
+    tip = outer + (A3 - TIP_R) * along
+    links = np.minimum(np.minimum(knuckle, joint), np.minimum(outer, short))
+    return tip.min(axis=-1), links.min(axis=-1)
 
 
 def _links_clear(spread: float, inner: np.ndarray, points: np.ndarray) -> bool:

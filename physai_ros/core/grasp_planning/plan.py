@@ -1,9 +1,10 @@
 """The grasp planning pipeline (seed 003) and its JSON-ready result.
 
-contacts (Q1/Q2 or antipodal) → quality (force closure, ε) → pre-grasp (arm IK; unreachable
-grasps are rejected with the reason and the next-best grasp is tried) → closing on the
-mass–spring body to static equilibrium → force targets for the real hand's force-controlled
-close (the simulated squeeze, raised to lesson 16's friction-cone floor where it is lower).
+contacts (Q1/Q2, preferring the most level triangle on a table; or antipodal) → quality (force
+closure, ε) → pre-grasp (arm IK; unreachable grasps are rejected with the reason and the
+next-best grasp is tried) → closing on the mass–spring body to static equilibrium → force
+targets for the real hand's force-controlled close (the simulated squeeze, raised to lesson
+16's friction-cone floor where it is lower).
 Every failure is an exception with its reason, never a silent best effort.
 """
 
@@ -32,7 +33,13 @@ from physai_ros.core.grasp_planning.closing import (
     node_contact_stiffness,
 )
 from physai_ros.core.grasp_planning.contact_law import contact_law
-from physai_ros.core.grasp_planning.contacts import NoGrasp, select_pair, select_triangle
+from physai_ros.core.grasp_planning.contacts import (
+    NoGrasp,
+    TriangleGrasp,
+    point_spacing,
+    select_pair,
+    select_triangle,
+)
 from physai_ros.core.grasp_planning.lattice import build_network, material
 from physai_ros.core.grasp_planning.objects import SurfaceObject
 from physai_ros.core.grasp_planning.pregrasp import PreGrasp, Unreachable, arm_spec, solve_pregrasp
@@ -47,11 +54,20 @@ the pad (the seed's contact model needs a hemisphere; a larger cap touches a sma
 edges and makes every closing step several times slower)."""
 TORSION = 0.005  # [m] soft-finger torsional friction length of the flat jaw pads (MuJoCo's)
 RETRIES = 5  # next-best grasps tried after an unreachable pre-grasp
+UP = np.array([0.0, 0.0, 1.0])  # the table's normal: object frame z (the object rests on it)
 
 
 @dataclass(frozen=True)
 class PlanRequest:
-    """What to plan: material E [Pa] and ν, μ, mass [kg], lattice cells across the object."""
+    """What to plan: material E [Pa] and ν, μ, mass [kg], lattice cells across the object.
+
+    ``q2_tie`` [m] (three fingers only): triangles whose Q2 is within it of the best count as
+    equally good, and the most nearly horizontal of them is taken (the fingers then reach the
+    contacts from above, clear of the table). None: half the surface point spacing (median
+    nearest-neighbour distance), since a sample lies up to half a spacing from the surface
+    point it stands for, and so does a triangle's centre from the one the continuous surface
+    would give: Q2 differences below that are the sampling's, not the grasp's.
+    """
 
     hand: str
     young: float
@@ -62,11 +78,18 @@ class PlanRequest:
     closing: ClosingConfig = field(default_factory=ClosingConfig)
     lift_accel: float = 0.5  # upward acceleration of the lift [m/s²] (lesson 16's a)
     force_margin: float = 1.2  # the targets' friction-cone safety factor (see force_targets)
+    q2_tie: float | None = None  # [m] Q2 tie tolerance of the table-top preference (above)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The planned grasp (object frame, SI units) — see :func:`to_json` for the fields."""
+    """The planned grasp (object frame, SI units) — see :func:`to_json` for the fields.
+
+    Per contact means per finger: for the Barrett hand index i is finger F(i+1) (F1, F2, F3),
+    for the jaws index 0 is the fixed (or first) jaw. ``object_position`` [m] is where the
+    plan put the object's centre of mass in the world, resting on the table (z = 0): the
+    pre-grasp is for the object there, unrotated.
+    """
 
     hand: str
     contacts: np.ndarray
@@ -83,6 +106,7 @@ class Plan:
     rigid_squeeze: float
     force_targets: np.ndarray
     target_basis: str
+    object_position: np.ndarray
 
 
 def _validate(req: PlanRequest) -> None:
@@ -99,6 +123,8 @@ def _validate(req: PlanRequest) -> None:
         raise InvalidInput(f"lift_accel must be finite and ≥ 0 [m/s²], got {req.lift_accel!r}")
     if not (math.isfinite(req.force_margin) and req.force_margin >= 1):
         raise InvalidInput(f"force_margin must be finite and ≥ 1, got {req.force_margin!r}")
+    if req.q2_tie is not None and not (math.isfinite(req.q2_tie) and req.q2_tie >= 0):
+        raise InvalidInput(f"q2_tie must be finite and ≥ 0 [m] (or None), got {req.q2_tie!r}")
 
 
 def force_targets(
@@ -120,6 +146,52 @@ def force_targets(
     return np.abs(squeeze) * (floor / total), "friction floor"
 
 
+def _q2_tie(obj: SurfaceObject, req: PlanRequest) -> float:
+    """The request's Q2 tie tolerance [m], or half the object's surface point spacing."""
+    return point_spacing(obj.points) / 2 if req.q2_tie is None else req.q2_tie
+
+
+def _barrett_triangles(
+    candidate: SurfaceObject, obj: SurfaceObject, req: PlanRequest
+) -> list[TriangleGrasp]:
+    """The three-finger triangles to try, in order: the most level of those tied in Q2 (the
+    fingers reach down to it, clear of the table), then the seed's least-Q2 triangle when it
+    is another. Why both: a level triangle can be one the fingers cannot reach (the 60 mm
+    cube's, 2.1° at μ = 0.6), while its tilted rival can (1.5°, 8 mm above the table); the
+    table check in the finger IK refuses the tilted ones that would touch the table."""
+    level = select_triangle(candidate, req.mu, up=UP, q2_tie=_q2_tie(obj, req))
+    least = select_triangle(candidate, req.mu)
+    return [level] if least.indices == level.indices else [level, least]
+
+
+def _first_reached(
+    tris: list[TriangleGrasp],
+    candidate: SurfaceObject,
+    surface: np.ndarray,
+    where: np.ndarray,
+    rejected: list[str],
+) -> tuple[TriangleGrasp, BarrettPreGrasp] | None:
+    """The first of ``tris`` (indices into ``candidate``) whose Barrett pre-grasp is reached
+    with the object at ``where`` [m, world], and that pre-grasp; None when none is (each
+    reason appended to ``rejected``)."""
+    for tri in tris:
+        idx = list(tri.indices)
+        pts, nrm = candidate.points[idx], candidate.normals[idx]
+        try:
+            return tri, solve_barrett_pregrasp(pts, nrm, tri.centre, tri.normal, surface, where)
+        except Unreachable as exc:
+            rejected.append(str(exc))
+    return None
+
+
+def _exhausted(rejected: list[str], exc: NoGrasp) -> NoGrasp:
+    """The selection's failure, after the grasps rejected so far (their reasons are why the
+    points ran out), or as it is when none was."""
+    if not rejected:
+        return exc
+    return NoGrasp(f"no reachable grasp; rejected: {' | '.join(rejected)}; then: {exc}")
+
+
 def _without(obj: SurfaceObject, near: np.ndarray, radius: float) -> SurfaceObject:
     """The object minus its points within ``radius`` of ``near``: the next-best grasp."""
     keep = np.all(np.linalg.norm(obj.points[:, None] - near[None], axis=2) > radius, axis=1)
@@ -137,35 +209,43 @@ def plan(
     lift = np.array([0.0, 0.0, -float(obj.points[:, 2].min())])  # resting on the table
     for _ in range(RETRIES + 1):
         if req.hand == "barrett":
-            tri = select_triangle(candidate, req.mu)
-            idx = list(tri.indices)
-            q1, q2 = tri.q1, tri.q2
+            try:
+                tris = _barrett_triangles(candidate, obj, req)
+            except NoGrasp as exc:
+                raise _exhausted(rejected, exc) from exc
+            where = OBJECT_POS + lift
+            reached = _first_reached(tris, candidate, obj.points, where, rejected)
+            if reached is None:
+                tried = [i for tri in tris for i in tri.indices]
+                candidate = _without(candidate, candidate.points[tried], 2 * radius)
+                continue
+            tri, pre = reached
+            # per finger from here on: contact i is the one finger F(i+1) takes
+            idx = [tri.indices[c] for c in pre.fingers.assignment]
+            pre = pre._replace(fingers=pre.fingers._replace(assignment=(0, 1, 2)))
+            q1, q2, centre = tri.q1, tri.q2, tri.centre
             pts, nrm = candidate.points[idx], candidate.normals[idx]
             quality = grasp_quality(pts, -nrm, obj.com, req.mu, torque_scale=obj.size)
-            centre = tri.centre
-            try:
-                pre = solve_barrett_pregrasp(
-                    pts, nrm, centre, tri.normal, obj.points, OBJECT_POS + lift
-                )
-                note = (
-                    f"reached: palm normal {np.round(pre.fingers.rotation[:, 2], 3).tolist()}, "
-                    f"TCP line {pre.fingers.length * 1e3:.1f} mm after "
-                    f"{pre.fingers.lengths_tried} lengths, worst finger joint error "
-                    f"{np.degrees(pre.fingers.errors.max()):.2f}°"
-                )
-                break
-            except Unreachable as exc:
-                rejected.append(str(exc))
-                candidate = _without(candidate, pts, 2 * radius)
-                continue
+            note = (
+                f"reached{'' if tri is tris[0] else ' (the least-Q2 triangle)'}: palm normal "
+                f"{np.round(pre.fingers.rotation[:, 2], 3).tolist()}, "
+                f"TCP line {pre.fingers.length * 1e3:.1f} mm after "
+                f"{pre.fingers.lengths_tried} lengths, worst finger joint error "
+                f"{np.degrees(pre.fingers.errors.max()):.2f}°"
+            )
+            break
         spec = arm_spec(req.hand)
-        pair = select_pair(candidate, req.mu, spec.jaw)
+        try:
+            pair = select_pair(candidate, req.mu, spec.jaw)
+        except NoGrasp as exc:
+            raise _exhausted(rejected, exc) from exc
         idx = list(pair.indices)
         q1, q2 = None, pair.q2
         pts, nrm = candidate.points[idx], candidate.normals[idx]
         quality = grasp_quality(pts, -nrm, obj.com, req.mu, torsion=TORSION, torque_scale=obj.size)
         centre = pts.mean(axis=0)
         try:
+            where = spec.object_pos + lift
             pre = solve_pregrasp(spec, centre + lift, pair.axis)
             note = f"reached with approach direction {np.round(pre.approach, 3).tolist()}"
             break
@@ -206,11 +286,20 @@ def plan(
         rigid,
         targets,
         basis,
+        where,
     )
 
 
 def to_json(p: Plan) -> dict[str, Any]:
-    """Plain JSON types; units in the key names."""
+    """Plain JSON types; units in the key names.
+
+    Lists per contact (contacts, normals, finger forces, squeeze, force targets, tips) are
+    per finger in one order: F1, F2, F3 for the Barrett hand (its ``finger_contact`` is then
+    [0, 1, 2]), the fixed jaw first for the jaws. ``object_position_m``: the object's centre of
+    mass in the world that the pre-grasp (joints, tool pose) was planned for; the object frame
+    is the world frame moved there, unrotated. T(object)⁻¹ · T(tool) is the tool pose in the
+    object frame, for an object that is elsewhere.
+    """
     r = p.closing
     disp = np.linalg.norm(r.x - r.x0, axis=1)
     return {
@@ -221,6 +310,7 @@ def to_json(p: Plan) -> dict[str, Any]:
         "q2_m": p.q2,
         "force_closure": p.force_closure,
         "epsilon": p.epsilon,
+        "object_position_m": np.round(p.object_position, 6).tolist(),
         "pregrasp": _pregrasp_json(p.pregrasp),
         "pregrasp_note": p.pregrasp_note,
         "rejected": p.rejected,
