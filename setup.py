@@ -19,6 +19,7 @@ NODES = {
     "so101_driver": "physai_ros.nodes.so101_driver:main",
     "so101_emulator": "physai_ros.nodes.so101_emulator:main",
     "grasp_planner": "physai_ros.nodes.grasp_planner:main",
+    "hand_pick": "physai_ros.nodes.hand_pick:main",
 }
 
 

@@ -22,8 +22,14 @@ from pathlib import Path
 
 import yaml
 
+from physai_ros import interfaces
 from physai_ros.errors import InvalidInput
 from physai_ros.graph import GRAPHS, ROBOTS, NodeSpec, emulator_spec
+
+PICKS = {  # graph -> (state topic, outcome topic) of the pick it runs, watched to its outcome
+    "pick": (interfaces.PICK_STATE, interfaces.PICK_OUTCOME),
+    "hand_pick": (interfaces.HAND_PICK_STATE, interfaces.HAND_PICK_OUTCOME),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,9 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "graph",
         choices=sorted(GRAPHS),
         help="demo: sim bridge + TF publisher, watched for --duration; pick: the simulated (or "
-        "--emulated / real) pick, watched until its outcome",
+        "--emulated / real) pick, watched until its outcome; hand_pick: the three-finger pick "
+        "of a soft object (Barrett-like hand on the simulated Panda), watched until its outcome",
     )
-    parser.add_argument("--robot", choices=ROBOTS, default="so101", help="robot to simulate")
+    parser.add_argument(
+        "--robot", choices=ROBOTS, default=None, help="robot to simulate (default: the graph's)"
+    )
     parser.add_argument(
         "--emulated",
         action="store_true",
@@ -190,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
         raise InvalidInput(f"graph {args.graph!r} has no argument {unknown}; valid: {valid}")
-    wait_for_pick = args.graph == "pick"
+    wait_for_pick = args.graph in PICKS
     duration = args.duration or (120.0 if wait_for_pick else 5.0)
     with tempfile.TemporaryDirectory(prefix="physai-bringup-") as tmp:
         log_dir = args.log_dir or Path(tmp)
@@ -198,7 +207,8 @@ def run(args: argparse.Namespace) -> int:
         if args.emulated:  # the emulator's port symlink and calibration live with the logs
             kwargs.setdefault("port", str(log_dir / "so101_port"))
             kwargs.setdefault("calibration_file", str(log_dir / "so101_calibration.json"))
-        specs = select(graph(robot=args.robot, **kwargs), args.only, args.skip)
+        robot = {} if args.robot is None else {"robot": args.robot}
+        specs = select(graph(**robot, **kwargs), args.only, args.skip)
         print(f"starting {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {log_dir})")
         if args.emulated:
             os.environ.update(specs[0].env)  # this observer discovers as the graph does
@@ -208,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             procs = start(specs, log_dir)
         try:
-            report = watch_graph(duration, procs, wait_for_pick=wait_for_pick)
+            report = watch_graph(duration, procs, pick=PICKS.get(args.graph))
         finally:
             stop(procs)
         print(report.markdown())

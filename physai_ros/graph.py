@@ -288,4 +288,75 @@ def trajectory_graph(
     ]
 
 
-GRAPHS = {"demo": demo_graph, "pick": pick_graph, "trajectory": trajectory_graph}
+def hand_pick_defaults() -> dict[str, Any]:
+    """config/hand_pick.yaml's ``object`` section: the soft object the hand pick plans for and
+    the sim bridge builds (one place for both)."""
+    import yaml
+
+    from physai_ros.paths import config_path
+
+    tree = yaml.safe_load(config_path("hand_pick.yaml").read_text())
+    return dict(tree["/**"]["ros__parameters"]["object"])
+
+
+HAND_OBJECT_FRAME = "grasp_object"
+"""The soft object's TF frame in the hand pick's graph: the TF publisher puts it at the
+object's centre of mass, the grasp planner hangs its contact frames under it."""
+
+
+def hand_pick_graph(
+    robot: str = "panda_barrett",
+    *,
+    object_x: float | None = None,
+    object_y: float | None = None,
+    young: float | None = None,
+    mass: float | None = None,
+    real_time_factor: float = 1.0,
+    model_path: str = "",
+) -> list[NodeSpec]:
+    """The seed's pipeline with the Barrett-like hand on the simulated Panda (issue 14): the sim
+    bridge (``panda_barrett`` with the soft object of config/hand_pick.yaml, beside the rigid
+    cube), the TF publisher (the object as frame ``HAND_OBJECT_FRAME``), the trajectory node
+    (the arm's moves inside the Panda's limits), the grasp planner and the hand pick.
+
+    object_x, object_y: where the object lies, base frame [m]; young [Pa], mass [kg]: its
+    material (None: config/hand_pick.yaml's); real_time_factor: sim pacing."""
+    if robot != "panda_barrett":
+        raise InvalidInput(f"the hand pick runs robot 'panda_barrett', not {robot!r}")
+    obj = hand_pick_defaults()
+    given = {"x": object_x, "y": object_y, "young": young, "mass": mass}
+    obj |= {k: float(v) for k, v in given.items() if v is not None}
+    soft = {f"soft_{k}": obj[k] for k in ("young", "poisson", "damping", "mass", "mu", "size")}
+    shared = {"robot": robot, "model_path": model_path}
+    bridge = {
+        **shared,
+        "real_time_factor": float(real_time_factor),
+        "soft_object": obj["shape"],
+        **{k: float(v) for k, v in soft.items()},
+        "soft_count": int(obj["count"]),
+        "soft_x": float(obj["x"]),
+        "soft_y": float(obj["y"]),
+    }
+    tf = {
+        **shared,
+        "use_sim_time": True,
+        "object_topics": [interfaces.CUBE_POSE, interfaces.SOFT_OBJECT_POSE],
+        "object_frames": ["cube", HAND_OBJECT_FRAME],
+    }
+    trajectory = trajectory_graph("panda", sim=True)[-1]
+    pick = {**shared, "use_sim_time": True, **{f"object.{k}": v for k, v in obj.items()}}
+    return [
+        NodeSpec("sim_bridge", "sim_bridge", bridge),
+        NodeSpec("tf_publisher", "tf_publisher", tf),
+        trajectory,
+        NodeSpec("grasp_planner", "grasp_planner", {"object_frame": HAND_OBJECT_FRAME}),
+        NodeSpec("hand_pick", "hand_pick", pick),
+    ]
+
+
+GRAPHS = {
+    "demo": demo_graph,
+    "pick": pick_graph,
+    "trajectory": trajectory_graph,
+    "hand_pick": hand_pick_graph,
+}

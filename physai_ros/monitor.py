@@ -29,6 +29,7 @@ class GraphReport:
     pick_states: list[str] = field(default_factory=list)
     pick_outcome: dict[str, Any] | None = None
     wait_for_pick: bool = False
+    pick_topic: str = "/pick/state"
 
     @property
     def ok(self) -> bool:
@@ -64,7 +65,8 @@ class GraphReport:
         lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
         if self.wait_for_pick:
             lines.append(
-                f"| /pick/state | {len(self.pick_states)} states | {' → '.join(self.pick_states)} |"
+                f"| {self.pick_topic} | {len(self.pick_states)} states | "
+                f"{' → '.join(self.pick_states)} |"
             )
         verdict = "graph OK" if self.ok else "graph FAILED"
         if self.dead:
@@ -73,26 +75,35 @@ class GraphReport:
             if self.pick_outcome is None:
                 verdict += f" (no pick outcome within {self.duration:.0f} s)"
             else:
-                o = self.pick_outcome
-                verdict = (
-                    f"pick outcome: {o['outcome']} (judged by {o.get('judged_by')}) — "
-                    f"lift {o['lift_cm']} cm, "
-                    f"close {o['close_s']} s, squeeze {o['squeeze_N']} N, "
-                    f"jaw forces {o['jaw_forces_N']} N"
-                    + (f", aborted: {o['abort_reason']}" if o.get("abort_reason") else "")
-                    + "\n"
-                    + verdict
-                )
+                verdict = outcome_line(self.pick_outcome) + "\n" + verdict
         return "\n".join([*lines, "", verdict])
+
+
+def outcome_line(o: dict[str, Any]) -> str:
+    """One line of a pick's outcome: the two-jaw pick's, or the three-finger hand pick's."""
+    aborted = f", aborted: {o['abort_reason']}" if o.get("abort_reason") else ""
+    if "rise_cm" in o:  # the hand pick (physai_ros.nodes.hand_pick)
+        force = o["force"]
+        return (
+            f"hand pick outcome: {o['outcome']} (judged by {o['judged_by']}) — rose "
+            f"{o['rise_cm']} cm, close {o['close_s']} s, finger forces {force['final_N']} N "
+            f"(targets {force['targets_N']} N), strain {o['strain_peak']}{aborted}"
+        )
+    return (
+        f"pick outcome: {o['outcome']} (judged by {o.get('judged_by')}) — lift {o['lift_cm']} "
+        f"cm, close {o['close_s']} s, squeeze {o['squeeze_N']} N, jaw forces "
+        f"{o['jaw_forces_N']} N{aborted}"
+    )
 
 
 def watch_graph(
     duration: float,
     procs: list[subprocess.Popen] | None = None,
-    wait_for_pick: bool = False,
+    pick: tuple[str, str] | None = None,
 ) -> GraphReport:
     """Subscribe to the standard topics for ``duration`` seconds of wall time, or, with
-    ``wait_for_pick``, until the pick publishes its outcome (``duration`` is then a timeout)."""
+    ``pick`` (its state and outcome topics), until the pick publishes its outcome (``duration``
+    is then a timeout)."""
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
@@ -103,7 +114,11 @@ def watch_graph(
     from physai_ros import interfaces
     from physai_ros.nodes._common import stream_qos
 
-    report = GraphReport(duration=duration, wait_for_pick=wait_for_pick)
+    wait_for_pick = pick is not None
+    state_topic, outcome_topic = pick or (interfaces.PICK_STATE, interfaces.PICK_OUTCOME)
+    report = GraphReport(
+        duration=duration, wait_for_pick=wait_for_pick, pick_topic="/" + state_topic
+    )
 
     def on_joint_state(msg: JointState) -> None:
         report.joint_states += 1
@@ -142,8 +157,8 @@ def watch_graph(
         node.create_subscription(TFMessage, interfaces.TF, on_tf, stream_qos(100))
         node.create_subscription(TFMessage, interfaces.TF_STATIC, on_tf_static, static_qos)
         node.create_subscription(Clock, interfaces.CLOCK, on_clock, stream_qos(10))
-        node.create_subscription(String, interfaces.PICK_STATE, on_pick_state, static_qos)
-        node.create_subscription(String, interfaces.PICK_OUTCOME, on_pick_outcome, static_qos)
+        node.create_subscription(String, state_topic, on_pick_state, static_qos)
+        node.create_subscription(String, outcome_topic, on_pick_outcome, static_qos)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
         start = time.monotonic()

@@ -65,18 +65,21 @@ TIMEOUT = 240.0  # [s wall] graph start + plan + pick on a loaded machine
 
 
 def positions(
-    n: int, centre: tuple[float, float], reachable: Callable[[float, float], bool]
+    n: int,
+    centre: tuple[float, float],
+    reachable: Callable[[float, float], bool],
+    half: float = HALF_SQUARE,
 ) -> list[tuple[float, float]]:
     """The first ``n`` soft-cube centres (x, y) [m, base frame] that ``reachable`` accepts, of a
     deterministic low-discrepancy walk (golden-ratio steps in x, √2 − 1 steps in y) over the
-    ±HALF_SQUARE square around ``centre``: any first k runs spread over the square."""
+    ±``half`` square around ``centre``: any first k runs spread over the square."""
     if n < 1:
         raise ValueError(f"need at least one position, got {n}")
     golden, root2 = (math.sqrt(5.0) - 1.0) / 2.0, math.sqrt(2.0) - 1.0
     found: list[tuple[float, float]] = []
     for i in range(50 * n):
-        x = round(centre[0] + HALF_SQUARE * (2.0 * ((0.5 + i * golden) % 1.0) - 1.0), 4)
-        y = round(centre[1] + HALF_SQUARE * (2.0 * ((0.5 + i * root2) % 1.0) - 1.0), 4)
+        x = round(centre[0] + half * (2.0 * ((0.5 + i * golden) % 1.0) - 1.0), 4)
+        y = round(centre[1] + half * (2.0 * ((0.5 + i * root2) % 1.0) - 1.0), 4)
         if reachable(x, y):
             found.append((x, y))
             if len(found) == n:

@@ -1,7 +1,7 @@
 """The grasp planner as users run it: ``ros2 run physai_ros grasp_planner`` on a colcon-built
-install, called with ``ros2 service call`` (a box for the Panda: a grasp and where the box was;
-a box too wide for the SO-101's jaws: no grasp, with the reason), the plan drawn as TF frames
-and markers."""
+install, called with ``ros2 service call`` (a box for the Panda: a grasp and where the box was,
+and the same request again answered from the planner's cache; a box too wide for the SO-101's
+jaws: no grasp, with the reason), the plan drawn as TF frames and markers."""
 
 from __future__ import annotations
 
@@ -54,6 +54,11 @@ def test_ros2_service_call_plans_and_refuses_with_the_reason(ros2, ros_context, 
     assert frames == ["grasp_object/contact_0", "grasp_object/contact_1"], frames
     kinds = [m.type for m in seen["m"].markers[1:]]  # after the DELETEALL
     assert kinds == [2, 0, 2, 0], kinds  # a sphere and an arrow per contact
+
+    again = ros2_output(ros2(*SERVICE, box), timeout=60)  # the same request: the cache
+    assert again.split("response:")[-1] == out.split("response:")[-1], again
+    log = (tmp_path / "planner.log").read_text()
+    assert log.count("planning: box") == 1 and "from the cache" in log, log[-2000:]
 
     wide = f"{{shape: box, size: 0.2, spacing: 0.01, hand: so101, {MATERIAL}}}"
     out = ros2_output(ros2(*SERVICE, wide), timeout=180)

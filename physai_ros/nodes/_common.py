@@ -41,11 +41,12 @@ def stream_qos(depth: int) -> QoSProfile:
     )
 
 
-def declare_robot_params(node: Node) -> RobotParams:
-    """Declare ``robot``, ``model_path``, ``base_pos`` and ``base_yaw_deg`` (read-only)."""
+def declare_robot_params(node: Node, default: str = "so101") -> RobotParams:
+    """Declare ``robot`` (``default``), ``model_path``, ``base_pos`` and ``base_yaw_deg``
+    (read-only)."""
     robot = node.declare_parameter(
         "robot",
-        "so101",
+        default,
         ParameterDescriptor(read_only=True, description=f"robot model, one of {list(ROBOTS)}"),
     ).value
     if robot not in ROBOTS:

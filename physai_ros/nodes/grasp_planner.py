@@ -19,11 +19,14 @@ three-finger hand at fine lattices), during which the node answers nothing else.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 from geometry_msgs.msg import Point, Pose, TransformStamped, Vector3
 from physai_ros_interfaces.srv import PlanGrasp
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -43,8 +46,13 @@ LATCHED = QoSProfile(
 PARAMETERS = {
     "object_frame": ("TF frame of the object centre of mass; contacts are given in it", None, True),
     "marker_scale": ("arrow length per newton of force target [m/N]", (1e-4, 1.0), True),
+    "cache_size": (
+        "plans kept for repeated identical requests (the plan is deterministic); 0 = none",
+        (0, 1000),
+        True,
+    ),
 }
-DEFAULTS = {"object_frame": "grasp_object", "marker_scale": 0.01}
+DEFAULTS = {"object_frame": "grasp_object", "marker_scale": 0.01, "cache_size": 16}
 
 
 class GraspPlannerNode(Node):
@@ -53,8 +61,30 @@ class GraspPlannerNode(Node):
         self.p = declare_table(self, DEFAULTS, PARAMETERS)
         self.pub_tf = self.create_publisher(TFMessage, interfaces.TF_STATIC, LATCHED)
         self.pub_markers = self.create_publisher(MarkerArray, interfaces.GRASP_MARKERS, LATCHED)
-        self.create_service(PlanGrasp, interfaces.PLAN_GRASP, self.on_plan)
+        self.create_service(PlanGrasp, interfaces.PLAN_GRASP, self.on_request)
+        # request bytes -> (response, what was drawn): a repeated request (the same object asked
+        # for again, e.g. by the next pick) is answered in microseconds instead of re-planned
+        self.cache: OrderedDict[bytes, tuple[PlanGrasp.Response, tuple]] = OrderedDict()
         self.get_logger().info(f"serving {self.resolve_service_name(interfaces.PLAN_GRASP)}")
+
+    def on_request(self, request: PlanGrasp.Request, response: PlanGrasp.Response):
+        """Answer from the cache, or plan (successful plans are cached, refusals are not:
+        their reason may be the machine's, a timeout, not the object's)."""
+        key = serialize_message(request)
+        if key in self.cache:
+            self.cache.move_to_end(key)
+            cached, drawn = self.cache[key]
+            self.get_logger().info(
+                f"planned (the same request again, from the cache): {cached.message}"
+            )
+            self.draw(*drawn)
+            return cached
+        response = self.on_plan(request, response)
+        if response.success and self.p["cache_size"] > 0:
+            self.cache[key] = (response, self.drawn)
+            while len(self.cache) > self.p["cache_size"]:
+                self.cache.popitem(last=False)
+        return response
 
     def on_plan(self, request: PlanGrasp.Request, response: PlanGrasp.Response):
         cloud = None if request.shape else points_from_msg(request.cloud)
@@ -110,7 +140,8 @@ class GraspPlannerNode(Node):
             f"{data['pregrasp_note']}"
         )
         self.get_logger().info(f"planned: {response.message}")
-        self.draw(result.contacts, result.closing.finger_forces, result.force_targets)
+        self.drawn = (result.contacts, result.closing.finger_forces, result.force_targets)
+        self.draw(*self.drawn)
         return response
 
     def draw(self, contacts: np.ndarray, forces: np.ndarray, targets: np.ndarray) -> None:

@@ -1,0 +1,485 @@
+"""hand_pick: the seed's whole pipeline over ROS with the Barrett-like hand on the simulated
+Panda -- plan, pre-grasp through the trajectory node, close to the contacts, force close, lift.
+
+It asks the ``grasp_planner`` node's ``plan_grasp`` service for a grasp of the soft object
+(config/hand_pick.yaml ``object``: what the graph also gives the sim bridge), once, before
+anything moves, and runs the pure :class:`~physai_ros.core.hand_pick.HandPickMachine`: the arm's
+approach, reach and lift as ``FollowJointTrajectory`` goals to the trajectory node (one timed
+point each; it checks them against the Panda's limits and samples them for the arm controller),
+the spread and each finger as ``GripperCommand`` goals to their controllers
+(``f<k>_controller/gripper_cmd``: position, and ``max_effort`` the finger's torque cap, which
+the force close sets), the forces from the fingers' ``jaw_contact/f<k>`` wrenches, the object
+from ``soft_object_pose`` and ``soft_object_strain``. State on ``hand_pick/state``, the outcome
+(latched JSON) on ``hand_pick/outcome``: held / crushed / dropped / not closed / no
+measurement, or aborted with the reason (no plan, out of reach, a target beyond a finger's
+capacity, a finger's force close that failed, an arm move that failed, a silent robot).
+Docs: docs/force_close.md "The three-finger hand".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+
+import numpy as np
+from action_msgs.msg import GoalStatus
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory, GripperCommand
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from physai_ros_interfaces.srv import PlanGrasp
+from rclpy.action import ActionClient
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64, String
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from physai_ros import interfaces
+from physai_ros.core.hand_grasp import INNER_JOINTS, HandKinematics, planned_grasp
+from physai_ros.core.hand_pick import (
+    HandPickConfig,
+    HandPickMachine,
+    HandSensing,
+    hand_verdict,
+    plan_request,
+)
+from physai_ros.core.silence import SilenceWatch
+from physai_ros.errors import PhysaiError
+from physai_ros.models import load_robot_spec, place_robot
+from physai_ros.models.barrett import PANDA_ARM
+from physai_ros.nodes._common import (
+    declare_robot_params,
+    declare_table,
+    node_defaults,
+    run_node,
+    stream_qos,
+    unflatten,
+)
+
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+S, M, N = "[s]", "[m]", "[N]"
+PARAMETERS = {  # config/hand_pick.yaml, every entry: (description with unit, range, read-only)
+    "object.shape": ("the soft object: sphere | cube | cylinder", None, True),
+    "object.size": (f"its diameter (cube: edge) {M}", (0.005, 0.5), True),
+    "object.mass": ("its mass [kg]", (1e-4, 10.0), True),
+    "object.young": ("its Young's modulus [Pa]", (1.0, 1e12), True),
+    "object.poisson": ("its Poisson ratio [-]", (0.0, 0.499), True),
+    "object.damping": (f"the simulation's elasticity damping {S}", (0.0, 1.0), True),
+    "object.mu": ("fingertip friction on it [-]", (1e-3, 5.0), True),
+    "object.count": ("the simulation's resolution (vertices per grid edge)", (3, 6), True),
+    "object.x": (f"where it lies, base frame x {M}", (-2.0, 2.0), True),
+    "object.y": (f"where it lies, base frame y {M}", (-2.0, 2.0), True),
+    "plan.spacing": (f"the planner's surface point spacing {M}", (1e-4, 0.1), True),
+    "plan.cells": ("the planner's lattice cells across the object", (3, 50), True),
+    "plan.force_margin": ("friction-cone safety factor of the force targets", (1.0, 10.0), True),
+    "plan.lift_accel": ("the lift's acceleration the targets carry [m/s^2]", (0.0, 50.0), True),
+    "plan.timeout": ("no plan by then: abort [s, wall]", (0.1, 3600.0), True),
+    **{
+        f"durations.{k}": (f"{k} {S}", (0.01, 60.0), True)
+        for k in ("settle", "approach", "reach", "lift", "hold", "retreat")
+    },
+    "approach_distance": (
+        f"the palm this far back along its normal to approach {M}",
+        (0.0, 0.5),
+        True,
+    ),
+    "lift_height": (f"the palm raised this much {M}", (0.0, 0.5), True),
+    "pose_timeout": (f"an object pose older than this is stale {S}", (0.01, 10.0), True),
+    "pose_wait": (f"a stale object pose is waited for this long {S}", (0.0, 60.0), True),
+    "move_margin": (
+        f"an arm move without a result after its duration + this aborts {S}",
+        (0.1, 600.0),
+        True,
+    ),
+    "fingers.preshape_open": (
+        "preshape: the planned inner angle less this [rad]",
+        (0.0, 1.0),
+        True,
+    ),
+    "fingers.contact_fraction": (
+        "close onto the object with this share of the target [-]",
+        (0.01, 0.84),
+        True,
+    ),
+    "fingers.tolerance": ("accepted: target * (1 -/+ this) [-]", (0.01, 0.5), True),
+    "fingers.settle_time": (f"within the band this long = settled {S}", (0.0, 10.0), True),
+    "fingers.timeout": (
+        f"no settled force this long after the close began: abort {S}",
+        (0.1, 60.0),
+        True,
+    ),
+    "fingers.update_period": (f"a finger's effort changes this often {S}", (0.01, 5.0), True),
+    "fingers.gain": ("fraction of the way to the target effort per change [-]", (0.01, 1.0), True),
+    "fingers.touch": (f"a finger pushing harder than this touches {N}", (0.0, 10.0), True),
+    "fingers.still_speed": ("a finger slower than this is still [rad/s]", (1e-4, 10.0), True),
+    "fingers.cap": ("a finger motor's torque cap [N m]", (0.001, 100.0), True),
+    "fingers.closed": ("the inner joint a closing finger heads for [rad]", (0.0, 3.2), True),
+    "spread_effort": ("the spread holds its angle with this [N m]", (0.001, 100.0), True),
+    "min_lift": (f"held: the object rose this much since the close {M}", (0.0, 1.0), True),
+    "strain_limit": (
+        "not crushed: its largest edge strain stayed under this [m/m]",
+        (0.0, 10.0),
+        True,
+    ),
+    "max_age": (f"a measurement older than this judges nothing {S}", (0.01, 10.0), True),
+    "silence_timeout": (
+        "no joint states or a standing clock this long: abort [s, wall]",
+        (0.1, 60.0),
+        True,
+    ),
+    "control_rate": ("the machine's update rate [Hz, node clock]", (1.0, 1000.0), True),
+    "names.trajectory_action": ("the trajectory node's FollowJointTrajectory action", None, True),
+    "names.plan_service": ("the grasp planner's PlanGrasp service", None, True),
+    "names.object_pose": ("PoseStamped of the object's centre of mass", None, True),
+    "names.object_strain": ("Float64 of the object's largest edge strain", None, True),
+    "names.fingers": ("GripperCommand controllers of F1, F2, F3", None, True),
+    "names.spread": ("GripperCommand controller of the spread", None, True),
+    "names.contacts": ("jaw_contact/<name> wrenches of F1, F2, F3", None, True),
+}
+
+
+def duration_msg(seconds: float) -> Duration:
+    sec = math.floor(seconds)
+    return Duration(sec=int(sec), nanosec=round((seconds - sec) * 1e9))
+
+
+class HandPickNode(Node):
+    def __init__(self) -> None:
+        super().__init__("hand_pick")
+        robot, model_path, base_pos, base_yaw = declare_robot_params(self, "panda_barrett")
+        if robot != "panda_barrett":
+            raise SystemExit(f"hand_pick: the hand pick runs robot panda_barrett, not {robot!r}")
+        p = declare_table(self, node_defaults("hand_pick.yaml"), PARAMETERS)
+        tree = unflatten(p)
+        try:
+            self.cfg = HandPickConfig.from_tree(tree)
+            self.request = plan_request(tree["object"], tree["plan"])
+        except PhysaiError as exc:
+            raise SystemExit(f"hand_pick: {exc}") from exc
+        self.p, names = p, tree["names"]
+        spec = load_robot_spec(robot, model_path)
+        place_robot(spec, base_pos, base_yaw)
+        self.kin = HandKinematics(spec.compile(), {"tol": 1e-5, "rot_tol": 1e-4, "max_iters": 300})
+        self.joints: dict[str, tuple[float, float]] = {}
+        self.joints_stamp = -math.inf
+        self.contacts = list(names["contacts"])
+        self.forces = dict.fromkeys(self.contacts, 0.0)
+        self.force_stamp = dict.fromkeys(self.contacts, -math.inf)
+        self.object: tuple[np.ndarray, float] | None = None  # (centre of mass [m], stamp [s])
+        self.strain, self.strain_peak = math.nan, 0.0
+        self.create_subscription(
+            JointState, interfaces.JOINT_STATES, self.on_joints, stream_qos(10)
+        )
+        for name in self.contacts:
+            self.create_subscription(
+                WrenchStamped,
+                f"{interfaces.JAW_CONTACT_PREFIX}/{name}",
+                lambda m, n=name: self.on_wrench(n, m),
+                stream_qos(10),
+            )
+        self.create_subscription(PoseStamped, names["object_pose"], self.on_object, stream_qos(10))
+        self.create_subscription(Float64, names["object_strain"], self.on_strain, stream_qos(10))
+        self.arm = ActionClient(self, FollowJointTrajectory, names["trajectory_action"])
+        self.finger_names = list(names["fingers"])
+        self.hand = {
+            n: ActionClient(self, GripperCommand, interfaces.under(n, interfaces.GRIPPER_COMMAND))
+            for n in [*self.finger_names, names["spread"]]
+        }
+        self.spread_name = names["spread"]
+        self.sent: dict[str, tuple[float, float]] = {}
+        self.in_flight = dict.fromkeys(self.hand, 0)
+        self.planner = self.create_client(PlanGrasp, names["plan_service"])
+        self.plan_future = None
+        self.plan: dict | None = None
+        self.plan_deadline = time.monotonic() + float(p["plan.timeout"])
+        self.machine: HandPickMachine | None = None
+        self.move_sent, self.move_result = 0, None
+        self.peak = np.zeros(3)
+        self.rise_from = math.nan
+        self.reported = False
+        self.state_said = ""
+        self.pub_state = self.create_publisher(String, interfaces.HAND_PICK_STATE, LATCHED)
+        self.pub_outcome = self.create_publisher(String, interfaces.HAND_PICK_OUTCOME, LATCHED)
+        sim_time = bool(self.get_parameter("use_sim_time").value)
+        self.quiet = SilenceWatch(p["silence_timeout"], self.now(), time.monotonic(), sim_time)
+        self.create_timer(1.0 / p["control_rate"], self.tick)
+        self.create_timer(0.1, self.watch, clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.get_logger().info(
+            f"hand pick of a {tree['object']['shape']} ({self.request['size']} m, "
+            f"{self.request['mass']} kg, E {self.request['young']:g} Pa): asking "
+            f"{names['plan_service']} for a grasp"
+        )
+
+    # --- sensing -----------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def stamp_of(self, stamp) -> float:
+        taken = stamp.sec + stamp.nanosec * 1e-9
+        return min(taken, self.now()) if taken > 0.0 else self.now()
+
+    def on_joints(self, msg: JointState) -> None:
+        self.quiet.heard(time.monotonic())
+        velocity = list(msg.velocity) or [0.0] * len(msg.name)
+        for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
+            self.joints[name] = (q, v)
+        self.joints_stamp = self.stamp_of(msg.header.stamp)
+
+    def on_wrench(self, name: str, msg: WrenchStamped) -> None:
+        f = msg.wrench.force
+        self.forces[name] = math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)
+        self.force_stamp[name] = self.stamp_of(msg.header.stamp)
+
+    def on_object(self, msg: PoseStamped) -> None:
+        p = msg.pose.position
+        self.object = (np.array([p.x, p.y, p.z]), self.stamp_of(msg.header.stamp))
+
+    def on_strain(self, msg: Float64) -> None:
+        self.strain = float(msg.data)
+        if self.machine is not None and self.machine.state in ("close", "lift", "hold"):
+            self.strain_peak = max(self.strain_peak, self.strain)
+
+    def sensed(self) -> HandSensing:
+        q = [self.joints.get(j, (math.nan, 0.0)) for j in INNER_JOINTS]
+        return HandSensing(
+            fingers=np.array([v[0] for v in q]),
+            speeds=np.array([v[1] for v in q]),
+            forces=np.array([self.forces[c] for c in self.contacts]),
+            acked=tuple(self.in_flight[n] == 0 for n in self.finger_names),
+            object_pos=None if self.object is None else self.object[0],
+            object_stamp=None if self.object is None else self.object[1],
+            move=self.move_result,
+        )
+
+    def missing(self) -> list[str]:
+        """What the pick waits for before it starts."""
+        out = [f"joint states of {j}" for j in PANDA_ARM if j not in self.joints][:1]
+        if self.object is None:
+            out.append("the object's pose")
+        out += [f"the action server {n}" for n, c in self.hand.items() if not c.server_is_ready()]
+        if not self.arm.server_is_ready():
+            out.append("the trajectory node's action")
+        if self.now() == 0.0:
+            out.append(f"the clock ({interfaces.CLOCK})")
+        return out
+
+    # --- the plan ----------------------------------------------------------------------------
+    def ask_planner(self) -> None:
+        if self.plan_future is None and self.planner.service_is_ready():
+            request = PlanGrasp.Request()
+            for name, value in self.request.items():
+                setattr(request, name, value)
+            self.plan_future = self.planner.call_async(request)
+            self.plan_future.add_done_callback(self.on_plan)
+        elif time.monotonic() > self.plan_deadline and self.machine.state == "plan":
+            why = "no plan_grasp service" if self.plan_future is None else "no plan in time"
+            self.machine.plan_failed(self.now(), f"{why} within {self.p['plan.timeout']:g} s")
+
+    def on_plan(self, future) -> None:
+        machine = self.machine
+        if machine.state != "plan":
+            return
+        answer = future.result()
+        self.plan = {
+            "success": answer.success,
+            "message": answer.message,
+            "force_targets_N": [round(v, 4) for v in answer.force_targets],
+            "basis": answer.force_target_basis,
+            "simulated_squeeze_N": [round(v, 4) for v in answer.simulated_squeeze],
+            "request": self.request,
+        }
+        if not answer.success:
+            machine.plan_failed(self.now(), f"grasp planner: {answer.message}")
+            return
+        try:
+            o = answer.object_pose.position
+            grasp = planned_grasp(
+                answer.joint_names,
+                answer.joint_positions,
+                answer.force_targets,
+                [[c.x, c.y, c.z] for c in answer.contacts],
+                [[n.x, n.y, n.z] for n in answer.normals],
+                [o.x, o.y, o.z],
+            )
+            levers = self.kin.levers(grasp)
+        except PhysaiError as exc:
+            machine.plan_failed(self.now(), f"unusable plan: {exc}")
+            return
+        self.plan["levers_m"] = [round(float(v), 5) for v in levers]
+        self.get_logger().info(
+            f"planned: force targets {self.plan['force_targets_N']} N per finger "
+            f"({answer.force_target_basis}), levers {self.plan['levers_m']} m; {answer.message}"
+        )
+        machine.planned(self.now(), grasp, levers)
+
+    # --- acting ------------------------------------------------------------------------------
+    def tick(self) -> None:
+        now = self.now()
+        if self.machine is None:
+            if self.missing():
+                return
+            home = np.array([self.joints[j][0] for j in PANDA_ARM])
+
+            def poses(grasp, at):
+                return self.kin.poses(grasp, at, self.cfg.approach_distance, self.cfg.lift_height)
+
+            self.machine = HandPickMachine(self.cfg, poses, home, now)
+            self.publish_state("plan", now)
+            self.ask_planner()
+            return
+        machine = self.machine
+        if machine.state != self.state_said:  # changed in a callback (the plan came, or failed)
+            self.publish_state(machine.state, now)
+        if machine.finished:
+            self.finish(now)
+            return
+        before = machine.state
+        sensed = self.sensed()
+        machine.update(now, sensed)
+        if before == "close":
+            self.peak = np.maximum(self.peak, sensed.forces)
+        if before == "close" and machine.state == "lift" and self.object is not None:
+            self.rise_from = float(self.object[0][2])
+        if machine.state != before:
+            self.publish_state(machine.state, now)
+        self.send_commands()
+        if machine.finished:
+            self.finish(now)
+
+    def publish_state(self, state: str, now: float) -> None:
+        self.state_said = state
+        self.pub_state.publish(String(data=state))
+        self.get_logger().info(f"state {state} at t = {now:.3f} s")
+
+    def send_commands(self) -> None:
+        machine = self.machine
+        move = machine.arm_move
+        if move is not None and move.id != self.move_sent:
+            self.move_sent = move.id
+            self.send_move(move.id, move.q, move.duration)
+        if machine.state in ("plan", "settle", "aborted"):
+            return
+        commands = dict(zip(self.finger_names, machine.finger_commands(), strict=True))
+        commands[self.spread_name] = machine.spread_command()
+        for name, command in commands.items():
+            if self.sent.get(name) != command:
+                self.sent[name] = command
+                self.send_finger(name, *command)
+
+    def send_move(self, move_id: int, q: np.ndarray, duration: float) -> None:
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory.joint_names = list(PANDA_ARM)
+        goal.trajectory.points = [
+            JointTrajectoryPoint(
+                positions=q.tolist(),
+                velocities=[0.0] * len(q),
+                accelerations=[0.0] * len(q),
+                time_from_start=duration_msg(duration),
+            )
+        ]
+
+        def result(future) -> None:
+            answer = future.result()
+            ok = answer.status == GoalStatus.STATUS_SUCCEEDED
+            self.move_result = (
+                move_id,
+                ok,
+                answer.result.error_string or f"status {answer.status}",
+            )
+
+        def responded(future) -> None:
+            handle = future.result()
+            if not handle.accepted:
+                self.move_result = (move_id, False, "the trajectory node rejected the goal")
+                return
+            handle.get_result_async().add_done_callback(result)
+
+        self.arm.send_goal_async(goal).add_done_callback(responded)
+
+    def send_finger(self, name: str, position: float, effort: float) -> None:
+        goal = GripperCommand.Goal()
+        goal.command.position, goal.command.max_effort = float(position), float(effort)
+        self.in_flight[name] += 1
+
+        def answered(future) -> None:
+            self.in_flight[name] -= 1
+            if not future.result().accepted and self.machine is not None:
+                self.machine.abort(self.now(), f"{name} rejected the finger goal")
+
+        self.hand[name].send_goal_async(goal).add_done_callback(answered)
+
+    def watch(self) -> None:
+        """The steady-clock watchdog: the planner's deadline, a silent robot."""
+        machine = self.machine
+        if machine is None or machine.finished:
+            return
+        if machine.state == "plan":
+            self.ask_planner()
+            return
+        silent = self.quiet.check(self.now(), time.monotonic())
+        if silent is not None:
+            reason, silent_for = silent
+            self.get_logger().error(f"{reason}; the pick ends here and sends no more goals")
+            machine.abort_reason = reason
+            machine.state = "aborted"
+            self.finish(self.now(), stale_by=silent_for)
+
+    def finish(self, now: float, stale_by: float = 0.0) -> None:
+        """Judge (from the object's pose and the fingers' forces) and publish the outcome."""
+        if self.reported:
+            return
+        self.reported = True
+        m, p = self.machine, self.p
+        forces = np.array([self.forces[c] for c in self.contacts])
+        stamps = [self.joints_stamp, *self.force_stamp.values()]
+        stamps.append(self.object[1] if self.object is not None else -math.inf)
+        age = max(now - s for s in stamps) + stale_by
+        rise = float(self.object[0][2]) - self.rise_from if self.object is not None else math.nan
+        touching = int(np.sum(forces > self.cfg.fingers["touch"]))
+        verdict = hand_verdict(
+            m.closed, rise, touching, self.strain_peak, age,
+            min_lift=p["min_lift"], strain_limit=p["strain_limit"], max_age=p["max_age"],
+        )  # fmt: skip
+        targets = None if m.grasp is None else m.grasp.targets
+        tol = self.cfg.fingers["tolerance"]
+        report = {
+            "outcome": "aborted" if m.state == "aborted" else verdict.outcome,
+            "reason": m.abort_reason if m.state == "aborted" else verdict.reason,
+            "verdict": verdict.outcome,
+            "judged_by": "object pose",
+            "state": m.state,
+            "abort_reason": m.abort_reason,
+            "rise_cm": None if math.isnan(rise) else round(rise * 100.0, 3),
+            "fingers_touching": touching,
+            "strain_peak": round(self.strain_peak, 4),
+            "strain_limit": p["strain_limit"],
+            "close_s": None if math.isnan(m.close_s) else round(m.close_s, 3),
+            "force": {
+                "targets_N": None if targets is None else [round(v, 4) for v in targets],
+                "final_N": [round(v, 4) for v in forces],
+                "tolerance": tol,
+                "within_tolerance": None
+                if targets is None
+                else [bool(abs(f - t) <= tol * t) for f, t in zip(forces, targets, strict=True)],
+                "peak_while_closing_N": [round(v, 4) for v in self.peak],
+                "efforts_Nm": [round(c.effort, 5) for c in m.closes] or None,
+            },
+            "ik_error_mm": None if m.poses is None else round(m.poses.error * 1e3, 4),
+            "plan": self.plan,
+            "time_s": round(now, 3),
+        }
+        self.pub_state.publish(String(data=m.state))
+        self.pub_outcome.publish(String(data=json.dumps(report)))
+        self.get_logger().info(f"hand pick finished: {json.dumps(report)}")
+
+
+def main(args: list[str] | None = None) -> None:
+    run_node(HandPickNode, args)
+
+
+if __name__ == "__main__":
+    main()
