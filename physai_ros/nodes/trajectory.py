@@ -72,7 +72,12 @@ PARAMS = {  # name: (description with units, (min, max) or None, read_only); def
         (0.1, 600.0),
         False,
     ),
-    "result_margin": ("wait this long for the result after the end [s]", (0.1, 600.0), False),
+    "result_margin": (
+        "wait this long for the result after the end [s, node clock: sim time under "
+        "use_sim_time]",
+        (0.1, 600.0),
+        False,
+    ),
     "state_timeout": (
         "a /joint_states older than this is stale: goals are rejected, a running one aborted "
         "[s wall]",
@@ -300,7 +305,11 @@ class TrajectoryNode(Node):
 
     def _watch(self, run: Run, handle, future) -> dict:
         period, last_log = 1.0 / self.cfg["monitor_rate"], time.monotonic()
-        deadline = time.monotonic() + run.planned.duration + self.cfg["result_margin"]
+        # On the node's clock, as the trajectory's times are: under use_sim_time a simulation
+        # slower than real time takes longer in wall time, and is no later for it (a 1.5 s lift
+        # took 5 s of wall time at load 4 and timed out while the controller succeeded); a
+        # robot that stops altogether is caught by state_timeout, on the wall clock.
+        deadline = run.monitor.start_time + run.planned.duration + self.cfg["result_margin"]
         status = "aborted"
         while not future.done():
             silent = time.monotonic() - self.state_wall
@@ -310,7 +319,7 @@ class TrajectoryNode(Node):
                 status = "preempted"
             elif silent > self.cfg["state_timeout"]:
                 return self._abandon(run, handle, silent)
-            elif time.monotonic() > deadline:
+            elif self.get_clock().now().nanoseconds * 1e-9 > deadline:
                 status = "timeout"
             if status != "aborted":
                 self._wait(run.downstream.cancel_goal_async())
