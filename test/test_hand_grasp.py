@@ -127,6 +127,15 @@ def test_a_plan_that_is_not_the_barrett_hands_is_refused():
         planned_grasp(names, ok[0], [0.3, 0.0, 0.3], *ok[2:])
 
 
+def test_the_finger_limits_are_the_models(kin):
+    """The force close's cap and closing target come from the hand model, not a config copy:
+    the finger actuators' force range and the inner joints' upper limit (models/barrett.xml)."""
+    m = kin.model
+    for f in ("f1", "f2", "f3"):
+        assert m.actuator(f"{PANDA_PREFIX}bh_{f}").forcerange[1] == kin.finger_limits["cap"]
+    assert kin.finger_limits == {"cap": 5.0, "closed": 2.44}
+
+
 def test_the_model_is_the_simulations():
     """The pick's kinematics load the sim bridge's robot: same joints and sites."""
     model = load_robot_spec("panda_barrett").compile()

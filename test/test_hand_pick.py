@@ -25,7 +25,8 @@ from physai_ros.errors import InvalidInput
 from physai_ros.paths import config_path
 
 TREE = yaml.safe_load(config_path("hand_pick.yaml").read_text())["/**"]["ros__parameters"]
-CFG = HandPickConfig.from_tree(TREE)
+HAND = {"cap": 5.0, "closed": 2.44}  # [N m], [rad]: a finger like the model's
+CFG = HandPickConfig.from_tree(TREE, HAND)
 DT = 0.01
 GRASP = PlannedGrasp(
     arm=np.zeros(7),
@@ -107,11 +108,15 @@ def run(machine: HandPickMachine, plant: Plant, t: float, limit: float = 60.0):
 
 def test_config_refuses_bad_values():
     with pytest.raises(InvalidInput, match="contact_fraction"):
-        HandPickConfig.from_tree({**TREE, "fingers": {**TREE["fingers"], "contact_fraction": 0.9}})
+        HandPickConfig.from_tree(
+            {**TREE, "fingers": {**TREE["fingers"], "contact_fraction": 0.9}}, HAND
+        )
     with pytest.raises(InvalidInput, match="lift_height"):
-        HandPickConfig.from_tree({**TREE, "lift_height": -0.01})
+        HandPickConfig.from_tree({**TREE, "lift_height": -0.01}, HAND)
     with pytest.raises(InvalidInput, match="lacks"):
-        HandPickConfig.from_tree({k: v for k, v in TREE.items() if k != "durations"})
+        HandPickConfig.from_tree({k: v for k, v in TREE.items() if k != "durations"}, HAND)
+    with pytest.raises(InvalidInput, match=r"fingers\.cap"):
+        HandPickConfig.from_tree(TREE, {"cap": -1.0, "closed": 2.44})
 
 
 def test_nothing_moves_before_the_plan_and_a_failed_plan_ends_it():

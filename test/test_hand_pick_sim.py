@@ -52,8 +52,8 @@ def test_the_planned_grasp_lifts_the_soft_sphere_at_its_forces(grasp, offset):
     )  # fmt: skip
     sim = MujocoSim("panda_barrett", soft=soft)
     sim.advance(0.3)  # the sphere settles on the table
-    cfg = HandPickConfig.from_tree(TREE)
     kin = HandKinematics(load_robot_spec("panda_barrett").compile())
+    cfg = HandPickConfig.from_tree(TREE, kin.finger_limits)
     result = run_hand_pick(sim, cfg, grasp, kin)
     tol = cfg.fingers["tolerance"]
     assert result.state == "done", result.abort_reason

@@ -205,10 +205,42 @@ def test_rviz_layout_names_exist():
     # RViz runs in the root namespace: the robot's relative names resolve under "/"
     assert model["Description Topic"]["Value"] == "/" + interfaces.ROBOT_DESCRIPTION
     assert model["Description Topic"]["Durability Policy"] == "Transient Local"
-    markers = displays["rviz_default_plugins/MarkerArray"]
-    assert markers["Topic"]["Value"] == "/" + interfaces.CONTACT_MARKERS
+    markers = {
+        d["Topic"]["Value"]: d
+        for d in config["Visualization Manager"]["Displays"]
+        if d["Class"] == "rviz_default_plugins/MarkerArray"
+    }
+    assert set(markers) == {"/" + interfaces.CONTACT_MARKERS, "/" + interfaces.GRASP_MARKERS}
+    planned = markers["/" + interfaces.GRASP_MARKERS]["Topic"]
+    assert planned["Durability Policy"] == "Transient Local"  # the planner latches its markers
     camera = displays["rviz_default_plugins/Axes"]["Reference Frame"]
     assert camera in load_robot_tf("so101").frame_names
+
+
+def test_hand_pick_launch_is_the_hand_pick_graph_with_one_object():
+    """hand_pick.launch.py starts hand_pick_graph: the sim bridge builds the object the hand
+    pick asks the planner about (one place: config/hand_pick.yaml), the TF publisher puts it
+    where the planner hangs its contact frames, and the arm moves through the trajectory node
+    inside the Panda's limits."""
+    from physai_ros.graph import HAND_OBJECT_FRAME, hand_pick_graph
+
+    module = load("hand_pick.launch.py")
+    specs = {s.name: s.parameters for s in module.node_specs(defaults(module))}
+    assert specs == {s.name: s.parameters for s in hand_pick_graph()}
+    values = {**defaults(module), "object_x": "0.51", "young": "20000"}
+    specs = {s.name: s.parameters for s in module.node_specs(values)}
+    bridge, pick, tf = specs["sim_bridge"], specs["hand_pick"], specs["tf_publisher"]
+    assert bridge["robot"] == pick["robot"] == tf["robot"] == "panda_barrett"
+    assert bridge["soft_x"] == pick["object.x"] == 0.51
+    assert bridge["soft_young"] == pick["object.young"] == 20000.0
+    for key in ("shape", "size", "mass", "mu", "poisson", "count"):
+        assert bridge["soft_object" if key == "shape" else f"soft_{key}"] == pick[f"object.{key}"]
+    assert specs["trajectory"]["robot"] == "panda"  # the arm's limits file
+    frames = dict(zip(tf["object_topics"], tf["object_frames"], strict=True))
+    assert frames[interfaces.SOFT_OBJECT_POSE] == HAND_OBJECT_FRAME
+    assert specs["grasp_planner"]["object_frame"] == HAND_OBJECT_FRAME
+    with pytest.raises(InvalidInput, match="panda_barrett"):
+        hand_pick_graph("panda")
 
 
 def test_a_missing_params_file_is_refused_before_any_node_starts(tmp_path):

@@ -113,6 +113,11 @@ class HandKinematics:
         self.ik = {k: (int(v) if k == "max_iters" else float(v)) for k, v in (ik or {}).items()}
         self._site = model.site(PALM_SITE).id
         self._arm = [int(model.joint(j).qposadr[0]) for j in PANDA_ARM]
+        actuators = [model.actuator(f"{PANDA_PREFIX}bh_{f}").id for f in FINGERS]
+        self.finger_limits = {  # the force close's hand facts (HandPickConfig HAND_KEYS)
+            "cap": float(np.min(model.actuator_forcerange[actuators, 1])),  # [N m] motor limit
+            "closed": float(np.min([model.joint(j).range[1] for j in INNER_JOINTS])),  # [rad]
+        }
         # outer = c × inner, per finger, as the model's joint equalities say (polycoef[1])
         self.coupling = np.array(
             [model.eq_data[model.equality(f"{PANDA_PREFIX}bh_{f}_coupling").id, 1] for f in FINGERS]

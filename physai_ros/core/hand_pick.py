@@ -59,9 +59,8 @@ FINGER_KEYS = (
     "gain",
     "touch",
     "still_speed",
-    "cap",
-    "closed",
 )
+HAND_KEYS = ("cap", "closed")  # the hand's own facts, from its model (HandKinematics.finger_limits)
 
 
 @dataclass(frozen=True)
@@ -69,8 +68,9 @@ class HandPickConfig:
     """durations [s] (``DURATIONS``; settle and hold timed, the rest the arm moves'); offsets
     [m]; fingers: the force close's per-finger values (``FINGER_KEYS``: preshape_open [rad],
     contact_fraction [-] of the target, tolerance [-], settle_time, timeout, update_period [s],
-    gain [-], touch [N], still_speed [rad/s], cap [N·m], closed [rad]: the inner joint a
-    closing finger heads for); spread_effort [N·m]; pose_timeout, pose_wait, move_margin [s]."""
+    gain [-], touch [N], still_speed [rad/s]; and ``HAND_KEYS``, the hand model's: cap [N·m], a
+    finger motor's torque limit, closed [rad]: the inner joint's upper limit, where a closing
+    finger heads); spread_effort [N·m]; pose_timeout, pose_wait, move_margin [s]."""
 
     durations: dict[str, float]
     approach_distance: float
@@ -83,7 +83,7 @@ class HandPickConfig:
 
     def __post_init__(self) -> None:
         missing = [k for k in DURATIONS if k not in self.durations]
-        missing += [f"fingers.{k}" for k in FINGER_KEYS if k not in self.fingers]
+        missing += [f"fingers.{k}" for k in FINGER_KEYS + HAND_KEYS if k not in self.fingers]
         if missing:
             raise InvalidInput(f"hand pick config lacks {missing}")
         values = {
@@ -107,14 +107,16 @@ class HandPickConfig:
             )
 
     @classmethod
-    def from_tree(cls, tree: dict) -> HandPickConfig:
-        """From a parameters tree (config/hand_pick.yaml, or the node's parameters nested)."""
+    def from_tree(cls, tree: dict, hand: dict[str, float]) -> HandPickConfig:
+        """From a parameters tree (config/hand_pick.yaml, or the node's parameters nested) and
+        the hand model's finger limits ``hand`` (``HAND_KEYS``)."""
         try:
             return cls(
                 durations={k: float(tree["durations"][k]) for k in DURATIONS},
                 approach_distance=float(tree["approach_distance"]),
                 lift_height=float(tree["lift_height"]),
-                fingers={k: float(tree["fingers"][k]) for k in FINGER_KEYS},
+                fingers={k: float(tree["fingers"][k]) for k in FINGER_KEYS}
+                | {k: float(hand[k]) for k in HAND_KEYS},
                 spread_effort=float(tree["spread_effort"]),
                 pose_timeout=float(tree["pose_timeout"]),
                 pose_wait=float(tree["pose_wait"]),

@@ -116,8 +116,6 @@ PARAMETERS = {  # config/hand_pick.yaml, every entry: (description with unit, ra
     "fingers.gain": ("fraction of the way to the target effort per change [-]", (0.01, 1.0), True),
     "fingers.touch": (f"a finger pushing harder than this touches {N}", (0.0, 10.0), True),
     "fingers.still_speed": ("a finger slower than this is still [rad/s]", (1e-4, 10.0), True),
-    "fingers.cap": ("a finger motor's torque cap [N m]", (0.001, 100.0), True),
-    "fingers.closed": ("the inner joint a closing finger heads for [rad]", (0.0, 3.2), True),
     "spread_effort": ("the spread holds its angle with this [N m]", (0.001, 100.0), True),
     "min_lift": (f"held: the object rose this much since the close {M}", (0.0, 1.0), True),
     "strain_limit": (
@@ -155,15 +153,15 @@ class HandPickNode(Node):
             raise SystemExit(f"hand_pick: the hand pick runs robot panda_barrett, not {robot!r}")
         p = declare_table(self, node_defaults("hand_pick.yaml"), PARAMETERS)
         tree = unflatten(p)
+        spec = load_robot_spec(robot, model_path)
+        place_robot(spec, base_pos, base_yaw)
+        self.kin = HandKinematics(spec.compile(), {"tol": 1e-5, "rot_tol": 1e-4, "max_iters": 300})
         try:
-            self.cfg = HandPickConfig.from_tree(tree)
+            self.cfg = HandPickConfig.from_tree(tree, self.kin.finger_limits)
             self.request = plan_request(tree["object"], tree["plan"])
         except PhysaiError as exc:
             raise SystemExit(f"hand_pick: {exc}") from exc
         self.p, names = p, tree["names"]
-        spec = load_robot_spec(robot, model_path)
-        place_robot(spec, base_pos, base_yaw)
-        self.kin = HandKinematics(spec.compile(), {"tol": 1e-5, "rot_tol": 1e-4, "max_iters": 300})
         self.joints: dict[str, tuple[float, float]] = {}
         self.joints_stamp = -math.inf
         self.contacts = list(names["contacts"])

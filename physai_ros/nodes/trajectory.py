@@ -73,8 +73,7 @@ PARAMS = {  # name: (description with units, (min, max) or None, read_only); def
         False,
     ),
     "result_margin": (
-        "wait this long for the result after the end [s, node clock: sim time under "
-        "use_sim_time]",
+        "wait this long for the result after the end [s, node clock: sim time under use_sim_time]",
         (0.1, 600.0),
         False,
     ),
