@@ -345,24 +345,15 @@ def one_run(
     young: float | None = None,
 ) -> Run:
     """Start the graph, watch until the outcome (or TIMEOUT), stop it; the run's numbers."""
-    from physai_ros.bringup import start, stop
     from physai_ros.core.pick import load_pick_tree
 
-    log_dir.mkdir(parents=True, exist_ok=True)
     watcher = Watcher(context, load_pick_tree(robot=robot)[robot]["jaws"])
-    procs = start(graph(mode, x, y, gain, robot, young), log_dir)
     try:
-        end = time.monotonic() + TIMEOUT
-        while watcher.outcome is None and time.monotonic() < end:
-            if any(p.poll() is not None for p in procs):
-                break
-            time.sleep(0.2)
+        dead = run_graph(graph(mode, x, y, gain, robot, young), log_dir, watcher, TIMEOUT)
     finally:
-        stop(procs)
         watcher.close()
     out = watcher.outcome
     if out is None:
-        dead = [p.args[2] for p in procs if p.returncode not in (None, 0, -2)]
         return Run(mode, x, y, "no outcome", reason=f"none within {TIMEOUT} s; exited: {dead}")
     force = out.get("force") or {}
     jaws = out.get("jaw_forces_N") or []
@@ -383,6 +374,24 @@ def one_run(
         close_s=float(out.get("close_s") or math.nan),
         reason=str(out.get("abort_reason") or out.get("reason") or ""),
     )
+
+
+def run_graph(specs: list[NodeSpec], log_dir: Path, watcher, timeout: float) -> list[str]:
+    """Start ``specs`` (``bringup.start``, logs in ``log_dir``), wait until ``watcher.outcome``
+    is set, a node exits or ``timeout`` [s wall] passes, stop them; the nodes that died."""
+    from physai_ros.bringup import start, stop
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+    procs = start(specs, log_dir)
+    try:
+        end = time.monotonic() + timeout
+        while watcher.outcome is None and time.monotonic() < end:
+            if any(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.2)
+    finally:
+        stop(procs)
+    return [p.args[2] for p in procs if p.returncode not in (None, 0, -2)]
 
 
 def load_runs(path: Path) -> list[Run]:

@@ -29,12 +29,12 @@ import math
 import os
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from force_bench import positions, progress, wilson
+from crash_bench import Spinning
+from force_bench import positions, progress, run_graph, wilson
 
 from physai_ros.graph import hand_pick_defaults, hand_pick_graph
 
@@ -97,62 +97,41 @@ def table(runs: list[Run]) -> str:
 
 
 class Watcher:
-    """A client node spun on a thread: the hand pick's outcome."""
+    """A client node spun on a thread (``crash_bench.Spinning``): the hand pick's outcome."""
 
     def __init__(self, context) -> None:
         import rclpy
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import String
 
         from physai_ros import interfaces
 
-        self.node = rclpy.create_node("hand_bench", context=context)
+        node = rclpy.create_node("hand_bench", context=context)
         self.outcome: dict | None = None
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.node.create_subscription(
-            String, interfaces.HAND_PICK_OUTCOME, self.on_outcome, latched
-        )
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.running = True
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while self.running:
-            self.executor.spin_once(timeout_sec=0.05)
+        node.create_subscription(String, interfaces.HAND_PICK_OUTCOME, self.on_outcome, latched)
+        self.spinning = Spinning(context, node)
 
     def on_outcome(self, msg) -> None:
         self.outcome = self.outcome or json.loads(msg.data)
 
     def close(self) -> None:
-        self.running = False
-        self.thread.join()
-        self.node.destroy_node()
+        self.spinning.close()
 
 
 def one_run(context, x: float, y: float, log_dir: Path) -> Run:
     """Start the graph (all but the shared planner), watch until the outcome, stop it."""
-    from physai_ros.bringup import select, start, stop
+    from physai_ros.bringup import select
 
-    log_dir.mkdir(parents=True, exist_ok=True)
     watcher = Watcher(context)
     specs = select(hand_pick_graph(object_x=x, object_y=y), [], ["grasp_planner"])
     began = time.monotonic()
-    procs = start(specs, log_dir)
     try:
-        end = began + TIMEOUT
-        while watcher.outcome is None and time.monotonic() < end:
-            if any(p.poll() is not None for p in procs):
-                break
-            time.sleep(0.2)
+        dead = run_graph(specs, log_dir, watcher, TIMEOUT)
     finally:
-        stop(procs)
         watcher.close()
     out = watcher.outcome
     if out is None:
-        dead = [p.args[2] for p in procs if p.returncode not in (None, 0, -2)]
         return Run(x, y, "no outcome", reason=f"none within {TIMEOUT} s; exited: {dead}")
     force = out["force"]
     return Run(

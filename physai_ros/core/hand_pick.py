@@ -60,6 +60,8 @@ FINGER_KEYS = (
     "touch",
     "still_speed",
 )
+SHARED_KEYS = ("tolerance", "settle_time", "timeout", "update_period", "touch", "gain")
+SHARED_KEYS += ("still_speed",)  # the ForceCloseParams every finger takes as configured
 HAND_KEYS = ("cap", "closed")  # the hand's own facts, from its model (HandKinematics.finger_limits)
 
 
@@ -345,14 +347,8 @@ class HandPickMachine:
             lever=float(self.levers[k]),
             preshape=float(self._preshape[k]),
             jaw_closed=f["closed"],
-            tolerance=f["tolerance"],
             contact=f["contact_fraction"] * target,
-            settle_time=f["settle_time"],
-            timeout=f["timeout"],
-            update_period=f["update_period"],
-            touch=f["touch"],
-            gain=f["gain"],
-            still_speed=f["still_speed"],
+            **{key: f[key] for key in SHARED_KEYS},
         )
         return ForceClose(params, now)
 

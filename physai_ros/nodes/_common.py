@@ -19,6 +19,12 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from physai_ros.models import ROBOTS, load_scene_config
 from physai_ros.paths import config_path
 
+LATCHED = QoSProfile(
+    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
+)
+"""A latched topic's QoS (``/tf_static``, ``robot_description``, a pick's state and outcome): a
+node that joins later still gets the last sample."""
+
 
 class RobotParams(NamedTuple):
     robot: str

@@ -25,7 +25,6 @@ import numpy as np
 from geometry_msgs.msg import Point, Pose, TransformStamped, Vector3
 from physai_ros_interfaces.srv import PlanGrasp
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import Marker, MarkerArray
@@ -38,11 +37,8 @@ from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.core.grasp_planning.request import pregrasp_joints, request_inputs
 from physai_ros.core.spatial import quat_z_along
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes._common import declare_table, run_node
+from physai_ros.nodes._common import LATCHED, declare_table, run_node
 
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 PARAMETERS = {
     "object_frame": ("TF frame of the object centre of mass; contacts are given in it", None, True),
     "marker_scale": ("arrow length per newton of force target [m/N]", (1e-4, 1.0), True),

@@ -31,7 +31,6 @@ from physai_ros_interfaces.srv import PlanGrasp
 from rclpy.action import ActionClient
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectoryPoint
@@ -50,6 +49,7 @@ from physai_ros.errors import PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
 from physai_ros.models.barrett import PANDA_ARM
 from physai_ros.nodes._common import (
+    LATCHED,
     declare_robot_params,
     declare_table,
     node_defaults,
@@ -58,9 +58,6 @@ from physai_ros.nodes._common import (
     unflatten,
 )
 
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 S, M, N = "[s]", "[m]", "[N]"
 PARAMETERS = {  # config/hand_pick.yaml, every entry: (description with unit, range, read-only)
     "object.shape": ("the soft object: sphere | cube | cylinder", None, True),

@@ -52,7 +52,6 @@ from physai_ros_interfaces.srv import PlanGrasp
 from rclpy.action import ActionClient
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.time import Time as RclTime
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -84,6 +83,7 @@ from physai_ros.errors import InvalidInput, PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
 from physai_ros.models.scene import load_scene_config
 from physai_ros.nodes._common import (
+    LATCHED,
     declare_robot_params,
     declare_table,
     flatten,
@@ -92,9 +92,6 @@ from physai_ros.nodes._common import (
     unflatten,
 )
 
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for

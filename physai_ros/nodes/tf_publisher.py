@@ -16,7 +16,6 @@ import math
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TransformStamped
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
@@ -27,15 +26,12 @@ from physai_ros.core.robot_tf import Edge, load_robot_tf
 from physai_ros.core.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
 from physai_ros.nodes._common import (
+    LATCHED,
     declare_robot_params,
     declare_table,
     node_defaults,
     run_node,
     stream_qos,
-)
-
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
 )
 
 

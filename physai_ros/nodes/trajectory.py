@@ -27,7 +27,6 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -46,12 +45,9 @@ from physai_ros.core.trajectory_goal import (
 )
 from physai_ros.core.trajectory_tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_param, run_node, stream_qos
+from physai_ros.nodes._common import LATCHED, declare_param, run_node, stream_qos
 
 FJT = FollowJointTrajectory
-LATCHED = QoSProfile(
-    depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE
-)
 POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")
 PARAMS = {  # name: (description with units, (min, max) or None, read_only); defaults: config/
     "robot": ("robot (limits file and joints): so101 | panda | fr3", None, True),

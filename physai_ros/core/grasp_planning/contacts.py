@@ -354,6 +354,24 @@ def _seed(obj: SurfaceObject, mu: float, band: float) -> TriangleGrasp | None:
     return found._replace(indices=tuple(int(keep[i]) for i in found.indices))
 
 
+def _third_vertices(
+    obj: SurfaceObject, tree: cKDTree, lb: np.ndarray, i: np.ndarray, j: np.ndarray, limit: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The triangles (i, j, k), k > j, that pairs (i, j) can close with Q2 ≤ ``limit``: the
+    third vertex lies within 3 · limit of 3 · com − pᵢ − pⱼ (a k-d tree ball), and its own cone
+    distance is within the limit."""
+    q = 3 * obj.com - obj.points[i] - obj.points[j]
+    reach = 3 * limit * (1 + _SLACK) + 1e-15
+    near = tree.query(q, k=1, distance_upper_bound=reach)[0] <= reach
+    i, j, q = i[near], j[near], q[near]
+    found = tree.query_ball_point(q, reach)
+    counts = np.fromiter((len(f) for f in found), int, len(found))
+    k = np.fromiter(chain.from_iterable(found), int, int(counts.sum()))
+    i, j = np.repeat(i, counts), np.repeat(j, counts)
+    keep = (k > j) & (lb[k] <= limit * (1 + _SLACK))
+    return i[keep], j[keep], k[keep]
+
+
 def _least_q2(obj: SurfaceObject, mu: float, band: float) -> TriangleGrasp:
     """The seed's Algorithm 1, exact and pruned (see the module docstring).
 
@@ -395,16 +413,8 @@ def _least_q2(obj: SurfaceObject, mu: float, band: float) -> TriangleGrasp:
             taken[rows] = True
             i, j = ii[rows], jj[rows]
             ii, jj, bound = ii[~taken], jj[~taken], bound[~taken]
-            q = 3 * obj.com - pts[i] - pts[j]
-            reach = 3 * limit * (1 + _SLACK) + 1e-15
-            near = tree.query(q, k=1, distance_upper_bound=reach)[0] <= reach
-            i, j, q = i[near], j[near], q[near]
-            found = tree.query_ball_point(q, reach)
-            counts = np.fromiter((len(f) for f in found), int, len(found))
-            k = np.fromiter(chain.from_iterable(found), int, int(counts.sum()))
-            i, j = np.repeat(i, counts), np.repeat(j, counts)
-            keep = (k > j) & (lb[k] <= limit * (1 + _SLACK))
-            tri = np.column_stack([i[keep], j[keep], k[keep]])
+            i, j, k = _third_vertices(obj, tree, lb, i, j, limit)
+            tri = np.column_stack([i, j, k])
             evaluated += len(tri)
             if len(tri) == 0:
                 continue
@@ -464,19 +474,12 @@ def _most_level(
     order = np.argsort(-level, kind="stable")
     ii, jj, level = ii[order], jj[order], level[order]
     evaluated = best.evaluated
-    reach = 3 * window * (1 + _SLACK) + 1e-15
     for start in range(0, len(ii), _BATCH):
         keep = level[start : start + _BATCH] >= top_align[0] - _LEVEL_SLACK
         if not keep[0]:  # sorted: no pair from here on has a plane level enough to win
             break
         i, j = ii[start : start + _BATCH][keep], jj[start : start + _BATCH][keep]
-        q = 3 * obj.com - pts[i] - pts[j]
-        found = tree.query_ball_point(q, reach)
-        counts = np.fromiter((len(f) for f in found), int, len(found))
-        k = np.fromiter(chain.from_iterable(found), int, int(counts.sum()))
-        i, j = np.repeat(i, counts), np.repeat(j, counts)
-        keep = (k > j) & (lb[k] <= window * (1 + _SLACK))
-        i, j, k = i[keep], j[keep], k[keep]
+        i, j, k = _third_vertices(obj, tree, lb, i, j, window)
         floor = top_align[0] - _LEVEL_SLACK  # the other two edges bound the plane as well
         keep = (_edge_level(pts[k] - pts[i], up) >= floor) & (
             _edge_level(pts[k] - pts[j], up) >= floor
