@@ -22,12 +22,13 @@ The seed's real-hand step, for the pick's ``close_mode: force``:
    the band), without faults of its own: whether the object is still held is the pick's
    outcome test.
 
-The effort is clamped to the cap, and never set to 0 (``GripperCommand``'s ``max_effort`` of 0
-means "the controller's default", i.e. the full cap). Faults end in ``aborted`` with the
-reason, never a hang: a target above what the cap can apply (checked before anything moves,
-:func:`capacity_fault`), a jaw touching during the preshape, no force within the band by
-``timeout`` (the object slipped or is softer than modelled), a jaw losing contact after both
-touched.
+After the preshape the effort is clamped to the ``ceiling`` (what the band's top needs, plus
+the jaw's friction; never above the cap), and never set to 0 (``GripperCommand``'s
+``max_effort`` of 0 means "the controller's default", i.e. the full cap). Faults end in
+``aborted`` with the reason, never a hang: a target above what the cap can apply (checked
+before anything moves, :func:`capacity_fault`), a jaw touching during the preshape, no force
+within the band by ``timeout`` (the object slipped or is softer than modelled), a jaw losing
+contact after both touched.
 
 Pure: time, jaw position and the two measured normal forces in, a jaw command out.
 """
@@ -50,7 +51,8 @@ class ForceCloseParams:
     """target [N, normal, per jaw]; tolerance [fraction of target]; contact [N per jaw];
     settle_time, timeout, update_period [s]; cap [N·m]; lever [m] (normal force = torque /
     lever); preshape, jaw_closed [rad]; touch [N]: a jaw pushing harder touches; gain [-];
-    still_speed [rad/s]: the jaw has arrived at the preshape once slower than this."""
+    still_speed [rad/s]: the jaw has arrived at the preshape once slower than this; friction
+    [N·m]: the jaw's dry friction, which the effort ``ceiling`` allows for."""
 
     target: float
     cap: float
@@ -65,6 +67,7 @@ class ForceCloseParams:
     touch: float = 0.01
     gain: float = 0.25
     still_speed: float = 0.05
+    friction: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("target", "cap", "lever", "contact", "settle_time", "timeout", "still_speed"):
@@ -81,6 +84,8 @@ class ForceCloseParams:
             )
         if not (math.isfinite(self.touch) and self.touch >= 0.0):
             raise InvalidInput(f"touch must be finite and >= 0 [N], got {self.touch!r}")
+        if not (math.isfinite(self.friction) and self.friction >= 0.0):
+            raise InvalidInput(f"friction must be finite and >= 0 [N m], got {self.friction!r}")
         if not self.contact < self.target * (1.0 - self.tolerance):
             raise InvalidInput(
                 f"contact force {self.contact} N must lie below the target's band "
@@ -98,6 +103,19 @@ class ForceCloseParams:
     def band(self) -> tuple[float, float]:
         """Accepted normal force per jaw [N]: target · (1 ∓ tolerance)."""
         return self.target * (1.0 - self.tolerance), self.target * (1.0 + self.tolerance)
+
+    @property
+    def ceiling(self) -> float:
+        """The most effort the close commands after the preshape [N·m]: what the band's top
+        needs through the model's lever, plus the jaw's dry friction (a stalled jaw's gears may
+        hold that much back), and never above the cap. Why a ceiling and not the law alone: the
+        law raises the effort while the measured force is low, so a force reading that
+        under-reads (an estimate that let go, a stale sensor) would squeeze on up to the cap.
+        Seen on the bus emulator: the SO-101 driver's load estimate dropped out mid-squeeze
+        and the law took the effort to the servo's 0.66 N·m protection: the soft cube felt
+        10 N against a 2.78 N band top. With the ceiling the true force stays within the band's
+        top, up to the lever's error."""
+        return min(self.cap, self.target * (1.0 + self.tolerance) * self.lever + self.friction)
 
 
 def capacity_fault(p: ForceCloseParams) -> str | None:
@@ -258,4 +276,4 @@ class ForceClose:
         self.phase, self.reason = "aborted", reason
 
     def _clamp(self, effort: float) -> float:
-        return min(max(effort, MIN_EFFORT), self.p.cap)
+        return min(max(effort, MIN_EFFORT), self.p.ceiling)

@@ -107,7 +107,7 @@ def planned_target(tree: dict, material: Material, jaw_friction: float) -> Plann
     except (Unreachable, NoEquilibrium) as exc:
         raise InvalidInput(f"grasp planner, {material}: {exc}") from exc
     targets = [float(v) for v in result.force_targets]
-    force = force_params(tree)
+    force = dataclasses.replace(force_params(tree), friction=jaw_friction)
     floor = JawFloor(jaw_friction, force.lever, force.tolerance)
     params = planned_params(force, True, "", targets, floor).params
     return PlannedTarget(max(targets), str(result.target_basis), params)

@@ -298,6 +298,9 @@ class PickNode(Node):
         self.jaw_friction = float(
             model.dof_frictionloss[model.jnt_dofadr[model.joint(self.jaw_joint).id]]
         )
+        if self.cfg.force is not None:  # the force close's effort ceiling allows for it
+            force = dataclasses.replace(self.cfg.force, friction=self.jaw_friction)
+            self.cfg = dataclasses.replace(self.cfg, force=force)
         self.raised: dict | None = None  # {from_N, to_N, why}: the target raised to the floor
 
         self.joints: dict[str, tuple[float, float]] = {}
