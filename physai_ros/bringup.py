@@ -26,6 +26,12 @@ from physai_ros import interfaces
 from physai_ros.errors import InvalidInput
 from physai_ros.graph import GRAPHS, ROBOTS, NodeSpec, emulator_spec
 
+LINGER = 2.0
+"""[s wall] how long the graph runs on after its pick's outcome came. A split graph's other
+computer may have lost the outcome's datagram on a lossy link: the pick node's writer repairs
+it on its next heartbeat (0.1 s, config/fastdds.xml), but only while it lives. Without this the
+computer running the pick stopped it at once, and 1 of the lossy-link CI picks never showed its
+outcome on the sim bridge's computer (it had seen every state up to ``done``)."""
 PICKS = {  # graph -> (state topic, outcome topic) of the pick it runs, watched to its outcome
     "pick": (interfaces.PICK_STATE, interfaces.PICK_OUTCOME),
     "hand_pick": (interfaces.HAND_PICK_STATE, interfaces.HAND_PICK_OUTCOME),
@@ -219,6 +225,8 @@ def run(args: argparse.Namespace) -> int:
             procs = start(specs, log_dir)
         try:
             report = watch_graph(duration, procs, pick=PICKS.get(args.graph))
+            if report.pick_outcome is not None:
+                time.sleep(LINGER)  # the outcome reaches the other computers' subscribers too
         finally:
             stop(procs)
         print(report.markdown())
