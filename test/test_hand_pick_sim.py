@@ -54,7 +54,7 @@ def test_the_planned_grasp_lifts_the_soft_sphere_at_its_forces(grasp, offset):
     sim.advance(0.3)  # the sphere settles on the table
     kin = HandKinematics(load_robot_spec("panda_barrett").compile())
     cfg = HandPickConfig.from_tree(TREE, kin.finger_limits)
-    result = run_hand_pick(sim, cfg, grasp, kin)
+    result = run_hand_pick(sim, cfg, grasp, kin, 1.0 / TREE["control_rate"])
     tol = cfg.fingers["tolerance"]
     assert result.state == "done", result.abort_reason
     assert result.rise >= TREE["min_lift"] and result.touching == 3, result

@@ -27,7 +27,6 @@ from physai_ros.core.joint_trajectory import TrajectoryPoint
 
 FINGER_CONTROLLERS = ("f1_controller", "f2_controller", "f3_controller")
 SPREAD_CONTROLLER = "spread_controller"
-CONTROL_PERIOD = 0.01  # [s] the hand pick's update period (the node's control_rate: 100 Hz)
 
 
 class HandPickResult(NamedTuple):
@@ -48,9 +47,10 @@ class HandPickResult(NamedTuple):
 
 
 def run_hand_pick(
-    sim: MujocoSim, cfg: HandPickConfig, grasp: PlannedGrasp, kin: HandKinematics
+    sim: MujocoSim, cfg: HandPickConfig, grasp: PlannedGrasp, kin: HandKinematics, period: float
 ) -> HandPickResult:
-    """Run one pick of ``sim``'s soft object with the planned ``grasp`` (lockstep)."""
+    """Run one pick of ``sim``'s soft object with the planned ``grasp`` (lockstep), the machine
+    updated every ``period`` [s] (the node's: 1 / config/hand_pick.yaml ``control_rate``)."""
     levers = kin.levers(grasp)
     touch = cfg.fingers["touch"]
 
@@ -77,7 +77,7 @@ def run_hand_pick(
                 sent[name] = command
                 grip = sim.grippers[name]
                 sim.ends += grip.accept((name, sim.time), command[0], command[1], sim.time)
-        sim.advance(CONTROL_PERIOD)
+        sim.advance(period)
         for end in sim.ends:
             if isinstance(end, GoalEnd) and end.goal_id == sent_move:
                 ended = (end.goal_id, end.status == "succeeded", end.error_string)

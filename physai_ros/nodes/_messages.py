@@ -11,7 +11,7 @@ import struct
 from collections.abc import Iterable, Mapping
 
 import numpy as np
-from builtin_interfaces.msg import Time
+from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Point
 from rclpy.serialization import serialize_message
 from visualization_msgs.msg import Marker, MarkerArray
@@ -34,6 +34,20 @@ def stamp_fields(t: float) -> tuple[int, int]:
 def stamp(t: float) -> Time:
     sec, nanosec = stamp_fields(t)
     return Time(sec=sec, nanosec=nanosec)
+
+
+def duration_msg(t: float) -> Duration:
+    """A duration [s] as ``builtin_interfaces/Duration`` (a trajectory point's time)."""
+    sec, nanosec = stamp_fields(t)
+    return Duration(sec=sec, nanosec=nanosec)
+
+
+def measured_at(header_stamp, received: float) -> float:
+    """When a message's measurement was taken [s]: its header stamp, not when a busy node got
+    round to it (a backlog of old poses would otherwise look fresh), never later than its
+    receipt; an unstamped message (stamp 0) counts from its receipt."""
+    taken = seconds(header_stamp)
+    return min(taken, received) if taken > 0.0 else received
 
 
 class PatchedMessage:

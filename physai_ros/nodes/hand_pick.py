@@ -24,7 +24,6 @@ import time
 
 import numpy as np
 from action_msgs.msg import GoalStatus
-from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from physai_ros_interfaces.srv import PlanGrasp
@@ -57,6 +56,7 @@ from physai_ros.nodes._common import (
     stream_qos,
     unflatten,
 )
+from physai_ros.nodes._messages import duration_msg, measured_at
 
 S, M, N = "[s]", "[m]", "[N]"
 PARAMETERS = {  # config/hand_pick.yaml, every entry: (description with unit, range, read-only)
@@ -137,11 +137,6 @@ PARAMETERS = {  # config/hand_pick.yaml, every entry: (description with unit, ra
 }
 
 
-def duration_msg(seconds: float) -> Duration:
-    sec = math.floor(seconds)
-    return Duration(sec=int(sec), nanosec=round((seconds - sec) * 1e9))
-
-
 class HandPickNode(Node):
     def __init__(self) -> None:
         super().__init__("hand_pick")
@@ -213,25 +208,21 @@ class HandPickNode(Node):
     def now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
-    def stamp_of(self, stamp) -> float:
-        taken = stamp.sec + stamp.nanosec * 1e-9
-        return min(taken, self.now()) if taken > 0.0 else self.now()
-
     def on_joints(self, msg: JointState) -> None:
         self.quiet.heard(time.monotonic())
         velocity = list(msg.velocity) or [0.0] * len(msg.name)
         for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
             self.joints[name] = (q, v)
-        self.joints_stamp = self.stamp_of(msg.header.stamp)
+        self.joints_stamp = measured_at(msg.header.stamp, self.now())
 
     def on_wrench(self, name: str, msg: WrenchStamped) -> None:
         f = msg.wrench.force
         self.forces[name] = math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)
-        self.force_stamp[name] = self.stamp_of(msg.header.stamp)
+        self.force_stamp[name] = measured_at(msg.header.stamp, self.now())
 
     def on_object(self, msg: PoseStamped) -> None:
         p = msg.pose.position
-        self.object = (np.array([p.x, p.y, p.z]), self.stamp_of(msg.header.stamp))
+        self.object = (np.array([p.x, p.y, p.z]), measured_at(msg.header.stamp, self.now()))
 
     def on_strain(self, msg: Float64) -> None:
         self.strain = float(msg.data)

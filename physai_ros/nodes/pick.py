@@ -44,7 +44,6 @@ from collections.abc import Callable
 import mujoco
 import numpy as np
 from action_msgs.msg import GoalStatus
-from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
@@ -91,27 +90,11 @@ from physai_ros.nodes._common import (
     stream_qos,
     unflatten,
 )
+from physai_ros.nodes._messages import duration_msg, measured_at
 
 FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
-
-
-def duration_msg(seconds: float) -> Duration:
-    sec = math.floor(seconds)
-    return Duration(sec=int(sec), nanosec=round((seconds - sec) * 1e9))
-
-
-def stamp_seconds(stamp) -> float:
-    return stamp.sec + stamp.nanosec * 1e-9
-
-
-def measured_at(stamp, received: float) -> float:
-    """When a message's measurement was taken [s]: its header stamp, not when a busy node got
-    round to it (a backlog of old poses would otherwise look fresh), never later than its
-    receipt; an unstamped message (stamp 0) counts from its receipt."""
-    taken = stamp_seconds(stamp)
-    return min(taken, received) if taken > 0.0 else received
 
 
 S, M, RAD = "[s]", "[m]", "[rad]"
