@@ -27,11 +27,12 @@ from physai_ros.errors import InvalidInput
 from physai_ros.graph import GRAPHS, ROBOTS, NodeSpec, emulator_spec
 
 LINGER = 2.0
-"""[s wall] how long the graph runs on after its pick's outcome came. A split graph's other
-computer may have lost the outcome's datagram on a lossy link: the pick node's writer repairs
-it on its next heartbeat (0.1 s, config/fastdds.xml), but only while it lives. Without this the
-computer running the pick stopped it at once, and 1 of the lossy-link CI picks never showed its
-outcome on the sim bridge's computer (it had seen every state up to ``done``)."""
+"""[s wall] how long a split graph's share (``--only``/``--skip``) runs on after its pick's
+outcome came. The other computer may have lost the outcome's datagram on a lossy link: the pick
+node's writer repairs it on its next heartbeat (0.1 s, config/fastdds.xml), but only while it
+lives. Without this the computer running the pick stopped it at once, and 1 of the lossy-link CI
+picks never showed its outcome on the sim bridge's computer (it had seen every state up to
+``done``). A whole graph on one computer has no such reader and stops at once."""
 PICKS = {  # graph -> (state topic, outcome topic) of the pick it runs, watched to its outcome
     "pick": (interfaces.PICK_STATE, interfaces.PICK_OUTCOME),
     "hand_pick": (interfaces.HAND_PICK_STATE, interfaces.HAND_PICK_OUTCOME),
@@ -214,7 +215,8 @@ def run(args: argparse.Namespace) -> int:
             kwargs.setdefault("port", str(log_dir / "so101_port"))
             kwargs.setdefault("calibration_file", str(log_dir / "so101_calibration.json"))
         robot = {} if args.robot is None else {"robot": args.robot}
-        specs = select(graph(**robot, **kwargs), args.only, args.skip)
+        everything = graph(**robot, **kwargs)
+        specs = select(everything, args.only, args.skip)
         print(f"starting {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {log_dir})")
         if args.emulated:
             os.environ.update(specs[0].env)  # this observer discovers as the graph does
@@ -225,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
             procs = start(specs, log_dir)
         try:
             report = watch_graph(duration, procs, pick=PICKS.get(args.graph))
-            if report.pick_outcome is not None:
+            if report.pick_outcome is not None and len(specs) < len(everything):
                 time.sleep(LINGER)  # the outcome reaches the other computers' subscribers too
         finally:
             stop(procs)

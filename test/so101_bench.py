@@ -85,6 +85,7 @@ class Bench:
         self.lock = threading.Lock()
         self.joints: JointState | None = None
         self.joint_count = 0
+        self.joint_stamp = 0.0  # [s, system clock] the newest /joint_states header stamp
         self.diag: DiagnosticArray | None = None
         self.witness: list[dict] = []
         self.outcome: dict | None = None
@@ -108,6 +109,8 @@ class Bench:
     def _on_joints(self, msg: JointState) -> None:
         with self.lock:
             self.joints, self.joint_count = msg, self.joint_count + 1
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            self.joint_stamp = max(self.joint_stamp, stamp)
 
     def _on_diag(self, msg: DiagnosticArray) -> None:
         with self.lock:
