@@ -100,7 +100,9 @@ class Observer:
         self.outcome: tuple[float, dict] | None = None  # (wall, outcome)
         self.joints: list[tuple[float, dict[str, float]]] = []  # (wall, arm joint speeds)
         self.cube: tuple[float, float] | None = None  # (wall, cube centre z [m])
-        node.create_subscription(String, interfaces.PICK_STATE, self._state, LATCHED)
+        self.state_sub = node.create_subscription(
+            String, interfaces.PICK_STATE, self._state, LATCHED
+        )
         node.create_subscription(String, interfaces.PICK_OUTCOME, self._outcome, LATCHED)
         node.create_subscription(JointState, interfaces.JOINT_STATES, self._joints, stream_qos(50))
         node.create_subscription(PoseStamped, interfaces.CUBE_POSE, self._cube, stream_qos(10))
@@ -131,6 +133,22 @@ class Observer:
         with self.lock:
             return self.states[-1][1] if self.states else None
 
+    def entered(self, *states: str) -> bool:
+        """Whether any of ``states`` has been received since the last ``forget`` (the history,
+        not the latest: a poll can fall between two short states)."""
+        with self.lock:
+            return any(s in states for _t, s in self.states)
+
+    def robot_seen(self) -> bool:
+        """Joint states and the cube's pose received: the sim bridge runs and this observer's
+        subscriptions are matched."""
+        with self.lock:
+            return bool(self.joints) and self.cube is not None
+
+    def pick_connected(self) -> bool:
+        """This observer's ``pick/state`` subscription has matched the pick's publisher."""
+        return self.state_sub.get_publisher_count() > 0
+
     def forget(self) -> None:
         """Drop what was seen (a new pick starts)."""
         with self.lock:
@@ -156,6 +174,16 @@ def wait(predicate: Callable[[], object], timeout: float) -> bool:
             return True
         time.sleep(0.01)
     return bool(predicate())
+
+
+def start_pick_observed(graph: Graph, seen: Observer, timeout: float = START_TIMEOUT) -> bool:
+    """Start the held-back pick once ``seen`` receives the robot, and wait until it has matched
+    the pick's state publisher: every state from then on reaches it (the short ``pre``, 1.2 s,
+    was missed on a quiet machine when the observer matched after the pick had started)."""
+    if not wait(seen.robot_seen, timeout):
+        return False
+    graph.start("pick")
+    return wait(seen.pick_connected, timeout)
 
 
 def latched_rejoin(context, timeout: float = 15.0) -> dict[str, float | None]:
@@ -184,13 +212,23 @@ def latched_rejoin(context, timeout: float = 15.0) -> dict[str, float | None]:
 class Graph:
     """A graph of node processes (``bringup.start``) that can lose and regain a node."""
 
-    def __init__(self, specs: list[NodeSpec], log_dir: Path, domain: int) -> None:
+    def __init__(
+        self, specs: list[NodeSpec], log_dir: Path, domain: int, held_back: tuple[str, ...] = ()
+    ) -> None:
+        """Start every node of ``specs`` but those ``held_back`` (started by ``start``), so an
+        observer can be connected before a node whose transient states it must see."""
         self.specs = {s.name: s for s in specs}
         for spec in specs:
             spec.env["ROS_DOMAIN_ID"] = str(domain)
         self.log_dir = log_dir
+        self.log_dirs = {name: log_dir for name in self.specs}  # each node's newest process's
         self.starts = 0
-        self.procs = dict(zip(self.specs, start(specs, log_dir), strict=True))
+        now = [s for s in specs if s.name not in held_back]
+        self.procs = dict(zip([s.name for s in now], start(now, log_dir), strict=True))
+
+    def start(self, name: str) -> None:
+        """Start a node held back at construction, logs beside the others'."""
+        self.procs[name] = start([self.specs[name]], self.log_dir)[0]
 
     def kill(self, name: str) -> None:
         """SIGKILL: no handler runs, nothing is said goodbye to."""
@@ -205,6 +243,11 @@ class Graph:
         logs = self.log_dir / f"restart{self.starts}"
         logs.mkdir()
         self.procs[name] = start([self.specs[name]], logs)[0]
+        self.log_dirs[name] = logs
+
+    def log(self, name: str) -> str:
+        """The output of ``name``'s newest process."""
+        return (self.log_dirs[name] / f"{name}.log").read_text(errors="replace")
 
     def close(self) -> None:
         stop(list(self.procs.values()))
@@ -258,10 +301,12 @@ def describe(outcome: dict) -> str:
 def pick_cell(node: str, state: str, context, domain: int, logs: Path) -> Cell:
     """One cell of the pick table (see the module docstring)."""
     cell = Cell(node, state)
-    graph = Graph(pick_graph(sim=True), logs, domain)
     seen = Observer(context)
+    graph = Graph(pick_graph(sim=True), logs, domain, held_back=("pick",))
     try:
-        if not wait(lambda: seen.state() == state, START_TIMEOUT):
+        if not start_pick_observed(graph, seen) or not wait(
+            lambda: seen.entered(state), START_TIMEOUT
+        ):
             return cell
         cell.reached = True
         graph.kill(node)

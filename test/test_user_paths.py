@@ -115,9 +115,10 @@ def test_pick_ends_within_a_second_when_the_sim_bridge_is_killed(ros2, ros_conte
     """The issue-15 hang: SIGKILL of the sim bridge while the pick holds the cube stops the
     sim clock, so nothing on the node's clock fires. The pick's steady-clock watchdog ends it:
     an aborted outcome naming the stopped clock, within silence_timeout (1 s) + 1 s of the kill."""
+    watcher = Watcher(ros_context)  # before the graph: discovered before the pick can move
     launch = ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", log=tmp_path / "log")
-    watcher = Watcher(ros_context)
     assert watcher.wait_state("hold", 120.0), (tmp_path / "log").read_text()[-3000:]
+    assert watcher.outcome is None, watcher.outcome  # killed while holding, before the outcome
     os.kill(launched(launch, "sim_bridge"), signal.SIGKILL)
     killed = time.monotonic()
     outcome = watcher.wait_outcome(10.0)
