@@ -19,15 +19,15 @@ demo: setup  ## the simulated SO-101 pick through the ROS 2 node graph (separate
 
 test: setup  ## run lint and all tests (what CI runs)
 	@bash scripts/test_tools.sh
-	@$(RUN) ruff check . && ruff format --check .
+	@$(RUN) ruff check . && ruff format --check . && lint-imports
 	@# Two halves: the tests that keep no wall-clock timing on two workers, then the ones that do
 	@# (ROS graphs in real time, the servo bus on a pty) one at a time. Exit 5: none selected.
 	@$(RUN) python -m pytest -n 2 --dist worksteal -m "not dds and not realtime" $(PYTEST_ARGS) \
 	  || [ $$? -eq 5 ]
 	@$(RUN) python -m pytest -m "dds or realtime" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-lint: setup  ## ruff check and format check only
-	@$(RUN) ruff check . && ruff format --check .
+lint: setup  ## ruff check, format check and the import layers
+	@$(RUN) ruff check . && ruff format --check . && lint-imports
 
 shell: setup  ## an interactive shell with the environment (rclpy, tf2_msgs, control_msgs, physai)
 	@bash --rcfile <(echo '[ -f ~/.bashrc ] && source ~/.bashrc; source scripts/env.sh; PS1="(physai) $$PS1"') -i

@@ -38,7 +38,7 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.py")),
         (f"share/{PACKAGE}/config", files("config/*")),
-        # MoveIt configuration, one folder per robot (physai_ros.models.moveit_config).
+        # MoveIt configuration, one folder per robot (physai_ros.export.moveit_config).
         *(
             (f"share/{PACKAGE}/{folder}", files(f"{folder}/*"))
             for folder in sorted(glob("config/moveit/*"))

@@ -5,8 +5,8 @@ simulation steps and publishes the generated URDF on /robot_description. The rob
 the sim bridge, so the frames have a live joint-state source.
 """
 
-from physai_ros.graph import demo_graph
-from physai_ros.launch_support import as_bool, describe
+from physai_ros.launching.graph import demo_graph
+from physai_ros.launching.launch_support import as_bool, describe
 
 ARGUMENTS = {
     "robot": ("so101", "robot model: so101 or panda"),

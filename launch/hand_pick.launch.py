@@ -4,11 +4,11 @@ The seed's whole pipeline over ROS with the Barrett-like hand on the simulated P
 bridge (MuJoCo, a soft sphere), the TF publisher, the trajectory node, the grasp planner and
 the hand pick (plan -> pre-grasp through the trajectory node -> close to the contacts -> force
 close -> lift). The outcome is latched on ``/hand_pick/outcome``. The nodes come from
-``physai_ros.graph.hand_pick_graph``, as for ``physai bringup hand_pick``.
+``physai_ros.launching.graph.hand_pick_graph``, as for ``physai bringup hand_pick``.
 """
 
-from physai_ros.graph import hand_pick_graph
-from physai_ros.launch_support import as_bool, describe, optional_float
+from physai_ros.launching.graph import hand_pick_graph
+from physai_ros.launching.launch_support import as_bool, describe, optional_float
 
 ARGUMENTS = {
     "object_x": ("", "soft object centre x in the base frame [m]; empty = config/hand_pick.yaml"),

@@ -5,11 +5,11 @@ sim:=true runs the MuJoCo sim bridge (real contact physics, no weld); sim:=false
 SO-101 driver on a real arm (port:=…, calibration_file:=…, the cube placed at cube_x, cube_y),
 a lifecycle node the launch configures and activates (autostart:=false leaves it to
 ``ros2 lifecycle set``), reachable from this computer only unless discovery:=subnet.
-The nodes come from ``physai_ros.graph.pick_graph``, as for ``physai bringup pick``.
+The nodes come from ``physai_ros.launching.graph.pick_graph``, as for ``physai bringup pick``.
 """
 
-from physai_ros.graph import pick_graph
-from physai_ros.launch_support import as_bool, describe, optional_float
+from physai_ros.launching.graph import pick_graph
+from physai_ros.launching.launch_support import as_bool, describe, optional_float
 
 ARGUMENTS = {
     "sim": ("true", "true: MuJoCo sim bridge; false: the real SO-101 through LeRobot"),

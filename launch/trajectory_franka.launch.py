@@ -7,11 +7,11 @@
 Only the trajectory node runs here: franka_ros2's joint_trajectory_controller executes what it
 sends, after it was checked against libfranka's limits (config/limits_panda.yaml; franka:=fr3:
 config/limits_fr3.yaml, the controller fr3_arm_controller and the joints fr3_joint1..). The node
-list comes from ``physai_ros.graph.trajectory_graph``.
+list comes from ``physai_ros.launching.graph.trajectory_graph``.
 """
 
-import physai_ros.graph as graph
-from physai_ros.launch_support import describe
+import physai_ros.launching.graph as graph
+from physai_ros.launching.launch_support import describe
 
 ARGUMENTS = {
     "franka": ("panda", "franka_ros2 robot: panda | fr3 (its controller, joint names, limits)"),

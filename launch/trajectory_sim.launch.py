@@ -7,12 +7,12 @@
 panda_arm_controller, the franka_gripper actions; fr3: fr3_ names and the FR3's limits on the
 Panda model), so code written for a real Franka runs against it unchanged.
 
-The node list comes from ``physai_ros.graph.trajectory_graph`` (shared with the
+The node list comes from ``physai_ros.launching.graph.trajectory_graph`` (shared with the
 Python bringup), so both ways of starting the graph run the same nodes and parameters.
 """
 
-import physai_ros.graph as graph
-from physai_ros.launch_support import describe
+import physai_ros.launching.graph as graph
+from physai_ros.launching.launch_support import describe
 
 ARGUMENTS = {
     "robot": ("panda", "robot to simulate: so101 | panda"),

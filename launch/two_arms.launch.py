@@ -7,11 +7,11 @@ namespace, ``left`` or ``right`` (``/left/joint_states``, ``/left/arm_controller
 ``/left/pick/outcome``), its TF frames under ``left/`` or ``right/`` in the one shared tree,
 its base 0.2 m to the left or right of the world origin. Each arm's sim bridge steps its own
 MuJoCo world, so each namespace has its own clock (``/left/clock``, ``/right/clock``).
-The nodes come from ``physai_ros.graph.two_arm_graph``.
+The nodes come from ``physai_ros.launching.graph.two_arm_graph``.
 """
 
-from physai_ros.graph import two_arm_graph
-from physai_ros.launch_support import describe
+from physai_ros.launching.graph import two_arm_graph
+from physai_ros.launching.launch_support import describe
 
 ARGUMENTS = {
     "left_cube_x": ("0.22", "left arm's cube centre x in its base frame [m]"),

@@ -56,7 +56,7 @@ def _mount(subparsers: argparse._SubParsersAction, name: str, module: str, help_
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command tree (imports each available lesson/benchmark module)."""
-    from physai_ros import bringup
+    from physai_ros.launching import bringup
 
     parser = argparse.ArgumentParser(
         prog="physai",
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     _mount(
         commands,
         "plan",
-        "physai_ros.experiments.plan",
+        "physai_ros.experiments.grasp_plan",
         "plan a grasp of a soft object: contacts, pre-grasp, force targets (seed 003)",
     )
     _mount(

@@ -2,7 +2,8 @@
 see what the rest of the graph does, restart the node and check that it rejoins.
 
 The graph is ``pick_graph(sim=True)``, the nodes ``pick.launch.py sim:=true`` starts, each in a
-process of its own with the product's parameters (``physai_ros.bringup.start``). A client node
+process of its own with the product's parameters (``physai_ros.launching.bringup.start``). A client
+node
 in this process watches what a user's tools would: ``pick/state``, ``pick/outcome``, the joint
 states and the cube's pose from the sim bridge. For each node and state (one fresh graph per
 cell):
@@ -54,9 +55,9 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
-from physai_ros.bringup import start, stop
-from physai_ros.graph import NodeSpec, pick_graph, trajectory_graph
-from physai_ros.nodes._common import stream_qos
+from physai_ros.launching.bringup import start, stop
+from physai_ros.launching.graph import NodeSpec, pick_graph, trajectory_graph
+from physai_ros.nodes.common import stream_qos
 
 NODES = ("sim_bridge", "tf_publisher", "pick")
 STATES = ("settle", "pre", "down", "close", "lift", "hold")

@@ -2,7 +2,8 @@
 
 Each run starts a fresh pick graph, the nodes ``ros2 launch physai_ros pick.launch.py sim:=true``
 starts (``pick_graph(sim=True)``, each in a process of its own with the product's parameters,
-``physai_ros.bringup.start``; the sim bridge paced at real time), with the sim bridge's soft cube
+``physai_ros.launching.bringup.start``; the sim bridge paced at real time), with the sim bridge's
+soft cube
 (``soft_object: cube``, config/scene.yaml ``soft``: 30 g, 3 cm, E 5·10⁴ Pa) at one of
 ``--runs`` positions and the rigid cube moved out of the way. The pick is pointed at the soft
 cube by ``cube_position`` (it publishes no TF frame). Two modes:
@@ -47,8 +48,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import binomtest
 
-from physai_ros.graph import NodeSpec, pick_graph
-from physai_ros.models.scene import cube_world_pos, load_scene_config
+from physai_ros.launching.graph import NodeSpec, pick_graph
+from physai_ros.sim.scene import cube_world_pos, load_scene_config
 
 MODES = ("force", "cap")
 HALF_SQUARE = 0.01  # [m] positions in ±1 cm around the soft cube's place, as lesson 16's
@@ -91,7 +92,7 @@ def pick_reach(robot: str = "so101") -> Callable[[float, float], bool]:
     """Whether the pick's own IK (its model, placement, offsets and tolerances) reaches the
     pre, down and lift poses above a cube at (x, y) [m, base frame] from home, as the pick
     plans them: a position it cannot reach would end every run "cube out of reach?"."""
-    from physai_ros.core.pick import arm_ik, load_pick_config
+    from physai_ros.core.pick.machine import arm_ik, load_pick_config
     from physai_ros.models import load_robot_spec, place_robot
 
     scene = load_scene_config()
@@ -272,7 +273,7 @@ class Watcher:
         from std_msgs.msg import Float64, String
 
         from physai_ros import interfaces
-        from physai_ros.nodes._common import stream_qos
+        from physai_ros.nodes.common import stream_qos
 
         self.node = rclpy.create_node("force_bench", context=context)
         self.outcome: dict | None = None
@@ -345,7 +346,7 @@ def one_run(
     young: float | None = None,
 ) -> Run:
     """Start the graph, watch until the outcome (or TIMEOUT), stop it; the run's numbers."""
-    from physai_ros.core.pick import load_pick_tree
+    from physai_ros.core.pick.machine import load_pick_tree
 
     watcher = Watcher(context, load_pick_tree(robot=robot)[robot]["jaws"])
     try:
@@ -379,7 +380,7 @@ def one_run(
 def run_graph(specs: list[NodeSpec], log_dir: Path, watcher, timeout: float) -> list[str]:
     """Start ``specs`` (``bringup.start``, logs in ``log_dir``), wait until ``watcher.outcome``
     is set, a node exits or ``timeout`` [s wall] passes, stop them; the nodes that died."""
-    from physai_ros.bringup import start, stop
+    from physai_ros.launching.bringup import start, stop
 
     log_dir.mkdir(parents=True, exist_ok=True)
     procs = start(specs, log_dir)

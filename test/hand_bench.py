@@ -3,7 +3,8 @@ picks the soft sphere at ``--runs`` positions, over ROS.
 
 Each run starts the graph ``ros2 launch physai_ros hand_pick.launch.py`` starts
 (``hand_pick_graph``: sim bridge paced at real time, TF publisher, trajectory node, hand pick,
-each in a process of its own with the product's parameters, ``physai_ros.bringup.start``) with
+each in a process of its own with the product's parameters, ``physai_ros.launching.bringup.start``)
+with
 the soft sphere (config/hand_pick.yaml ``object``) at one position of a deterministic walk over
 the ±``--half`` square around its place. The ``grasp_planner`` node of that graph is started
 once, with the graph's parameters, and serves every run (the request is the same object each
@@ -36,7 +37,7 @@ from pathlib import Path
 from crash_bench import Spinning
 from force_bench import positions, progress, run_graph, wilson
 
-from physai_ros.graph import hand_pick_defaults, hand_pick_graph
+from physai_ros.launching.graph import hand_pick_defaults, hand_pick_graph
 
 HALF = 0.02  # [m] positions in ±2 cm around the object's place
 TIMEOUT = 420.0  # [s wall] graph start + (first) plan + pick on a loaded machine
@@ -121,7 +122,7 @@ class Watcher:
 
 def one_run(context, x: float, y: float, log_dir: Path) -> Run:
     """Start the graph (all but the shared planner), watch until the outcome, stop it."""
-    from physai_ros.bringup import select
+    from physai_ros.launching.bringup import select
 
     watcher = Watcher(context)
     specs = select(hand_pick_graph(object_x=x, object_y=y), [], ["grasp_planner"])
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import rclpy
 
-    from physai_ros.bringup import start, stop
+    from physai_ros.launching.bringup import start, stop
 
     os.environ["ROS_DOMAIN_ID"] = str(args.domain)
     obj = hand_pick_defaults()

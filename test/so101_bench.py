@@ -1,6 +1,6 @@
 """An emulated SO-101 bench for tests: the bus emulator in place of the arm's serial port, the
 real-arm graph's nodes exactly as ``pick.launch.py sim:=false`` starts them (same specs from
-``physai_ros.graph.pick_graph``), and a client node in the test process that sees what a
+``physai_ros.launching.graph.pick_graph``), and a client node in the test process that sees what a
 user's tools would -- plus the emulator's witness of what really happened.
 """
 
@@ -30,8 +30,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
-from physai_ros.bringup import start_emulated, stop
-from physai_ros.graph import NodeSpec, emulator_spec, pick_graph
+from physai_ros.launching.bringup import start_emulated, stop
+from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
 
 ARM = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
 TRANSITIONS = {

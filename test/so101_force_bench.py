@@ -8,7 +8,7 @@ raised to the jaw's least controllable squeeze, 2.414 N (docs/force_close.md).
 
 Each run is a fresh emulator with the sim bridge's soft cube (``soft_object: cube``, 30 g, 3 cm,
 E 5·10⁴ Pa; config/scene.yaml) and the real-arm graph exactly as ``pick.launch.py sim:=false``
-starts it (``physai_ros.graph.pick_graph``, one process per node), the pick given the soft
+starts it (``physai_ros.launching.graph.pick_graph``, one process per node), the pick given the soft
 cube's position (``cube_position``, as an operator would after placing it) and a force close:
 
     close_mode: force, plan.source: parameter, force: {target: <--target>, contact: <--contact>}
@@ -48,8 +48,8 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from physai_ros import interfaces
-from physai_ros.bringup import start_emulated, stop
-from physai_ros.graph import NodeSpec, emulator_spec, pick_graph
+from physai_ros.launching.bringup import start_emulated, stop
+from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
 
 POSITIONS = ("0.22,0.08", "0.20,0.06", "0.19,0.09", "0.21,0.10", "0.23,0.06")
 """Soft cube centres (x, y) [m] in the base frame, cycled over the runs: the default spot beside

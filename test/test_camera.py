@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from physai_ros.core.camera import (
+from physai_ros.core.frames.camera import (
     QUAT_CAMERA_OPTICAL,
     T_CAMERA_OPTICAL,
     PinholeIntrinsics,
@@ -16,9 +16,9 @@ from physai_ros.core.camera import (
     project_mujoco,
     project_optical,
 )
-from physai_ros.core.spatial import quat_to_mat, transform_inv, transform_point
+from physai_ros.core.frames.spatial import quat_to_mat, transform_inv, transform_point
 from physai_ros.errors import InvalidInput
-from physai_ros.experiments.lesson07 import SETUP
+from physai_ros.experiments.lesson07.frames import SETUP
 
 INTRINSICS = PinholeIntrinsics.from_fovy(SETUP.fovy_deg, *SETUP.image_size)
 

@@ -6,8 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.core.cartesian import straight_line
-from physai_ros.core.trajectory import get_shape
+from physai_ros.core.motion.cartesian import straight_line
+from physai_ros.core.motion.time_scaling import get_shape
 from physai_ros.errors import InvalidInput
 from physai_ros.models import load_robot_model
 

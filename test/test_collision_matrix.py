@@ -1,4 +1,4 @@
-"""The SRDF's disabled collision pairs (physai_ros.models.collision_matrix): the Setup
+"""The SRDF's disabled collision pairs (physai_ros.export.collision_matrix): the Setup
 Assistant's rules checked against the URDF (yourdfpy) and against MuJoCo contacts sampled here
 independently, MuJoCo's own exclusions honoured, the sampler's filter, determinism."""
 
@@ -13,9 +13,9 @@ import yourdfpy
 from conftest import REPO_ROOT
 from test_moveit_config import ROBOTS, committed_urdf, disabled
 
+from physai_ros.export.collision_matrix import ContactSampler, disabled_collisions, parse_urdf
+from physai_ros.export.urdf import urdf_from_model
 from physai_ros.models import load_robot_model, load_robot_spec
-from physai_ros.models.collision_matrix import ContactSampler, disabled_collisions, parse_urdf
-from physai_ros.models.urdf import urdf_from_model
 
 SAMPLES = 10_000  # independent states per robot for the "Never" check (another seed)
 

@@ -52,7 +52,7 @@ def test_pick_jaw_lever_is_the_driver_moment_arm():
 
 def test_emulator_powers_up_in_the_rest_pose_the_physics_rests_in():
     """The node's default initial pose (its params file) is the pose the bare emulator uses."""
-    from physai_ros.backends.so101_physics import REST_POSE
+    from physai_ros.robots.so101.emulator.physics import REST_POSE
 
     emulator = load("so101_emulator.yaml")["/**"]["ros__parameters"]
     assert emulator["initial_pose"] == list(REST_POSE)
@@ -71,7 +71,7 @@ def test_dds_profile_repairs_within_the_pick_command_lead(monkeypatch):
     user chose wins."""
     import xml.etree.ElementTree as ET
 
-    from physai_ros.nodes._common import DDS_PROFILE, use_dds_profile
+    from physai_ros.nodes.common import DDS_PROFILE, use_dds_profile
 
     ns = {"d": "http://www.eprosima.com"}
     writer = ET.parse(CONFIG / DDS_PROFILE).getroot().find(".//d:data_writer", ns)

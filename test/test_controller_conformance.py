@@ -3,7 +3,8 @@ layer (``physai_ros.core.controllers``, matched to ros2_controllers 5.17.0, docs
 
 "sim": the sim bridge for the SO-101 as ``pick.launch.py sim:=true`` starts it; "emulated":
 the SO-101 driver on the Feetech bus emulator as ``pick.launch.py sim:=false`` starts it. Both
-node specs come from ``physai_ros.graph.pick_graph`` (the launch file's graph); only the serial
+node specs come from ``physai_ros.launching.graph.pick_graph`` (the launch file's graph); only the
+serial
 port is emulated. A ``Backend`` is what a user's tools see of either: the arm's action and
 topic, its ``controller_state``, ``/joint_states``, the gripper's action, the node's parameters
 and its log (upstream logs why a goal was rejected; the result carries nothing).
@@ -28,8 +29,8 @@ import pytest
 from conftest import require, spin_in_background
 
 from physai_ros import interfaces
-from physai_ros.bringup import start, start_emulated, stop
-from physai_ros.graph import emulator_spec, pick_graph
+from physai_ros.launching.bringup import start, start_emulated, stop
+from physai_ros.launching.graph import emulator_spec, pick_graph
 
 pytestmark = pytest.mark.dds
 
@@ -529,9 +530,9 @@ def cube_poses() -> tuple[np.ndarray, np.ndarray]:
     """Arm joints [rad] with the open jaw above the cube and around it, solved as the pick node
     solves them (config/pick.yaml's offsets and IK, the cube where ``pick_graph`` puts it on
     both backends: (0.22, 0) m in the base frame)."""
-    from physai_ros.core.pick import arm_ik, load_pick_config
+    from physai_ros.core.pick.machine import arm_ik, load_pick_config
     from physai_ros.models import load_robot_spec, place_robot
-    from physai_ros.models.scene import cube_world_pos, load_scene_config
+    from physai_ros.sim.scene import cube_world_pos, load_scene_config
 
     scene = load_scene_config()
     placement = scene["robots"]["so101"]

@@ -28,7 +28,7 @@ from physai_ros.core.controllers.jtc import (
     Rejected,
     TrajectoryMsg,
 )
-from physai_ros.core.joint_trajectory import (
+from physai_ros.core.motion.joint_trajectory import (
     JointRanges,
     JointTolerance,
     StartState,
@@ -38,7 +38,7 @@ from physai_ros.core.joint_trajectory import (
     merge_tolerances,
     plan_trajectory,
 )
-from physai_ros.core.limits import load_limits
+from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import InvalidInput
 
 # --- upstream texts and codes, spelled out (not imported) so the tests pin them ---------------

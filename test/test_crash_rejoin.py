@@ -21,7 +21,7 @@ from crash_bench import (
     wait,
 )
 
-from physai_ros.graph import pick_graph, trajectory_graph
+from physai_ros.launching.graph import pick_graph, trajectory_graph
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 

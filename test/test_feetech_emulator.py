@@ -1,7 +1,7 @@
 """LeRobot's real FeetechMotorsBus (and the SDK under it, unpatched) against the bus emulator.
 
 The first test runs the emulator as its own process, exactly as a user would
-(``python -m physai_ros.backends.feetech_emulator``); the fault and safety tests run it in this
+(``python -m physai_ros.robots.so101.emulator.bus``); the fault and safety tests run it in this
 process so they can break it and read back every byte written to the bus.
 """
 
@@ -18,14 +18,14 @@ from conftest import require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from physai_ros.backends.feetech_emulator import (
+from physai_ros.robots.so101 import protocol as fp
+from physai_ros.robots.so101.bus import BusSettings, PortUnavailable, So101Bus, ping
+from physai_ros.robots.so101.emulator.bus import (
     JOINTS,
     FeetechBusEmulator,
     joint_offsets,
     write_calibration,
 )
-from physai_ros.backends.so101_lerobot import BusSettings, PortUnavailable, So101Bus, ping
-from physai_ros.core import feetech_protocol as fp
 
 pytestmark = pytest.mark.realtime  # the emulator answers on a pty in wall-clock time
 
@@ -43,7 +43,7 @@ def _bus(port: str, calibration: dict) -> FeetechMotorsBus:
 def test_lerobot_bus_round_trip_against_the_emulator_process(spawn, tmp_path):
     link, cal_file = tmp_path / "port", tmp_path / "cal.json"
     proc = spawn(
-        "physai_ros.backends.feetech_emulator",
+        "physai_ros.robots.so101.emulator.bus",
         "--link",
         str(link),
         "--calibration-out",
@@ -394,7 +394,7 @@ def test_acceleration_register_shapes_the_motion():
 
 
 def test_obstacle_blocks_the_arm():
-    from physai_ros.backends.so101_physics import So101Physics
+    from physai_ros.robots.so101.emulator.physics import So101Physics
 
     emu = FeetechBusEmulator(initial=(0.0,) * 6, power_on_torque=True)
     on_the_way = So101Physics(initial=(0.4, 0, 0, 0, 0, 0)).gripper_site()  # pan 0.4 rad

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physai_ros.core import feetech_protocol as fp
 from physai_ros.errors import InvalidInput
+from physai_ros.robots.so101 import protocol as fp
 
 
 def test_known_packets_from_the_servo_manual():

@@ -1,4 +1,4 @@
-"""The force-controlled close (physai_ros.core.force_close), pure, against a jaw/contact plant.
+"""The force-controlled close (physai_ros.core.pick.force_close), pure, against a jaw/contact plant.
 
 Plant: one servo jaw, damped (b [N·m·s/rad]), pushing with its effort τ onto an object whose
 faces meet the jaws at ``q_touch`` [rad]; the object is a spring of stiffness K [N·m/rad at
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from physai_ros.core.force_close import (
+from physai_ros.core.pick.force_close import (
     MIN_EFFORT,
     ForceClose,
     ForceCloseParams,

@@ -1,4 +1,4 @@
-"""The pick's force target from the grasp planner (``physai_ros.core.force_plan``): the
+"""The pick's force target from the grasp planner (``physai_ros.core.pick.force_plan``): the
 ``plan_grasp`` request built from config/pick.yaml and config/scene.yaml, and the target taken
 from the answer."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physai_ros.core.force_plan import (
+from physai_ros.core.pick.force_plan import (
     JawFloor,
     PlanSource,
     plan_request,
@@ -19,10 +19,10 @@ from physai_ros.core.force_plan import (
     planned_params,
     planned_target,
 )
-from physai_ros.core.pick import force_params, load_pick_tree
+from physai_ros.core.pick.machine import force_params, load_pick_tree
 from physai_ros.errors import InvalidInput
 from physai_ros.models.loader import load_robot_spec
-from physai_ros.models.scene import load_scene_config
+from physai_ros.sim.scene import load_scene_config
 
 NO_FLOOR = JawFloor(friction=0.0, lever=0.0718, tolerance=0.15)  # a frictionless jaw
 
@@ -176,8 +176,8 @@ def test_the_floored_target_is_the_larger_one_and_leaves_a_controllable_band(
 def test_a_franka_hand_plan_below_its_floor_is_raised_to_the_hands_least_force():
     """The Franka Hand squeezes with at least min_force (config/sim_robots.yaml, libfranka issue
     #111): a planned 0.19 N becomes that, and the Panda pick's default target is that floor."""
-    from physai_ros.backends.mujoco_sim import load_sim_config
-    from physai_ros.core.franka_hand import HandFloor
+    from physai_ros.config import load_sim_config
+    from physai_ros.robots.franka.hand import HandFloor
 
     floor = HandFloor(float(load_sim_config()["robots"]["panda"]["franka_hand"]["min_force"]))
     tree = load_pick_tree(robot="panda")

@@ -17,7 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 
-from physai_ros.core.pick import load_pick_tree
+from physai_ros.core.pick.machine import load_pick_tree
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 

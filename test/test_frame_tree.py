@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.core.frame_tree import FrameKind, FrameTree
+from physai_ros.core.frames.frame_tree import FrameKind, FrameTree
 from physai_ros.errors import InvalidInput
 
 TOL = 1e-12  # brief: every body/site/camera to ~1e-12 (observed ~1e-15)

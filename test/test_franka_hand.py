@@ -10,16 +10,17 @@ import numpy as np
 import pytest
 from test_mujoco_sim import follow, panda_grasp_configurations
 
-from physai_ros.backends.mujoco_sim import MujocoSim, load_sim_config
+from physai_ros.config import load_sim_config
 from physai_ros.core.controllers.gac import GripperEnd
-from physai_ros.core.franka_hand import (
+from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
+from physai_ros.robots.franka.hand import (
     COMMAND_FAILED,
     CommandFailed,
     FrankaHand,
     HandGoal,
     HandSpec,
 )
-from physai_ros.core.joint_trajectory import TrajectoryPoint
+from physai_ros.sim.mujoco_sim import MujocoSim
 
 SPEC = HandSpec(
     max_width=0.08, max_speed=0.1, min_force=30.0, continuous_force=70.0, max_force=140.0

@@ -106,7 +106,7 @@ def test_code_written_for_a_real_panda_runs_on_the_simulated_one(ros_context, sp
     from std_srvs.srv import Trigger
     from tf2_msgs.msg import TFMessage
 
-    from physai_ros.backends.mujoco_sim import MujocoSim
+    from physai_ros.sim.mujoco_sim import MujocoSim
 
     bridge = start_bridge(spawn, "panda")
     tf_args = ["robot:=panda", "joint_prefix:=panda_", "use_sim_time:=true"]

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physai_ros.core.goal_chain import GoalChain
+from physai_ros.core.pick.goal_chain import GoalChain
 from physai_ros.errors import InvalidInput
 
 LEAD = 0.5

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import binomtest
 
-from physai_ros.core.grasp import (
+from physai_ros.core.pick.grip import (
     G,
     cone_ratio,
     cone_use,

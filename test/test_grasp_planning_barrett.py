@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.core.grasp_planning import barrett as bh
+from physai_ros.core.grasp_planning import three_finger as bh
 from physai_ros.core.grasp_planning.closing import ClosingResult
 from physai_ros.core.grasp_planning.contacts import NoGrasp, select_triangle
 from physai_ros.core.grasp_planning.objects import SurfaceObject, primitive
@@ -17,11 +17,10 @@ from physai_ros.core.grasp_planning.plan import PlanRequest, plan, to_json
 from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.errors import InvalidInput
 from physai_ros.models import load_robot_spec
-from physai_ros.models.barrett import (
+from physai_ros.models.barrett_hand import (
     PANDA_ARM,
     PANDA_PREFIX,
     load_barrett_spec,
-    load_panda_barrett_spec,
 )
 
 FINGERS = ("f1", "f2", "f3")
@@ -55,7 +54,7 @@ def test_model_joint_ranges_and_coupling_as_stated():
     assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "bh_spread_f3") == -1  # F3 fixed
     np.testing.assert_allclose(model.equality("bh_spread").data[:2], [0.0, 1.0])
     # the Panda variant carries the hand instead of the Franka Hand; the Panda model keeps it
-    panda = load_panda_barrett_spec().compile()
+    panda = load_robot_spec("panda_barrett").compile()
     assert mujoco.mj_name2id(panda, mujoco.mjtObj.mjOBJ_JOINT, "finger_joint1") == -1
     assert panda.nq == 7 + 8
     plain = load_robot_spec("panda").compile()
@@ -278,7 +277,7 @@ def test_hand_on_the_panda_reaches_a_pregrasp_on_a_tabletop_object():
     where = bh.OBJECT_POS + np.array([0.0, 0.0, -obj.points[:, 2].min()])
     pre = bh.solve_barrett_pregrasp(pts, nrm, tri.centre, tri.normal, obj.points, where)
     assert pre.error < 1e-3
-    model = load_panda_barrett_spec().compile()
+    model = load_robot_spec("panda_barrett").compile()
     data = mujoco.MjData(model)
     for name, q in zip(PANDA_ARM, pre.q, strict=True):
         data.qpos[model.joint(name).qposadr[0]] = q
@@ -350,7 +349,7 @@ def _lowest_geom_points(model: mujoco.MjModel, data: mujoco.MjData) -> dict[str,
 
 def _hand_on_panda(result) -> tuple[mujoco.MjModel, mujoco.MjData]:
     """The Panda with the Barrett hand at a plan's arm and hand joints (kinematics only)."""
-    model = load_panda_barrett_spec().compile()
+    model = load_robot_spec("panda_barrett").compile()
     data = mujoco.MjData(model)
     for name, q in zip(PANDA_ARM, result.pregrasp.q, strict=True):
         data.qpos[model.joint(name).qposadr[0]] = q

@@ -23,7 +23,6 @@ import math
 import numpy as np
 import pytest
 
-from physai_ros.core.grasp import cone_ratio
 from physai_ros.core.grasp_planning.closing import (
     ClosingConfig,
     Finger,
@@ -46,6 +45,7 @@ from physai_ros.core.grasp_planning.lattice import (
     material,
 )
 from physai_ros.core.grasp_planning.objects import box, primitive
+from physai_ros.core.pick.grip import cone_ratio
 from physai_ros.errors import InvalidInput
 
 MASS = 0.05  # [kg]

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from physai_ros.cli import main
-from physai_ros.core.grasp import G
 from physai_ros.core.grasp_planning.closing import ClosingConfig
 from physai_ros.core.grasp_planning.contacts import NoGrasp, select_pair
 from physai_ros.core.grasp_planning.objects import (
@@ -32,6 +31,7 @@ from physai_ros.core.grasp_planning.pregrasp import (
     so101_tilt,
     solve_pregrasp,
 )
+from physai_ros.core.pick.grip import G
 from physai_ros.errors import InvalidInput
 
 CUBE_V = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], float) - 0.5

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from physai_ros.core.frames.spatial import quat_to_mat, quat_z_along
 from physai_ros.core.grasp_planning.objects import primitive
 from physai_ros.core.grasp_planning.plan import PlanRequest, plan
 from physai_ros.core.grasp_planning.pregrasp import arm_spec
 from physai_ros.core.grasp_planning.request import pregrasp_joints, request_inputs
-from physai_ros.core.spatial import quat_to_mat, quat_z_along
 from physai_ros.errors import InvalidInput
 
 MATERIAL = {"hand": "panda", "young": 5e4, "poisson": 0.3, "mu": 0.6, "mass": 0.05}

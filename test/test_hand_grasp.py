@@ -1,4 +1,5 @@
-"""A planned three-finger grasp made executable (``core/hand_grasp.py``), checked against MuJoCo
+"""A planned three-finger grasp made executable (``core/pick/hand_grasp.py``), checked against
+MuJoCo
 itself: the fingers' levers against finite differences of the contact point, the pick's poses
 against forward kinematics, and the plan's answer refused when it is not the Barrett hand's."""
 
@@ -8,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.core.hand_grasp import (
+from physai_ros.core.pick.hand_grasp import (
     INNER_JOINTS,
     OUTER_BODIES,
     OUTER_JOINTS,
@@ -19,7 +20,7 @@ from physai_ros.core.hand_grasp import (
 )
 from physai_ros.errors import InvalidInput
 from physai_ros.models import load_robot_spec
-from physai_ros.models.barrett import PANDA_ARM, PANDA_PREFIX
+from physai_ros.models.barrett_hand import PANDA_ARM, PANDA_PREFIX
 
 TIP_R = 0.012  # the fingertip hemisphere (models/barrett.xml)
 ARM = np.array([0.0, 0.3, 0.0, -2.2, 0.0, 2.5, 0.785])  # the hand facing down over the table

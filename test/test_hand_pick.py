@@ -1,4 +1,4 @@
-"""The three-finger pick's pure parts: its state machine (``core/hand_pick.py``) driven by
+"""The three-finger pick's pure parts: its state machine (``core/pick/hand_machine.py``) driven by
 scripted sensing and a spring plant per finger, its verdict and its plan request; no MuJoCo, no
 ROS. What it must never do: move before the plan and the object's pose are in, squeeze past a
 finger's capacity, or end anywhere but done or aborted with a reason."""
@@ -13,8 +13,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from physai_ros.core.hand_grasp import HandPoses, PlannedGrasp
-from physai_ros.core.hand_pick import (
+from physai_ros.core.pick.hand_grasp import HandPoses, PlannedGrasp
+from physai_ros.core.pick.hand_machine import (
     HandPickConfig,
     HandPickMachine,
     HandSensing,

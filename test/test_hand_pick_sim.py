@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 import yaml
 
-from physai_ros.backends.mujoco_sim import MujocoSim
 from physai_ros.core.grasp_planning.plan import plan
 from physai_ros.core.grasp_planning.request import pregrasp_joints, request_inputs
-from physai_ros.core.hand_grasp import HandKinematics, planned_grasp
-from physai_ros.core.hand_pick import HandPickConfig, plan_request
+from physai_ros.core.pick.hand_grasp import HandKinematics, planned_grasp
+from physai_ros.core.pick.hand_machine import HandPickConfig, plan_request
 from physai_ros.experiments.hand_pick_sim import run_hand_pick
 from physai_ros.models import load_robot_spec
-from physai_ros.models.scene import scene_soft_object
 from physai_ros.paths import config_path
+from physai_ros.sim.mujoco_sim import MujocoSim
+from physai_ros.sim.scene import scene_soft_object
 
 pytestmark = pytest.mark.slow
 TREE = yaml.safe_load(config_path("hand_pick.yaml").read_text())["/**"]["ros__parameters"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from physai_ros.core.joint_names import JointPrefix
+from physai_ros.core.frames.joint_names import JointPrefix
 from physai_ros.errors import InvalidInput
 
 PANDA = [f"joint{i}" for i in range(1, 8)] + ["finger_joint1", "finger_joint2"]

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from physai_ros.core.joint_trajectory import (
+from physai_ros.core.motion.joint_trajectory import (
     JointRanges,
     JointTolerance,
     StartState,

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.core.kinematics import IKResult, solve_ik
+from physai_ros.core.motion.kinematics import IKResult, solve_ik
 from physai_ros.errors import InvalidInput
 
 SO101_ARM = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")

@@ -3,7 +3,8 @@ parameters it is given; the RViz layout points at real names.
 
 launch_ros is not installable here, so each launch file is loaded as a module (its launch_ros
 imports live inside ``generate_launch_description``) and its ``node_specs`` — the graph it
-would start — is checked; ``physai_ros.launch_support.describe`` turns those specs into Nodes.
+would start — is checked; ``physai_ros.launching.launch_support.describe`` turns those specs into
+Nodes.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ import yaml
 from conftest import REPO_ROOT
 
 from physai_ros import interfaces
-from physai_ros.core.pick import load_pick_tree
-from physai_ros.core.robot_tf import load_robot_tf
+from physai_ros.core.frames.robot_tf import load_robot_tf
+from physai_ros.core.pick.machine import load_pick_tree
 from physai_ros.errors import InvalidInput
-from physai_ros.graph import (
+from physai_ros.launching.graph import (
     ARMS,
     FRANKA_CONTROLLER_ACTION,
     pick_graph,
@@ -53,7 +54,7 @@ def declared_parameters(spec, tmp_path: Path) -> set[str]:
     import rclpy
     from rclpy.node import Node
 
-    from physai_ros.bringup import _params_file
+    from physai_ros.launching.bringup import _params_file
 
     module = importlib.import_module(spec.module)
     classes = [
@@ -222,7 +223,7 @@ def test_hand_pick_launch_is_the_hand_pick_graph_with_one_object():
     pick asks the planner about (one place: config/hand_pick.yaml), the TF publisher puts it
     where the planner hangs its contact frames, and the arm moves through the trajectory node
     inside the Panda's limits."""
-    from physai_ros.graph import HAND_OBJECT_FRAME, hand_pick_graph
+    from physai_ros.launching.graph import HAND_OBJECT_FRAME, hand_pick_graph
 
     module = load("hand_pick.launch.py")
     specs = {s.name: s.parameters for s in module.node_specs(defaults(module))}
@@ -245,7 +246,7 @@ def test_hand_pick_launch_is_the_hand_pick_graph_with_one_object():
 
 def test_a_missing_params_file_is_refused_before_any_node_starts(tmp_path):
     from physai_ros.errors import InvalidInput
-    from physai_ros.launch_support import node_actions
+    from physai_ros.launching.launch_support import node_actions
 
     specs = load("pick.launch.py").node_specs(defaults(load("pick.launch.py")))
     with pytest.raises(InvalidInput, match="no such file"):
@@ -284,7 +285,7 @@ def test_namespaced_specs_become_one_group_per_namespace_with_its_remaps():
     from launch.actions import GroupAction
     from launch_ros.actions import Node, PushRosNamespace, SetRemap
 
-    from physai_ros.launch_support import node_actions
+    from physai_ros.launching.launch_support import node_actions
 
     actions = node_actions(two_arm_graph())
     assert len(actions) == 2 and all(isinstance(a, GroupAction) for a in actions)
@@ -301,7 +302,7 @@ def test_namespaced_specs_become_one_group_per_namespace_with_its_remaps():
 def test_a_graph_split_across_computers_keeps_each_nodes_spec():
     """`bringup --only/--skip` starts one computer's share of a graph: the shares add up to the
     whole graph and each node keeps the spec the whole graph gives it."""
-    from physai_ros.bringup import select
+    from physai_ros.launching.bringup import select
 
     whole = pick_graph(sim=True)
     here = select(whole, ["sim_bridge"], [])

@@ -17,7 +17,13 @@ import numpy as np
 import pytest
 
 from physai_ros.experiments import lesson07
-from physai_ros.experiments.lesson07 import ARM_JOINTS, SETUP, Lesson07, build_scene, scene_qpos
+from physai_ros.experiments.lesson07.frames import (
+    ARM_JOINTS,
+    SETUP,
+    Lesson07,
+    build_scene,
+    scene_qpos,
+)
 
 HALF_DIGIT_M = 0.5e-4  # 4 decimals in metres
 HALF_DIGIT_CM = 0.5e-4  # 2 decimals in centimetres = 0.05 mm, in metres

@@ -13,10 +13,10 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.core.contact import JawContactSensor
-from physai_ros.core.grasp import G
-from physai_ros.core.pick import PickMachine, PickSensing, arm_ik, load_pick_config
-from physai_ros.experiments.lesson16 import (
+from physai_ros.core.pick.contact import JawContactSensor
+from physai_ros.core.pick.grip import G
+from physai_ros.core.pick.machine import PickMachine, PickSensing, arm_ik, load_pick_config
+from physai_ros.experiments.lesson16.sweep import (
     CENTRE,
     CUBE_MASS,
     Row,

@@ -19,9 +19,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from physai_ros.backends.mujoco_sim import MujocoSim
-from physai_ros.core.force_plan import JawFloor
-from physai_ros.core.pick import load_pick_tree, pick_config
+from physai_ros.core.pick.force_plan import JawFloor
+from physai_ros.core.pick.machine import load_pick_tree, pick_config
 from physai_ros.experiments.lesson_soft import (
     CONTACT,
     STRAIN_LIMIT,
@@ -31,6 +30,7 @@ from physai_ros.experiments.lesson_soft import (
     verdict,
 )
 from physai_ros.experiments.soft_pick import Material, SoftPickResult, run_soft_pick, soft_sim
+from physai_ros.sim.mujoco_sim import MujocoSim
 
 CENTRE = (0.22, 0.0)
 SHORT = {"settle": 0.1, "pre": 0.5, "down": 0.4, "lift": 0.5, "hold": 0.3}  # [s]

@@ -9,16 +9,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from physai_ros.core.limits import (
+from physai_ros.core.motion.limits import (
     check_trajectory,
-    limit_rate,
     load_gripper_limits,
     load_limits,
     plan_move,
     sampled_peaks,
     shortest_duration,
 )
-from physai_ros.core.trajectory import JointMove, spline_reference
+from physai_ros.core.motion.rate_limit import limit_rate
+from physai_ros.core.motion.time_scaling import JointMove, spline_reference
 from physai_ros.errors import InvalidInput, LimitViolation
 
 LESSON_DQ = np.array([0.6, 0.4, -0.4, 0.5, 0.5, -0.4, 0.6])  # [rad] lesson 13's Panda move
@@ -260,7 +260,7 @@ def test_torque_rate_limiter():
 
 @pytest.mark.parametrize("robot", ["panda", "so101"])
 def test_ruckig_is_within_limits_and_never_slower_than_the_quintic(robot):
-    from physai_ros.core.ruckig_shape import ruckig_move
+    from physai_ros.core.motion.ruckig_shape import ruckig_move
 
     limits = load_limits(robot)
     rng = np.random.default_rng(1)

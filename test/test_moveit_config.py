@@ -18,12 +18,12 @@ from conftest import REPO_ROOT
 from test_urdf import load_urdf
 
 from physai_ros import interfaces
-from physai_ros.backends.mujoco_sim import load_sim_config
-from physai_ros.core.limits import load_gripper_limits, load_limits
+from physai_ros.config import load_sim_config
+from physai_ros.core.motion.limits import load_gripper_limits, load_limits
 from physai_ros.errors import ModelError
+from physai_ros.export import moveit_config as mc
+from physai_ros.export.urdf import urdf_from_model
 from physai_ros.models import load_robot_model
-from physai_ros.models import moveit_config as mc
-from physai_ros.models.urdf import urdf_from_model
 
 ROBOTS = ["so101", "panda"]
 
@@ -68,7 +68,7 @@ def controllers(robot: str) -> dict[str, dict]:
 def test_committed_files_are_fresh(robot: str) -> None:
     assert committed(robot) == generated(robot), (
         f"config/moveit/{robot} is stale; regenerate it with python -m "
-        f"physai_ros.models.moveit_config --robot {robot} --output config/moveit/{robot}"
+        f"physai_ros.export.moveit_config --robot {robot} --output config/moveit/{robot}"
     )
 
 

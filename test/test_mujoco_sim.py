@@ -11,12 +11,12 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.backends.mujoco_sim import MujocoSim
-from physai_ros.core.contact import JawContactSensor, friction_cone_mesh
 from physai_ros.core.controllers.gac import GripperEnd
 from physai_ros.core.controllers.jtc import GoalTolerances, Rejected, TrajectoryMsg
-from physai_ros.core.joint_trajectory import TrajectoryPoint
-from physai_ros.core.kinematics import solve_ik
+from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
+from physai_ros.core.motion.kinematics import solve_ik
+from physai_ros.core.pick.contact import JawContactSensor, friction_cone_mesh
+from physai_ros.sim.mujoco_sim import MujocoSim
 
 JAW_OPEN, JAW_CLOSED = 0.85, -0.17453  # [rad] config/pick.yaml
 

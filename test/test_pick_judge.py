@@ -1,4 +1,4 @@
-"""Whether the pick held the cube, judged from measurements only (physai_ros.core.pick_judge):
+"""Whether the pick held the cube, judged from measurements only (physai_ros.core.pick.judge):
 the robot's own (gripper stalled short of empty-closed with contact, lift by forward
 kinematics), a cube pose when one is fresh, and nothing when everything is stale."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from physai_ros.core.pick_judge import (
+from physai_ros.core.pick.judge import (
     NO_MEASUREMENT,
     RobotReading,
     final_verdict,

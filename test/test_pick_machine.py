@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from physai_ros.core.kinematics import IKResult
-from physai_ros.core.pick import (
+from physai_ros.core.motion.kinematics import IKResult
+from physai_ros.core.pick.machine import (
     PickMachine,
     PickSensing,
     load_pick_config,

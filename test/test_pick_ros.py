@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from physai_ros.core.pick import load_pick_config
-from physai_ros.experiments.lesson16 import CENTRE, Row, build_model, cube_positions, run_pick
+from physai_ros.core.pick.machine import load_pick_config
+from physai_ros.experiments.lesson16.sweep import CENTRE, Row, build_model, cube_positions, run_pick
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 

@@ -138,8 +138,8 @@ def test_so101_trajectory_gripper_rejections_and_clock(ros_context, spawn):
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
 
-    from physai_ros.backends.mujoco_sim import MujocoSim
-    from physai_ros.core.kinematics import solve_ik
+    from physai_ros.core.motion.kinematics import solve_ik
+    from physai_ros.sim.mujoco_sim import MujocoSim
 
     bridge = start_bridge(spawn, "so101")
     client = Client(ros_context)

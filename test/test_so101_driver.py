@@ -23,7 +23,7 @@ from conftest import require
 from diagnostic_msgs.msg import DiagnosticStatus
 from so101_bench import ARM, Bench, largest_fall, largest_motion
 
-from physai_ros.bringup import start as start_graph
+from physai_ros.launching.bringup import start as start_graph
 
 pytestmark = pytest.mark.dds
 require("lerobot.motors")
@@ -190,7 +190,7 @@ def test_well_formed_wrong_readings_are_dropped_and_move_nothing(bench):
 def test_blocked_arm_stops_and_holds_within_0_3_s_naming_the_joint(bench):
     """A box in the shoulder_pan's way: the goal aborts as a path tolerance violation naming
     the joint, and the arm holds where it stopped instead of pushing on."""
-    from physai_ros.backends.so101_physics import So101Physics
+    from physai_ros.robots.so101.emulator.physics import So101Physics
 
     start = np.array([-0.4, -0.8, 0.8, 0.9, 0.0])  # the jaw 9 cm above the table
     assert bench.arm_result(bench.send_arm(start, 1.5)).status == GoalStatus.STATUS_SUCCEEDED
@@ -256,7 +256,7 @@ def test_a_restarted_driver_names_an_overloaded_servo_and_leaves_its_protection_
     OVERLOAD, the status byte, what to do -- in its log and on /diagnostics, never "do not
     answer"; it refuses to arm and clears nothing itself (torque stays on as the servo left it,
     no EPROM write). Released (the user supporting the arm), it arms again."""
-    from physai_ros.core.limits import load_limits
+    from physai_ros.core.motion.limits import load_limits
 
     # from the folded pose the bench powered up in (earlier tests moved the arm), a tick
     # inside the range (the folded arm rests on its stops)

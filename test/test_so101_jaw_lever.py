@@ -9,11 +9,11 @@ import math
 
 import pytest
 
-from physai_ros.backends.so101_jaw_lever import calibrate, driver_jaw_config
-from physai_ros.backends.so101_physics import So101Physics
-from physai_ros.core.grasp import G
-from physai_ros.core.jaw_estimate import JawModel, jaw_normal, least_squeeze_torque
+from physai_ros.core.pick.grip import G
 from physai_ros.errors import InvalidInput
+from physai_ros.robots.so101.emulator.physics import So101Physics
+from physai_ros.robots.so101.jaw_estimate import JawModel, jaw_normal, least_squeeze_torque
+from physai_ros.robots.so101.jaw_lever import calibrate, driver_jaw_config
 
 JAW = driver_jaw_config()
 MODEL = JawModel(jaw_moment_arm_m=JAW["moment_arm"], friction_torque_nm=JAW["friction_torque"])

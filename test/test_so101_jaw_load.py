@@ -6,7 +6,7 @@ emulated bus: the load arrives quantized as ``Present_Load`` (0.1 % of 2.94 N·m
 jaw) and the emulated gripper has the model's gear friction (0.052 N·m) and damping. Issue 14
 judges the SO-101's force-controlled squeeze within 25 % of target; the estimate must be well
 inside that (measured here: +1 % to +7 % at 0.3 to 0.66 N·m; in-process, +1 % to +4 %, see
-``python -m physai_ros.backends.so101_jaw_lever``).
+``python -m physai_ros.robots.so101.jaw_lever``).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from so101_bench import ARM, Bench, duration
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
-from physai_ros.backends.so101_jaw_lever import grasp_pose
-from physai_ros.backends.so101_physics import So101Physics
-from physai_ros.core.pick import load_pick_config
+from physai_ros.core.pick.machine import load_pick_config
+from physai_ros.robots.so101.emulator.physics import So101Physics
+from physai_ros.robots.so101.jaw_lever import grasp_pose
 
 pytestmark = pytest.mark.dds
 require("lerobot.motors")

@@ -16,8 +16,8 @@ import pytest
 from conftest import require
 from so101_bench import ARM, Bench, largest_fall, largest_motion
 
-from physai_ros.bringup import start as start_graph
-from physai_ros.core.limits import load_limits
+from physai_ros.core.motion.limits import load_limits
+from physai_ros.launching.bringup import start as start_graph
 
 pytestmark = pytest.mark.dds
 require("lerobot.motors")
@@ -30,7 +30,7 @@ def test_arm_resting_outside_its_limits_is_not_armed(tmp_path, ros_domain):
     """Joint stops 0.3 rad beyond the calibrated ranges and the arm resting beyond them
     (shoulder_lift near -1.86 rad, its limit -1.745): activation is refused naming each joint
     outside and its value; torque stays off; nothing moves."""
-    from physai_ros.core.limits import load_limits
+    from physai_ros.core.motion.limits import load_limits
 
     bench = Bench(
         tmp_path,

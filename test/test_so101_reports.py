@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from physai_ros.backends.so101_lerobot import Health, JointReading
-from physai_ros.backends.so101_loop import CLEAR_PROTECTION, Snapshot, reports, servo_error
-from physai_ros.core.jaw_estimate import JawEstimate
+from physai_ros.robots.so101.bus import Health, JointReading
+from physai_ros.robots.so101.jaw_estimate import JawEstimate
+from physai_ros.robots.so101.loop import CLEAR_PROTECTION, Snapshot, reports, servo_error
 
 
 def snapshot(status: list[int], mode: str = "inactive", fault: str = "") -> Snapshot:

@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 from test_mujoco_sim import JAW_CLOSED, JAW_OPEN, grasp_configurations
 
-from physai_ros.backends.feetech_emulator import FeetechBusEmulator
-from physai_ros.backends.mujoco_sim import MujocoSim
-from physai_ros.backends.so101_physics import JAWS
-from physai_ros.core.contact import JawContactSensor
 from physai_ros.core.controllers.jtc import TrajectoryMsg
-from physai_ros.core.joint_trajectory import TrajectoryPoint
+from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
+from physai_ros.core.pick.contact import JawContactSensor
 from physai_ros.errors import InvalidInput
-from physai_ros.models import build_scene, scene_soft_object
-from physai_ros.models.soft import SOFT_FLEX
+from physai_ros.robots.so101.emulator.bus import FeetechBusEmulator
+from physai_ros.robots.so101.emulator.physics import JAWS
+from physai_ros.sim.mujoco_sim import MujocoSim
+from physai_ros.sim.scene import build_scene, scene_soft_object
+from physai_ros.sim.soft import SOFT_FLEX
 
 G = 9.81  # [m/s²] MuJoCo's default gravity
 AWAY = (0.0, 0.3)  # [m] base frame: the rigid cube out of the way of a soft-object grasp

@@ -6,7 +6,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.core import spatial
+from physai_ros.core.frames import spatial
 from physai_ros.errors import InvalidInput
 
 TOL = 1e-12  # double-precision round-off on products of a few 4x4 matrices
@@ -107,7 +107,7 @@ def test_bad_input_raises_invalid_input(call, args) -> None:
 def test_batch_quaternions_equal_one_by_one():
     from scipy.spatial.transform import Rotation
 
-    from physai_ros.core.spatial import mat_to_quat, mats_to_quats
+    from physai_ros.core.frames.spatial import mat_to_quat, mats_to_quats
 
     mats = Rotation.random(50, random_state=3).as_matrix()
     batch = mats_to_quats(mats)

@@ -9,8 +9,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai_ros.core.robot_tf import OPTICAL_SUFFIX, RobotTf
-from physai_ros.core.spatial import pose_to_transform
+from physai_ros.core.frames.robot_tf import OPTICAL_SUFFIX, RobotTf
+from physai_ros.core.frames.spatial import pose_to_transform
 from physai_ros.errors import InvalidInput, ModelError
 from physai_ros.models import load_robot_spec, place_robot
 

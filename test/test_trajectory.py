@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from physai_ros.core.trajectory import (
+from physai_ros.core.motion.time_scaling import (
     SHAPES,
     JointMove,
     get_shape,

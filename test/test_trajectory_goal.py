@@ -7,10 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from physai_ros.core.limits import check_trajectory, load_limits, shortest_duration
-from physai_ros.core.planned_trajectory import check_samples
-from physai_ros.core.trajectory import JointMove
-from physai_ros.core.trajectory_goal import (
+from physai_ros.core.motion.goal_timing import (
     SHAPE_NAMES,
     GoalPoint,
     GoalPolicy,
@@ -18,7 +15,10 @@ from physai_ros.core.trajectory_goal import (
     limits_path,
     load_trajectory_config,
 )
-from physai_ros.core.trajectory_tracking import TrackingMonitor
+from physai_ros.core.motion.limits import check_trajectory, load_limits, shortest_duration
+from physai_ros.core.motion.planned import check_samples
+from physai_ros.core.motion.time_scaling import JointMove
+from physai_ros.core.motion.tracking import TrackingMonitor
 from physai_ros.errors import InvalidInput, LimitViolation
 
 HOME = np.array([0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853])  # Panda `home` keyframe [rad]

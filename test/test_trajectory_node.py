@@ -14,7 +14,7 @@ import pytest
 from conftest import PEERS
 
 from physai_ros import interfaces
-from physai_ros.core.limits import load_limits
+from physai_ros.core.motion.limits import load_limits
 
 pytestmark = pytest.mark.dds
 
@@ -288,7 +288,7 @@ def test_drives_the_simulated_panda_quintic_fastest_within_limits(ros_context, s
     # Lesson 13's own in-process loop (same gains, M(q)q̈_r feedforward, 2 ms) on the same move
     # and duration: the error measured over ROS must be of the same magnitude, and far below
     # the PD-only error of that duration.
-    from physai_ros.core.trajectory import get_shape
+    from physai_ros.core.motion.time_scaling import get_shape
     from physai_ros.experiments.lesson13 import load_panda, simulate
 
     model = load_panda(None)

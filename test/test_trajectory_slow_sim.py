@@ -12,7 +12,7 @@ import pytest
 import rclpy
 from crash_bench import Graph, TrajectoryClient, wait
 
-from physai_ros.graph import trajectory_graph
+from physai_ros.launching.graph import trajectory_graph
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 

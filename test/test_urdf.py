@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import yourdfpy
 
-from physai_ros.core.limits import load_gripper_limits, load_limits
+from physai_ros.core.motion.limits import load_gripper_limits, load_limits
 from physai_ros.errors import ModelError
+from physai_ros.export.urdf import OPTICAL_SUFFIX, generate_urdf, main, urdf_from_model
 from physai_ros.models import load_robot_model
-from physai_ros.models.urdf import OPTICAL_SUFFIX, generate_urdf, main, urdf_from_model
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FK_TOL = 1e-9  # [m] and [-] (rotation-matrix entries): URDF numbers are written at full precision
@@ -84,7 +84,7 @@ def test_checked_in_urdf_is_fresh(robot: str) -> None:
     checked_in = (REPO_ROOT / "urdf" / f"{robot}.urdf").read_text(encoding="utf-8")
     assert checked_in == generate_urdf(robot), (
         f"urdf/{robot}.urdf is stale; regenerate it with "
-        f"python -m physai_ros.models.urdf --robot {robot} --output urdf/{robot}.urdf"
+        f"python -m physai_ros.export.urdf --robot {robot} --output urdf/{robot}.urdf"
     )
 
 

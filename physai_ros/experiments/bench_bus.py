@@ -19,14 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-from physai_ros.backends.feetech_emulator import (
+from physai_ros.robots.so101 import protocol as fp
+from physai_ros.robots.so101.bus import BusSettings, So101Bus
+from physai_ros.robots.so101.emulator.bus import (
     JOINTS,
     FeetechBusEmulator,
     joint_offsets,
     write_calibration,
 )
-from physai_ros.backends.so101_lerobot import BusSettings, So101Bus
-from physai_ros.core import feetech_protocol as fp
 
 N = len(JOINTS)
 

@@ -18,8 +18,8 @@ import time
 import mujoco
 import numpy as np
 
-from physai_ros.core.pick import load_pick_config
-from physai_ros.experiments.lesson16 import (
+from physai_ros.core.pick.machine import load_pick_config
+from physai_ros.experiments.lesson16.sweep import (
     POSITIONS,
     SWEEPS,
     cube_positions,

@@ -174,8 +174,8 @@ def raw_rtf(
     """Sim seconds per wall second of a plain ``mj_step`` loop on the bridge's scene (``soft``:
     with the default soft cube, at ``count`` vertices per edge; ``None`` = its default), the
     steps taken, and sim seconds per CPU second."""
-    from physai_ros.backends.mujoco_sim import MujocoSim
-    from physai_ros.models import scene_soft_object
+    from physai_ros.sim.mujoco_sim import MujocoSim
+    from physai_ros.sim.scene import scene_soft_object
 
     sim = MujocoSim(robot, soft=scene_soft_object(robot, count=count) if soft else None)
     model, data = sim.model, mujoco.MjData(sim.model)
@@ -218,7 +218,7 @@ def bridge_rtf(
     CPU second of this process (the bridge's threads: what it pays, whatever the load)."""
     import rclpy
 
-    from physai_ros.nodes._common import use_dds_profile
+    from physai_ros.nodes.common import use_dds_profile
     from physai_ros.nodes.sim_bridge import SimBridge
 
     use_dds_profile()
@@ -270,7 +270,7 @@ def listen() -> int:
     from visualization_msgs.msg import MarkerArray
 
     from physai_ros import interfaces as names
-    from physai_ros.nodes._common import use_dds_profile
+    from physai_ros.nodes.common import use_dds_profile
 
     counts = dict.fromkeys(LISTEN_TOPICS, 0)
 
@@ -356,7 +356,7 @@ def listeners(count: int, prefix: Sequence[str] = ()) -> Iterator[Heard]:
 def run_soft(robot: str, seconds: float, count_vs: int) -> int:
     """Real-time factors without the soft cube, with it, and with it at ``count_vs`` vertices
     per edge, raw and through the bridge, all in one run (the ratios survive a noisy machine)."""
-    from physai_ros.models import scene_soft_object
+    from physai_ros.sim.scene import scene_soft_object
 
     count = scene_soft_object(robot, shape="cube").count
     scene_soft_object(robot, shape="cube", count=count_vs)  # a bad --count-vs: InvalidInput now

@@ -17,7 +17,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from physai_ros.core.frame_tree import FrameTree
+from physai_ros.core.frames.frame_tree import FrameTree
 
 REPEATS = 7  # best-of: the minimum is the least disturbed by other processes
 
@@ -36,7 +36,7 @@ def _per_call(func: Callable[[], object], calls: int) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """Print per-call costs [µs] and the ratio walk / mj_kinematics."""
-    from physai_ros.experiments.lesson07 import load_spec
+    from physai_ros.experiments.lesson07.frames import load_spec
 
     model = load_spec(args.model_path).compile()
     data = mujoco.MjData(model)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from physai_ros.core.limits import duration_bounds, load_limits, shortest_duration
-from physai_ros.core.ruckig_shape import ruckig_move
-from physai_ros.core.trajectory import JointMove
+from physai_ros.core.motion.limits import duration_bounds, load_limits, shortest_duration
+from physai_ros.core.motion.ruckig_shape import ruckig_move
+from physai_ros.core.motion.time_scaling import JointMove
 
 LESSON_DQ = np.array([0.6, 0.4, -0.4, 0.5, 0.5, -0.4, 0.6])  # [rad] lesson 13's move
 HOME = np.array([0.0, 0.0, 0.0, -1.57079, 0.0, 1.57079, -0.7853])  # Panda `home` [rad]

@@ -1,13 +1,14 @@
 """One three-finger pick of a soft object, lockstep with MuJoCo: the hand pick without ROS.
 
 The pieces the ROS graph runs, reused: the sim bridge's scene, controllers and measures
-(:class:`~physai_ros.backends.mujoco_sim.MujocoSim` of ``panda_barrett`` with a ``flexcomp``
+(:class:`~physai_ros.sim.mujoco_sim.MujocoSim` of ``panda_barrett`` with a ``flexcomp``
 soft object: the finger wrenches the hand pick reads as the fingers' normal forces, the
 object's centre of mass and largest edge strain), the hand's gripper controllers (each finger
 command a goal of its ``f<k>_controller``, as the node sends them), the arm's joint trajectory
 controller (each arm move one goal: a quintic to the target in the move's duration, what the
 trajectory node sends for a timed one-point goal) and the pure
-:class:`~physai_ros.core.hand_pick.HandPickMachine`. Nothing runs between a command and the step
+:class:`~physai_ros.core.pick.hand_machine.HandPickMachine`. Nothing runs between a command and the
+step
 that acts on it, so a pick is deterministic for a given plan and place. For tests and sweeps;
 the judged runs are over ROS (``test/hand_bench.py``).
 """
@@ -19,11 +20,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from physai_ros.backends.mujoco_sim import MujocoSim
 from physai_ros.core.controllers.jtc import GoalEnd, GoalTolerances, TrajectoryMsg
-from physai_ros.core.hand_grasp import HandKinematics, PlannedGrasp
-from physai_ros.core.hand_pick import HandPickConfig, HandPickMachine, HandSensing
-from physai_ros.core.joint_trajectory import TrajectoryPoint
+from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
+from physai_ros.core.pick.hand_grasp import HandKinematics, PlannedGrasp
+from physai_ros.core.pick.hand_machine import HandPickConfig, HandPickMachine, HandSensing
+from physai_ros.sim.mujoco_sim import MujocoSim
 
 FINGER_CONTROLLERS = ("f1_controller", "f2_controller", "f3_controller")
 SPREAD_CONTROLLER = "spread_controller"

@@ -22,9 +22,9 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from physai_ros.core.cartesian import straight_line
-from physai_ros.core.kinematics import solve_ik
-from physai_ros.core.trajectory import TimeScaling, get_shape, joint_reference
+from physai_ros.core.motion.cartesian import straight_line
+from physai_ros.core.motion.kinematics import solve_ik
+from physai_ros.core.motion.time_scaling import TimeScaling, get_shape, joint_reference
 from physai_ros.errors import ModelError
 
 DT = 0.002  # [s] controller and physics period

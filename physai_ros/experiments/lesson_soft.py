@@ -25,19 +25,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from physai_ros.core.force_close import ForceCloseParams
-from physai_ros.core.force_plan import JawFloor, PlanSource, plan_request, planned_params
-from physai_ros.core.grasp import wilson
+from physai_ros.config import load_scene_config
 from physai_ros.core.grasp_planning.closing import NoEquilibrium
 from physai_ros.core.grasp_planning.plan import plan
 from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.core.grasp_planning.request import request_inputs
-from physai_ros.core.pick import PickConfig, force_params, load_pick_tree, pick_config
+from physai_ros.core.pick.force_close import ForceCloseParams
+from physai_ros.core.pick.force_plan import JawFloor, PlanSource, plan_request, planned_params
+from physai_ros.core.pick.grip import wilson
+from physai_ros.core.pick.machine import PickConfig, force_params, load_pick_tree, pick_config
 from physai_ros.errors import InvalidInput
-from physai_ros.experiments.lesson16 import cube_positions
-from physai_ros.experiments.lesson16_report import markdown
+from physai_ros.experiments.lesson16.report import markdown
+from physai_ros.experiments.lesson16.sweep import cube_positions
 from physai_ros.experiments.soft_pick import Material, SoftPickResult, run_soft_pick, soft_sim
-from physai_ros.models import load_scene_config
 
 # Stiffness [Pa]: a soft sponge-like foam, the judged cube (a soft silicone), a firm gel;
 # below 2·10⁴ the 30 g cube sags under its own weight (1.8 % edge strain at rest, 6 % at 100 g),

@@ -12,7 +12,7 @@ measurements (and a cube pose when a camera or motion capture publishes one), an
 witness. Re-placing the cube between trials is the operator's job.
 
 ``--emulated`` runs every trial itself: the bus emulator in place of the serial port and the
-real-arm graph exactly as the launch file starts it (``physai_ros.graph.pick_graph``); the
+real-arm graph exactly as the launch file starts it (``physai_ros.launching.graph.pick_graph``); the
 emulator's true cube pose is recorded beside the pick's verdict as an independent witness,
 and the table says how often the two agree.
 
@@ -29,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from physai_ros.core.grasp import wilson
+from physai_ros.core.pick.grip import wilson
 
 TOPICS = (
     "/joint_states",
@@ -86,7 +86,7 @@ class TrialClient:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
 
-        from physai_ros.recording import BagRecorder
+        from physai_ros.recording.bags import BagRecorder
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -139,8 +139,8 @@ def run_trial(cube: tuple[float, float], bag: Path, emulated: bool, timeout: flo
     procs = []
     try:
         if emulated:
-            from physai_ros.bringup import start_emulated
-            from physai_ros.graph import emulator_spec, pick_graph
+            from physai_ros.launching.bringup import start_emulated
+            from physai_ros.launching.graph import emulator_spec, pick_graph
 
             logs = bag.with_name(bag.name + "_logs")  # the nodes' logs beside the bag
             logs.mkdir(parents=True, exist_ok=True)
@@ -155,7 +155,7 @@ def run_trial(cube: tuple[float, float], bag: Path, emulated: bool, timeout: flo
         truth = client.witness
     finally:
         if procs:
-            from physai_ros.bringup import stop
+            from physai_ros.launching.bringup import stop
 
             stop(procs)
         counts = client.close()

@@ -1,11 +1,11 @@
 """One scripted pick of a soft object, lockstep with MuJoCo: the runner of ``physai lesson soft``.
 
 The same pieces as over ROS, reused rather than copied: the sim bridge's scene and measures
-(:class:`~physai_ros.backends.mujoco_sim.MujocoSim` with a ``flexcomp`` soft object: its jaw
+(:class:`~physai_ros.sim.mujoco_sim.MujocoSim` with a ``flexcomp`` soft object: its jaw
 wrenches, whose magnitudes the pick node reads as the jaw forces, its centre of mass and largest
 edge strain), its jaw servo (``MujocoSim.drive_jaw``: a command's effort becomes the jaw
 actuator's force range, 0 = the cap, through the same min-jerk ramp) and the pure
-:class:`~physai_ros.core.pick.PickMachine` in either close mode. Here nothing runs between a
+:class:`~physai_ros.core.pick.machine.PickMachine` in either close mode. Here nothing runs between a
 command and the step that acts on it (every jaw command counts as acknowledged), so a pick is
 deterministic for a given model.
 
@@ -25,10 +25,10 @@ from typing import NamedTuple
 import mujoco
 import numpy as np
 
-from physai_ros.backends.mujoco_sim import MujocoSim
-from physai_ros.core.grasp import pick_outcome
-from physai_ros.core.pick import PickConfig, PickMachine, PickSensing, arm_ik
-from physai_ros.models.scene import scene_soft_object
+from physai_ros.core.pick.grip import pick_outcome
+from physai_ros.core.pick.machine import PickConfig, PickMachine, PickSensing, arm_ik
+from physai_ros.sim.mujoco_sim import MujocoSim
+from physai_ros.sim.scene import scene_soft_object
 
 PARK = (0.10, -0.15)  # [m] the scene's rigid cube, base frame: clear of the soft object's square
 _DIVERGED = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQVEL)

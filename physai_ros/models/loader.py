@@ -24,7 +24,8 @@ ROBOTS: dict[str, str] = {
 }
 """Supported robots -> folder name of the same robot in a MuJoCo Menagerie checkout.
 ``panda_barrett`` is the Panda with the embedded Barrett-like hand on its flange instead of the
-Franka Hand (``physai_ros.models.barrett``); its arm is the Panda's (from Menagerie's folder with
+Franka Hand (``physai_ros.models.barrett_hand``); its arm is the Panda's (from Menagerie's folder
+with
 ``model_path``)."""
 
 COMPOSED: dict[str, str] = {"panda_barrett": "panda"}
@@ -121,9 +122,9 @@ def load_robot_spec(robot: str, model_path: str | Path | None = None) -> mujoco.
             or compile, or it lacks a body/joint/site/camera/actuator/keyframe the package uses.
     """
     if robot in COMPOSED:  # checks its own names
-        from physai_ros.models.barrett import load_panda_barrett_spec
+        from physai_ros.models.barrett_hand import on_panda
 
-        return load_panda_barrett_spec(model_path)
+        return on_panda(load_robot_spec(COMPOSED[robot], model_path))
     path = robot_model_file(robot, model_path)
     try:
         spec = mujoco.MjSpec.from_file(str(path))

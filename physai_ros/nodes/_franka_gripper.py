@@ -28,8 +28,8 @@ from std_srvs.srv import Trigger
 
 from physai_ros.core.controllers.gac import GripperActionController, GripperEnd
 from physai_ros.core.controllers.jtc import Rejected
-from physai_ros.core.franka_hand import CommandFailed, FrankaHand, HandGoal
 from physai_ros.nodes._controllers import ControllerServers, finish_goal
+from physai_ros.robots.franka.hand import CommandFailed, FrankaHand, HandGoal
 
 ACTIONS = {  # action: (name under the namespace, franka_gripper's name for the task)
     Homing: ("homing", "Homing"),
@@ -248,8 +248,8 @@ def serve_simulated_hand(
 ) -> FrankaGripperServers:
     """franka_gripper on a ``MujocoSim`` Panda: the hand's data from config/sim_robots.yaml,
     its width from the model's finger range, its force from the finger actuator."""
-    from physai_ros.backends.mujoco_sim import load_sim_config
-    from physai_ros.core.franka_hand import HandSpec
+    from physai_ros.config import load_sim_config
+    from physai_ros.robots.franka.hand import HandSpec
 
     cfg = load_sim_config()["robots"][sim.robot]["franka_hand"]
     spec = HandSpec.from_config(cfg, max_width=2.0 * sim.gripper_range[1])

@@ -16,8 +16,7 @@ from geometry_msgs.msg import Point
 from rclpy.serialization import serialize_message
 from visualization_msgs.msg import Marker, MarkerArray
 
-from physai_ros.backends.mujoco_sim import ContactPoint
-from physai_ros.core.contact import friction_cone_mesh
+from physai_ros.core.pick.contact import ContactPoint, friction_cone_mesh
 from physai_ros.errors import PhysaiError
 
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from rclpy.node import Node
 
-from physai_ros.models import load_scene_config, scene_soft_object
-from physai_ros.models.soft import SoftObject
-from physai_ros.nodes._common import declare_table, node_defaults
+from physai_ros.config import load_scene_config
+from physai_ros.nodes.common import declare_table, node_defaults
+from physai_ros.sim.scene import scene_soft_object
+from physai_ros.sim.soft import SoftObject
 
-SOFT_PARAMETERS = {  # soft_<field>: (description with units, range, read_only); models/soft.py
+SOFT_PARAMETERS = {  # soft_<field>: (description with units, range, read_only); sim/soft.py
     "young": ("soft object Young's modulus [Pa]", (1.0, 1.0e9), True),
     "poisson": ("soft object Poisson ratio [-], below 0.5", (0.0, 0.4999), True),
     "damping": ("soft object elasticity damping [s] (stiffness-proportional)", (0.0, 1.0), True),

@@ -3,7 +3,8 @@ Panda -- plan, pre-grasp through the trajectory node, close to the contacts, for
 
 It asks the ``grasp_planner`` node's ``plan_grasp`` service for a grasp of the soft object
 (config/hand_pick.yaml ``object``: what the graph also gives the sim bridge), once, before
-anything moves, and runs the pure :class:`~physai_ros.core.hand_pick.HandPickMachine`: the arm's
+anything moves, and runs the pure :class:`~physai_ros.core.pick.hand_machine.HandPickMachine`: the
+arm's
 approach, reach and lift as ``FollowJointTrajectory`` goals to the trajectory node (one timed
 point each; it checks them against the Panda's limits and samples them for the arm controller),
 the spread and each finger as ``GripperCommand`` goals to their controllers
@@ -35,19 +36,20 @@ from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
-from physai_ros.core.hand_grasp import INNER_JOINTS, HandKinematics, planned_grasp
-from physai_ros.core.hand_pick import (
+from physai_ros.core.pick.hand_grasp import INNER_JOINTS, HandKinematics, planned_grasp
+from physai_ros.core.pick.hand_machine import (
     HandPickConfig,
     HandPickMachine,
     HandSensing,
     hand_verdict,
     plan_request,
 )
-from physai_ros.core.silence import SilenceWatch
+from physai_ros.core.pick.silence import SilenceWatch
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
-from physai_ros.models.barrett import PANDA_ARM
-from physai_ros.nodes._common import (
+from physai_ros.models.barrett_hand import PANDA_ARM
+from physai_ros.nodes._messages import duration_msg, measured_at
+from physai_ros.nodes.common import (
     LATCHED,
     declare_robot_params,
     declare_table,
@@ -56,7 +58,6 @@ from physai_ros.nodes._common import (
     stream_qos,
     unflatten,
 )
-from physai_ros.nodes._messages import duration_msg, measured_at
 
 S, M, N = "[s]", "[m]", "[N]"
 PARAMETERS = {  # config/hand_pick.yaml, every entry: (description with unit, range, read-only)

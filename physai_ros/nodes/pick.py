@@ -10,19 +10,19 @@ capture). Outputs: each arm phase as a ``FollowJointTrajectory`` goal, the jaw t
 outcome on ``pick/outcome`` (latched JSON).
 
 ``close_mode: force`` (docs/force_close.md): on the SO-101 (``force_close: servo``) the close is
-the force close of ``physai_ros.core.force_close``, reading the jaw wrenches' magnitudes as the
+the force close of ``physai_ros.core.pick.force_close``, reading the jaw wrenches' magnitudes as the
 normal forces; each change of its jaw command (at most every ``force.update_period``) is a new
 ``GripperCommand`` goal. On the Panda (``force_close: grasp``) it is one franka_gripper ``Grasp``
 goal with the target as its force, the close ending on its result. The outcome gains a ``force``
 section (target, final squeeze per jaw, within tolerance, the peak seen while closing). With
 ``plan.source: planner`` the target is the largest of the ``plan_grasp`` service's force
-targets for the object (``physai_ros.core.force_plan``), asked once before the pick moves (an
+targets for the object (``physai_ros.core.pick.force_plan``), asked once before the pick moves (an
 asynchronous call: the executor never blocks); no plan, or no answer within
 ``plan.timeout``, ends the pick aborted before it moves.
 
 Where the cube is: a fresh pose from TF when one is published, else ``cube_position`` (the
 position the user placed it at, a target, not a measurement). Whether it was held is judged by
-``physai_ros.core.pick_judge`` from measurements only -- the robot's own (gripper stalled on
+``physai_ros.core.pick.judge`` from measurements only -- the robot's own (gripper stalled on
 the object, lift by forward kinematics) and the cube pose when fresh -- and the outcome names
 the witness. A controller that rejects or aborts a goal ends the pick with its reason.
 
@@ -58,17 +58,17 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
-from physai_ros.core.force_close import capacity_fault
-from physai_ros.core.force_plan import (
+from physai_ros.core.pick.force_close import capacity_fault
+from physai_ros.core.pick.force_plan import (
     NO_SERVICE,
     JawFloor,
     plan_request,
     plan_source,
     planned_params,
 )
-from physai_ros.core.franka_hand import HandFloor
-from physai_ros.core.goal_chain import GoalChain
-from physai_ros.core.pick import (
+from physai_ros.core.pick.goal_chain import GoalChain
+from physai_ros.core.pick.judge import RobotReading, final_verdict, pose_verdict, robot_verdict
+from physai_ros.core.pick.machine import (
     PickMachine,
     PickSensing,
     arm_ik,
@@ -76,12 +76,11 @@ from physai_ros.core.pick import (
     phase_trajectory,
     pick_config,
 )
-from physai_ros.core.pick_judge import RobotReading, final_verdict, pose_verdict, robot_verdict
-from physai_ros.core.silence import SilenceWatch
+from physai_ros.core.pick.silence import SilenceWatch
 from physai_ros.errors import InvalidInput, PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
-from physai_ros.models.scene import load_scene_config
-from physai_ros.nodes._common import (
+from physai_ros.nodes._messages import duration_msg, measured_at
+from physai_ros.nodes.common import (
     LATCHED,
     declare_robot_params,
     declare_table,
@@ -90,7 +89,8 @@ from physai_ros.nodes._common import (
     stream_qos,
     unflatten,
 )
-from physai_ros.nodes._messages import duration_msg, measured_at
+from physai_ros.robots.franka.hand import HandFloor
+from physai_ros.sim.scene import load_scene_config
 
 FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
@@ -365,7 +365,7 @@ class PickNode(Node):
     def floor(self) -> JawFloor | HandFloor:
         """The least squeeze the gripper sets (see ``__init__``)."""
         if self.cfg.grasping:  # the hand's data, one place (config/sim_robots.yaml)
-            from physai_ros.backends.mujoco_sim import load_sim_config
+            from physai_ros.config import load_sim_config
 
             hand = load_sim_config()["robots"][self.robot]["franka_hand"]
             return HandFloor(float(hand["min_force"]))

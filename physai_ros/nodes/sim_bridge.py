@@ -8,7 +8,7 @@ soft_object_strain; the shared controllers
 (``physai_ros.nodes._controllers``: arm_controller/follow_joint_trajectory, its topic and
 controller_state, gripper_controller/gripper_cmd) run inside the physics steps; sim/reset
 puts robot, cube and soft object back. Physics runs in its own thread paced by
-``real_time_factor``; the maths lives in physai_ros.backends.mujoco_sim and physai_ros.core.
+``real_time_factor``; the maths lives in physai_ros.sim.mujoco_sim and physai_ros.core.
 
 Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_controller_name``,
 ``franka_gripper`` one by one): joint and controller names as franka_ros2's, the FR3's limits,
@@ -37,14 +37,11 @@ from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
 from physai_ros import interfaces as names
-from physai_ros.backends.mujoco_sim import MujocoSim, load_sim_config
+from physai_ros.config import load_scene_config, load_sim_config
 from physai_ros.core.controllers.jtc import Rejected
-from physai_ros.core.joint_names import JointPrefix
-from physai_ros.core.limits import load_limits
+from physai_ros.core.frames.joint_names import JointPrefix
+from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import PhysaiError
-from physai_ros.franka import FRANKA_PARAMETERS, PROFILE_PARAMETERS, franka_profile
-from physai_ros.models import load_scene_config
-from physai_ros.nodes._common import declare_param, declare_table, node_defaults, run_node
 from physai_ros.nodes._controllers import (
     CONTROLLER_NAME,
     ControllerServers,
@@ -54,6 +51,9 @@ from physai_ros.nodes._controllers import (
 )
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
 from physai_ros.nodes._soft import declare_soft_object
+from physai_ros.nodes.common import declare_param, declare_table, node_defaults, run_node
+from physai_ros.robots.franka.names import FRANKA_PARAMETERS, PROFILE_PARAMETERS, franka_profile
+from physai_ros.sim.mujoco_sim import MujocoSim
 
 MAX_STAMP_AHEAD = 10.0  # [s] a goal stamped further ahead of sim time has a clock mismatch
 STREAMS = (

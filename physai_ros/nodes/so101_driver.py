@@ -14,7 +14,7 @@ Interfaces: ``joint_states`` (effort = servo load [N·m]), the shared controller
 (``arm_controller/follow_joint_trajectory`` + topic + ``controller_state``,
 ``gripper_controller/gripper_cmd``), the jaw contact estimate on ``jaw_contact/<jaw>``,
 ``/diagnostics``, and the services ``~/stop`` (hold, refuse goals), ``~/resume`` and
-``~/release`` (torque off: the arm goes limp). A fault (see ``physai_ros.backends.so101_loop``)
+``~/release`` (torque off: the arm goes limp). A fault (see ``physai_ros.robots.so101.loop``)
 aborts goals with the reason, is reported as ERROR on /diagnostics and deactivates the node:
 a person re-arms it (``ros2 lifecycle set /so101_driver activate``).
 """
@@ -36,26 +36,26 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from physai_ros import interfaces
-from physai_ros.backends.so101_config import (
-    CONTROLLERS,
-    PARAMETERS,
-    arm_limits,
-    bus_settings,
-    loop_settings,
-)
-from physai_ros.backends.so101_lerobot import ARM, JOINTS, STALL_TORQUE, BusError, So101Bus
-from physai_ros.backends.so101_loop import GRIPPER_SLACK, Refused, ServoLoop, Snapshot, reports
 from physai_ros.core.controllers.gac import GripperActionController, gac_params
 from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
-from physai_ros.core.limits import load_limits
+from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_table, node_defaults, node_tree, run_node
 from physai_ros.nodes._controllers import (
     ControllerServers,
     GripperSlot,
     declare_gac,
     declare_jtc,
 )
+from physai_ros.nodes.common import declare_table, node_defaults, node_tree, run_node
+from physai_ros.robots.so101.bus import ARM, JOINTS, STALL_TORQUE, BusError, So101Bus
+from physai_ros.robots.so101.config import (
+    CONTROLLERS,
+    PARAMETERS,
+    arm_limits,
+    bus_settings,
+    loop_settings,
+)
+from physai_ros.robots.so101.loop import GRIPPER_SLACK, Refused, ServoLoop, Snapshot, reports
 
 OK, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
 LEVELS = {

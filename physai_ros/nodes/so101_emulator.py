@@ -1,6 +1,6 @@
 """SO-101 bus emulator node: six emulated STS3215 servos on a pty, in place of a real arm.
 
-Runs ``physai_ros.backends.feetech_emulator`` (MuJoCo physics in real time behind the servos'
+Runs ``physai_ros.robots.so101.emulator.bus`` (MuJoCo physics in real time behind the servos'
 serial protocol): the real-arm graph (``pick.launch.py sim:=false port:=<link>``) then runs
 unchanged against it; only the serial port is emulated.
 
@@ -39,12 +39,12 @@ from rclpy.node import Node
 from std_msgs.msg import String
 
 from physai_ros import interfaces
-from physai_ros.backends.feetech_emulator import FeetechBusEmulator, write_calibration
-from physai_ros.backends.so101_physics import JOINTS
-from physai_ros.core import feetech_protocol as fp
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes._common import declare_table, node_defaults, run_node
 from physai_ros.nodes._soft import declare_soft_object
+from physai_ros.nodes.common import declare_table, node_defaults, run_node
+from physai_ros.robots.so101 import protocol as fp
+from physai_ros.robots.so101.emulator.bus import FeetechBusEmulator, write_calibration
+from physai_ros.robots.so101.emulator.physics import JOINTS
 
 
 def parse_homing_error(items: list[str]) -> dict[str, int]:

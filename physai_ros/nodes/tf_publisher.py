@@ -1,7 +1,7 @@
 """TF publisher: ``/joint_states`` in, the robot's frame tree out on ``/tf`` and ``/tf_static``.
 
 A robot_state_publisher for the package's own models, computed from the same MJCF the
-simulation steps (``physai_ros.core.robot_tf``), so RViz shows exactly what MuJoCo simulates.
+simulation steps (``physai_ros.core.frames.robot_tf``), so RViz shows exactly what MuJoCo simulates.
 Moving links go on ``/tf`` stamped with the joint state's header stamp (sim time under
 ``use_sim_time``); the world→base placement, fixed mounts, sites, cameras and optical frames go
 once on ``/tf_static`` (transient local). Objects (the cube) become frames when their pose is
@@ -21,11 +21,11 @@ from std_msgs.msg import String
 from tf2_msgs.msg import TFMessage
 
 from physai_ros import interfaces
-from physai_ros.core.joint_names import JointPrefix
-from physai_ros.core.robot_tf import Edge, load_robot_tf
-from physai_ros.core.spatial import mats_to_quats
+from physai_ros.core.frames.joint_names import JointPrefix
+from physai_ros.core.frames.robot_tf import Edge, load_robot_tf
+from physai_ros.core.frames.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import (
+from physai_ros.nodes.common import (
     LATCHED,
     declare_robot_params,
     declare_table,
@@ -106,7 +106,7 @@ class TfPublisher(Node):
         )
 
     def _publish_description(self, robot: str, model_path: str | None) -> None:
-        from physai_ros.models.urdf import generate_urdf
+        from physai_ros.export.urdf import generate_urdf
 
         self.pub_description.publish(String(data=generate_urdf(robot, model_path)))
 

@@ -3,7 +3,7 @@
 Takes ``JointTrajectory`` on ``~/goal`` and ``FollowJointTrajectory`` on
 ``~/follow_joint_trajectory`` (untimed waypoints: the planner picks the time; timed: the times
 are checked), times them from the current ``/joint_states`` with the configured shape inside the
-robot's limits (lesson 13, ``physai_ros.core.trajectory_goal``), and forwards the sampled
+robot's limits (lesson 13, ``physai_ros.core.motion.goal_timing``), and forwards the sampled
 trajectory to the controller (the sim bridge, or franka_ros2's joint_trajectory_controller).
 Feedback and results are relayed, cancels forwarded; a bad goal is rejected with the joint and
 the limit named and nothing reaches the controller. The tracking error (reference vs
@@ -33,9 +33,7 @@ from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from physai_ros import interfaces
-from physai_ros.core.limits import load_limits
-from physai_ros.core.planned_trajectory import PlannedTrajectory
-from physai_ros.core.trajectory_goal import (
+from physai_ros.core.motion.goal_timing import (
     SHAPE_NAMES,
     GoalPoint,
     GoalPolicy,
@@ -43,9 +41,11 @@ from physai_ros.core.trajectory_goal import (
     limits_path,
     load_trajectory_config,
 )
-from physai_ros.core.trajectory_tracking import TrackingMonitor, outcome_report
+from physai_ros.core.motion.limits import load_limits
+from physai_ros.core.motion.planned import PlannedTrajectory
+from physai_ros.core.motion.tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import LATCHED, declare_param, run_node, stream_qos
+from physai_ros.nodes.common import LATCHED, declare_param, run_node, stream_qos
 
 FJT = FollowJointTrajectory
 POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")

@@ -12,7 +12,7 @@ Deliberate differences, each for safety or because the upstream behaviour is a d
 each documented in docs/controllers.md:
 
 * goals are checked against the joint position ranges and, when ``limits`` is given, against
-  velocity and acceleration limits at the control period (``physai_ros.core.limits``);
+  velocity and acceleration limits at the control period (``physai_ros.core.motion.limits``);
 * a first point at t = 0 farther than ``start_tolerance`` from the current position, duplicate
   joint names, and accelerations without velocities are rejected (upstream jumps, accepts, and
   commands zeros, respectively);
@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from physai_ros.core.joint_trajectory import (
+from physai_ros.core.motion.joint_trajectory import (
     FLT_EPSILON,
     GoalState,
     JointRanges,
@@ -49,7 +49,7 @@ from physai_ros.core.joint_trajectory import (
     merge_tolerances,
     plan_trajectory,
 )
-from physai_ros.core.limits import JointLimits, check_trajectory, check_waypoints
+from physai_ros.core.motion.limits import JointLimits, check_trajectory, check_waypoints
 from physai_ros.errors import InvalidInput
 
 # control_msgs/action/FollowJointTrajectory result codes

@@ -30,7 +30,6 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import OptimizeResult, minimize
 
-from physai_ros.core.grasp import G
 from physai_ros.core.grasp_planning.contact_law import (
     ContactLaw,
     Sticking,
@@ -40,6 +39,7 @@ from physai_ros.core.grasp_planning.contact_law import (
     touch,
 )
 from physai_ros.core.grasp_planning.lattice import Network, elastic_energy, internal_forces
+from physai_ros.core.pick.grip import G
 from physai_ros.errors import PhysaiError
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial import cKDTree
 
-from physai_ros.core.grasp import _positive  # one positive-number check for the package
+from physai_ros.core.pick.grip import _positive  # one positive-number check for the package
 from physai_ros.errors import InvalidInput
 
 SHAPES = ("box", "sphere", "cylinder", "ellipsoid")

@@ -17,14 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from physai_ros.core.grasp import cone_ratio
-from physai_ros.core.grasp_planning.barrett import (
-    COUPLING,
-    OBJECT_POS,
-    TIP_R,
-    BarrettPreGrasp,
-    solve_barrett_pregrasp,
-)
 from physai_ros.core.grasp_planning.closing import (
     ClosingConfig,
     ClosingResult,
@@ -44,6 +36,14 @@ from physai_ros.core.grasp_planning.lattice import build_network, material
 from physai_ros.core.grasp_planning.objects import SurfaceObject
 from physai_ros.core.grasp_planning.pregrasp import PreGrasp, Unreachable, arm_spec, solve_pregrasp
 from physai_ros.core.grasp_planning.quality import grasp_quality
+from physai_ros.core.grasp_planning.three_finger import (
+    COUPLING,
+    OBJECT_POS,
+    TIP_R,
+    BarrettPreGrasp,
+    solve_barrett_pregrasp,
+)
+from physai_ros.core.pick.grip import cone_ratio
 from physai_ros.errors import InvalidInput
 
 HANDS = ("barrett", "panda", "so101")

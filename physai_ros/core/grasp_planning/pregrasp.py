@@ -3,7 +3,7 @@
 Why like this: the tool-centre line (the approach axis) must pass through the grasp centre
 and the jaws must close along the contact axis; that fixes the tool's orientation up to a turn
 about the contact axis. Approach directions around that axis are tried from above first; for
-each, damped-least-squares IK (``physai_ros.core.kinematics.solve_ik``) is asked for the full
+each, damped-least-squares IK (``physai_ros.core.motion.kinematics.solve_ik``) is asked for the full
 pose. The Panda (7 joints) reaches nearly every such pose; the SO-101 (5 joints) reaches only
 the orientations whose approach lies in the vertical plane through its base axis, so most
 directions fail and one that it can reach is found. A grasp no direction reaches is
@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 
 from physai_ros.core.grasp_planning.contacts import Jaw
-from physai_ros.core.kinematics import solve_ik
+from physai_ros.core.motion.kinematics import solve_ik
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_robot_spec
 

@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 
-from physai_ros.core.grasp_planning.barrett import BarrettPreGrasp
 from physai_ros.core.grasp_planning.objects import (
     SHAPES,
     SurfaceObject,
@@ -20,8 +19,9 @@ from physai_ros.core.grasp_planning.objects import (
 )
 from physai_ros.core.grasp_planning.plan import Plan, PlanRequest
 from physai_ros.core.grasp_planning.pregrasp import arm_spec
+from physai_ros.core.grasp_planning.three_finger import BarrettPreGrasp
 from physai_ros.errors import InvalidInput
-from physai_ros.models.barrett import PANDA_ARM, PANDA_PREFIX
+from physai_ros.models.barrett_hand import PANDA_ARM, PANDA_PREFIX
 
 DEFAULTS = PlanRequest("panda", 1.0, 0.0, 1.0, 1.0)  # only its optional fields are used
 # the hand's driven joints as named on the Panda (F2's spread mirrors F1's; outer = coupled)

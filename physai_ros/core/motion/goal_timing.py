@@ -1,0 +1,294 @@
+"""From a trajectory goal to a timed, sampled, limit-checked trajectory for a controller.
+
+A user's goal (``JointTrajectory`` topic or ``FollowJointTrajectory`` action) names joints and
+gives waypoints. This module decides *when* the arm passes each waypoint (lesson 13): every
+segment — current state → waypoint 1 → … → last waypoint — is a rest-to-rest move timed by one
+shape (``step`` … ``septic`` from :mod:`physai_ros.core.motion.time_scaling`, or ``ruckig``
+time-optimal).
+
+* Untimed goal (every ``time_from_start`` zero): each segment gets the shortest duration its
+  joints' velocity/acceleration/jerk limits allow; a requested total ``duration`` stretches all
+  segments by the same factor (never shrinks them: a too-short duration is rejected).
+* Timed goal: the times are checked (finite, strictly increasing) and each segment must be
+  feasible in its given time, else the message names the joint and the binding limit.
+
+The reference is then checked as the robot receives it (:func:`check_trajectory` at the limits'
+control period) and sampled every ``sample_period`` into positions, velocities and
+accelerations; the samples are checked again (:func:`check_samples`) — nothing outside the limits
+leaves this module. What a plan is (reference, samples, the last gate) lives in
+:mod:`physai_ros.core.motion.planned`; measuring ``q_reference − q_measured`` afterwards in
+:mod:`physai_ros.core.motion.tracking`.
+
+Pure numpy/scipy: no rclpy. Joint names are the ones in the messages (``prefix`` + the limits
+file's names, e.g. ``panda_joint1`` for franka_ros2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from physai_ros.config import node_tree
+from physai_ros.core.frames.joint_names import check_joint_names, joint_indices
+from physai_ros.core.motion.joint_trajectory import point_array
+from physai_ros.core.motion.limits import (
+    RTOL,
+    JointLimits,
+    Peaks,
+    Reference,
+    check_trajectory,
+    plan_move,
+    shortest_duration,
+)
+from physai_ros.core.motion.planned import (
+    PiecewiseReference,
+    PlannedTrajectory,
+    Stretched,
+    check_samples,
+)
+from physai_ros.core.motion.time_scaling import SHAPES, JointMove
+from physai_ros.errors import InvalidInput, LimitViolation
+from physai_ros.paths import config_path
+
+SHAPE_NAMES = (*SHAPES, "ruckig")
+"""Every shape a goal can be timed by (``ruckig`` = time-optimal, jerk-limited)."""
+
+
+@cache
+def load_trajectory_config() -> dict[str, Any]:
+    """The trajectory node's defaults: the ``/**: ros__parameters`` tree of
+    ``config/trajectory.yaml`` (a ROS parameters file)."""
+    return node_tree("trajectory.yaml")
+
+
+def limits_path(robot: str, limits_file: str = "") -> Path:
+    """``limits_file`` if given, else the package's ``config/limits_<robot>.yaml``."""
+    return Path(limits_file) if limits_file else config_path(f"limits_{robot}.yaml")
+
+
+class GoalPoint(NamedTuple):
+    """One waypoint as a message carries it: ``time_from_start`` [s] and per-joint values in the
+    goal's joint order. Velocities/accelerations are optional and only validated: the timing is
+    this module's job, so they are recomputed."""
+
+    time_from_start: float
+    positions: Sequence[float]
+    velocities: Sequence[float] = ()
+    accelerations: Sequence[float] = ()
+
+
+@dataclass(frozen=True)
+class GoalPolicy:
+    """How goals are timed and sampled.
+
+    shape: one of :data:`SHAPE_NAMES`. duration: total time [s] of an untimed goal, 0 = the
+    fastest within the limits. sample_period: spacing [s] of the points sent to the controller.
+    start_tolerance: [rad] how far a first waypoint at t = 0 may be from the current state (it
+    is then taken as the start; farther would be a jump).
+    """
+
+    shape: str = "quintic"
+    duration: float = 0.0
+    sample_period: float = 0.01
+    start_tolerance: float = 0.01
+
+    def __post_init__(self) -> None:
+        if self.shape not in SHAPE_NAMES:
+            raise InvalidInput(f"unknown shape {self.shape!r}; valid: {list(SHAPE_NAMES)}")
+        if not (math.isfinite(self.duration) and self.duration >= 0.0):
+            raise InvalidInput(f"duration must be finite and >= 0 [s], got {self.duration!r}")
+        if not (math.isfinite(self.sample_period) and self.sample_period > 0.0):
+            raise InvalidInput(f"sample_period must be > 0 [s], got {self.sample_period!r}")
+        if not (math.isfinite(self.start_tolerance) and self.start_tolerance >= 0.0):
+            raise InvalidInput(f"start_tolerance must be >= 0 [rad], got {self.start_tolerance!r}")
+
+
+class TrajectoryPlanner:
+    """Turns goals into :class:`PlannedTrajectory` for one controller's joints.
+
+    limits: the robot's limits (names as in its limits file). joints: the controller's joints
+    (limits-file names, its order). prefix: put before each name in messages (franka_ros2:
+    ``panda_`` or ``fr3_``).
+    """
+
+    def __init__(
+        self, limits: JointLimits, joints: Sequence[str], policy: GoalPolicy, prefix: str = ""
+    ) -> None:
+        names = check_joint_names(joints)
+        sub = limits.select(names)
+        self.joint_names = tuple(prefix + n for n in names)
+        self.limits = dataclasses.replace(sub, joint_names=self.joint_names)
+        self.policy = policy
+
+    # ------------------------------------------------------------------ validation
+    def _order(self, joint_names: Sequence[str]) -> np.ndarray:
+        """Index of each goal joint in the controller; unknown and duplicated names rejected."""
+        return joint_indices(joint_names, self.joint_names)
+
+    def current_positions(self, state: Mapping[str, float]) -> np.ndarray:
+        """The controller's joints from a name → position [rad] map (a ``/joint_states``)."""
+        missing = [n for n in self.joint_names if n not in state]
+        if missing:
+            raise InvalidInput(f"no current position for joint(s) {missing} in /joint_states")
+        q = np.array([float(state[n]) for n in self.joint_names])
+        bad = np.flatnonzero(~np.isfinite(q))
+        if bad.size:
+            raise InvalidInput(f"current position of {self.joint_names[bad[0]]!r} is not finite")
+        return q
+
+    def _waypoints(
+        self, joint_names: Sequence[str], points: Sequence[GoalPoint], start: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Waypoints in controller order (joints the goal omits hold their current position),
+        and their times [s] or ``None`` when the goal leaves the timing to us."""
+        idx = self._order(joint_names)
+        if not points:
+            raise InvalidInput("empty goal: the trajectory has no points")
+        names = list(joint_names)
+        q = np.tile(start, (len(points), 1))
+        times = np.empty(len(points))
+        for i, point in enumerate(points):
+            t = float(point.time_from_start)
+            if not math.isfinite(t) or t < 0.0:
+                raise InvalidInput(f"point {i}: time_from_start {t!r} s must be finite and >= 0")
+            times[i] = t
+            for field in ("positions", "velocities", "accelerations"):
+                point_array(getattr(point, field), field, i, names, optional=field != "positions")
+            q[i, idx] = np.asarray(point.positions, dtype=float)
+        lim = self.limits
+        for i, row in enumerate(q):
+            out = np.flatnonzero((row < lim.position_min) | (row > lim.position_max))
+            if out.size:
+                j = out[0]
+                raise LimitViolation(
+                    f"point {i}: joint {self.joint_names[j]!r} = {row[j]:.4f} rad is outside its "
+                    f"position limits [{lim.position_min[j]:.4f}, {lim.position_max[j]:.4f}] rad"
+                )
+        if not np.any(times):
+            return q, None
+        if times[0] == 0.0:  # a first point at t = 0 must be where the arm is: it is the start
+            jump = np.abs(q[0] - start)
+            if np.any(jump > self.policy.start_tolerance):
+                j = int(np.argmax(jump))
+                raise InvalidInput(
+                    f"point 0 at t = 0 puts {self.joint_names[j]!r} {jump[j]:.4f} rad from its "
+                    f"current position (start tolerance {self.policy.start_tolerance:g} rad): "
+                    "give it a time > 0 or leave every time at 0"
+                )
+            q, times = q[1:], times[1:]
+        steps = np.diff(np.concatenate([[0.0], times]))
+        if times.size == 0 or np.any(steps <= 0.0):
+            bad = int(np.argmax(steps <= 0.0)) if times.size else 0
+            raise InvalidInput(
+                f"time_from_start must strictly increase: {times.tolist()} s (problem at "
+                f"waypoint {bad}); or give every point 0 to let the planner choose"
+            )
+        return q, times
+
+    # ------------------------------------------------------------------ timing
+    def _segment(self, move: JointMove, duration: float | None) -> Reference:
+        """One rest-to-rest segment: fastest (``duration`` None) or exactly ``duration`` [s]."""
+        shape = self.policy.shape
+        if shape != "ruckig":
+            return plan_move(move, shape, self.limits, duration)
+        from physai_ros.core.motion.ruckig_shape import ruckig_move
+
+        fastest = ruckig_move(move, self.limits)
+        if duration is None or duration == fastest.duration:
+            return fastest
+        if duration < fastest.duration * (1 - RTOL):
+            alone = [
+                ruckig_move(JointMove((n,), [a], [b]), self.limits).duration
+                for n, a, b in zip(move.joint_names, move.start, move.goal, strict=True)
+            ]
+            j = int(np.argmax(alone))
+            lim = self.limits.select([move.joint_names[j]])
+            raise LimitViolation(
+                f"duration {duration:.4f} s is too short: joint {move.joint_names[j]!r} needs "
+                f"≥ {alone[j]:.4f} s time-optimally under its velocity {lim.velocity[0]:.4g} "
+                f"rad/s, acceleration {lim.acceleration[0]:.4g} rad/s² and jerk "
+                f"{lim.jerk[0]:.4g} rad/s³ limits (set {self.limits.set_name!r})"
+            )
+        return Stretched(fastest, duration / fastest.duration)
+
+    def _fastest(self, move: JointMove) -> float:
+        if self.policy.shape == "ruckig":
+            return self._segment(move, None).duration
+        return shortest_duration(move, self.policy.shape, self.limits)
+
+    def plan(
+        self,
+        joint_names: Sequence[str],
+        points: Sequence[GoalPoint],
+        current: Mapping[str, float],
+    ) -> PlannedTrajectory:
+        """Validate ``points`` (goal order ``joint_names``), time them from the ``current``
+        state (name → position [rad]) and sample them. Raises ``InvalidInput`` /
+        ``LimitViolation`` naming the joint and the limit; nothing is returned unless every
+        check passed."""
+        start = self.current_positions(current)
+        waypoints, times = self._waypoints(joint_names, points, start)
+        ends = np.vstack([start, waypoints])
+        moves = [
+            JointMove(self.joint_names, ends[k], ends[k + 1])
+            for k in range(len(waypoints))
+            if times is not None or np.any(ends[k] != ends[k + 1])
+        ]
+        if not moves:  # already there: hold the current state for one period
+            moves = [JointMove(self.joint_names, start, start)]
+        if times is not None:
+            durations = np.diff(np.concatenate([[0.0], times]))
+            timed_by = "goal times"
+        else:
+            fastest = np.array([self._fastest(m) for m in moves])
+            total = float(fastest.sum())
+            requested = self.policy.duration
+            if requested and requested < total * (1 - RTOL):
+                prefix = f"duration {requested:g} s is too short (the goal needs ≥ {total:.4f} s)"
+                for k, (move, d) in enumerate(zip(moves, fastest * requested / total, strict=True)):
+                    try:  # name the joint and limit that bind in the first infeasible segment
+                        self._segment(move, float(d))
+                    except LimitViolation as err:
+                        if len(moves) == 1:
+                            raise
+                        raise LimitViolation(f"{prefix} in segment {k}: {err}") from err
+                raise LimitViolation(prefix)
+            scale = requested / total if requested and total > 0 else 1.0
+            durations = fastest * scale
+            timed_by = "requested duration" if requested else "fastest within limits"
+        segments = []
+        for k, (move, d) in enumerate(zip(moves, durations, strict=True)):
+            try:
+                segments.append(self._segment(move, float(d)))
+            except LimitViolation as err:
+                if len(moves) == 1:
+                    raise
+                raise LimitViolation(f"segment {k} (to waypoint {k}): {err}") from err
+        starts = np.concatenate([[0.0], np.cumsum(durations)[:-1]])
+        reference = PiecewiseReference(self.joint_names, tuple(segments), starts)
+        peaks = check_trajectory(reference, self.limits)
+        return self._sample(reference, peaks, timed_by)
+
+    def _sample(
+        self, reference: PiecewiseReference, peaks: Peaks, timed_by: str
+    ) -> PlannedTrajectory:
+        period, duration = self.policy.sample_period, reference.duration
+        n = max(1, math.floor(duration / period + 1e-9))
+        times = np.arange(1, n + 1) * period
+        if duration - times[-1] > 1e-9 * max(1.0, duration):
+            times = np.append(times, duration)
+        times = times[times <= max(duration, period) + 1e-12]
+        q, qd, qdd = (reference(times, r) for r in range(3))
+        qd[-1] = qdd[-1] = 0.0  # the move ends at rest (a cubic's end acceleration jumps to 0)
+        q[-1] = reference(np.array([duration + 1.0]))[0]
+        check_samples(self.joint_names, q, qd, qdd, self.limits)
+        return PlannedTrajectory(
+            self.joint_names, reference, times, q, qd, qdd, peaks, timed_by, self.policy.shape
+        )

@@ -1,0 +1,515 @@
+"""The scripted pick as a pure state machine: time and sensed inputs in, arm/jaw targets out.
+
+[home →] settle → pre → down → close → lift → hold → done; abort → aborted on trouble.
+``home`` brings the arm from wherever it was measured to its home pose, slowly enough for the
+configured peak speed and acceleration (a real arm starts folded at rest); it is skipped when
+the arm already is home, as in the simulation and the lesson's sweeps.
+Timed states end after their duration. ``close`` ends on a *sensed* condition — both jaws touch
+and the jaw is still for ``still_time`` — because how long a jaw takes to seat depends on its
+torque cap and the object (0.9 s to 2.7 s in lesson 16); a fixed timer would either lift too
+early or waste time. A timeout lifts anyway; the physical outcome test then tells.
+That is ``close_mode: cap``, the default. With ``close_mode: force`` the close squeezes to a
+target normal force per jaw, the way the robot's gripper does it (its section's
+``force_close``): ``servo``, the SO-101, a :class:`~physai_ros.core.pick.force_close.ForceClose`
+that sets the jaw's effort until the force has settled within its tolerance; ``grasp``, the
+Panda's Franka Hand, whose own force control squeezes once told to: one franka_gripper
+``Grasp`` goal, the close ending on its result (``PickSensing.grasp``). Either ends in lift, or
+aborts the pick with the reason (a target beyond the cap aborts before anything moves).
+
+Nothing here calls MuJoCo or ROS: inverse kinematics is injected as a callable, so the same
+machine runs lockstep in-process for sweeps and behind the ROS pick node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+import mujoco
+import numpy as np
+
+from physai_ros.config import parameters_tree
+from physai_ros.core.motion.kinematics import IKResult, solve_ik
+from physai_ros.core.pick.force_close import ForceClose, ForceCloseParams, capacity_fault
+from physai_ros.core.pick.grip import minjerk
+from physai_ros.errors import InvalidInput
+
+TIMED = ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
+NEXT = {"settle": "pre", "pre": "down", "down": "close", "close": "lift", "lift": "hold"}
+NEXT.update(home="settle", hold="done", abort="aborted")
+MOVES = {"settle": ("home", "home"), "pre": ("home", "pre"), "down": ("pre", "down")}
+MOVES["home"] = ("start", "home")
+MOVES.update(lift=("down", "lift"), hold=("lift", "lift"))
+JAW_OPEN_STATES = frozenset({"home", "settle", "pre", "down", "abort", "aborted"})
+MINJERK_PEAK_SPEED = 1.875  # peak of s'(u) for s = 10u³ − 15u⁴ + 6u⁵
+MINJERK_PEAK_ACCEL = 10.0 * math.sqrt(3.0) / 3.0  # peak of |s''(u)|
+TERMINAL = frozenset({"done", "aborted"})
+CLOSE_MODES = ("cap", "force")
+FORCE_CLOSES = ("servo", "grasp")  # how a robot's gripper squeezes to a target (module doc)
+ROBOT_KEYS = ("site", "arm_joints", "jaw_joint", "jaws", "home", "approach", "closing")
+ROBOT_KEYS += ("jaw_lever", "force_close", "gripper_action", "grasp_action")
+GRASP_KEYS = ("speed", "epsilon_inner", "epsilon_outer")
+IKSolver = Callable[[np.ndarray, np.ndarray], IKResult]
+
+
+@dataclass(frozen=True)
+class PickConfig:
+    """Timings [s], offsets [m], jaw targets [rad] and thresholds of the pick (config/pick.yaml)."""
+
+    durations: dict[str, float]
+    offsets: dict[str, float]
+    close_timeout: float = 4.0
+    still_speed: float = 0.05
+    still_time: float = 0.1
+    pose_timeout: float = 0.5
+    pose_wait: float = 2.0
+    jaw_open: float = 0.85
+    jaw_closed: float = -0.17453
+    min_lift: float = 0.04
+    empty_margin: float = 0.05
+    eject_distance: float = 0.30
+    home_speed: float = 1.0
+    home_accel: float = 2.0
+    ik: dict[str, float] = field(default_factory=dict)
+    robot: dict[str, object] = field(default_factory=dict)
+    ros: dict[str, float] = field(default_factory=dict)
+    close_mode: str = "cap"
+    force: ForceCloseParams | None = None  # the force close's, with close_mode force
+    grasp: dict[str, float] = field(default_factory=dict)  # speed [m/s], epsilon_* [m]
+
+    def __post_init__(self) -> None:
+        if self.close_mode not in CLOSE_MODES:
+            raise InvalidInput(f"close_mode {self.close_mode!r} unknown; valid: {CLOSE_MODES}")
+        if self.close_mode == "force" and self.force is None:
+            raise InvalidInput("close_mode force needs the force section's parameters")
+        if self.robot.get("force_close", "servo") not in FORCE_CLOSES:
+            raise InvalidInput(
+                f"force_close {self.robot['force_close']!r} unknown; valid: {FORCE_CLOSES}"
+            )
+        if self.grasping:
+            bad = {k: self.grasp.get(k) for k in GRASP_KEYS}
+            if not all(v is not None and math.isfinite(v) and v >= 0.0 for v in bad.values()):
+                raise InvalidInput(f"grasp needs finite {list(GRASP_KEYS)} >= 0, got {bad}")
+            if self.grasp["speed"] <= 0.0 or not self.robot.get("grasp_action"):
+                raise InvalidInput(
+                    "force_close grasp needs grasp.speed > 0 and the robot's grasp_action"
+                )
+        missing = [k for k in TIMED if k not in self.durations]
+        if missing:
+            raise InvalidInput(f"pick durations lack {missing}; required: {list(TIMED)}")
+        for key, value in self.durations.items():
+            if not math.isfinite(value) or value <= 0.0:
+                raise InvalidInput(f"duration {key!r} must be > 0 [s], got {value!r}")
+        for key in ("pre", "down", "lift"):
+            if key not in self.offsets:
+                raise InvalidInput(f"pick offsets lack {key!r}; required: ['pre', 'down', 'lift']")
+        for key in (
+            "close_timeout",
+            "still_speed",
+            "still_time",
+            "pose_timeout",
+            "home_speed",
+            "home_accel",
+        ):
+            if getattr(self, key) <= 0.0:
+                raise InvalidInput(f"{key} must be > 0, got {getattr(self, key)!r}")
+        if not 0.0 <= self.pose_wait < math.inf:
+            raise InvalidInput(f"pose_wait must be >= 0 [s], got {self.pose_wait!r}")
+
+    @property
+    def grasping(self) -> bool:
+        """Whether the close is one franka_gripper Grasp (close_mode force, force_close grasp)."""
+        return self.close_mode == "force" and self.robot.get("force_close") == "grasp"
+
+
+def robot_tree(tree: dict, robot: str) -> dict:
+    """``tree`` as the pick of ``robot`` reads it: the robot section's ``overrides`` merged over
+    the top-level entries (the SO-101's), and no section's ``overrides`` left (they are
+    defaults, not parameters of their own: a params file sets the top-level names)."""
+
+    def merge(base: dict, over: dict) -> dict:
+        out = dict(base)
+        for key, value in over.items():
+            nested = isinstance(value, dict) and isinstance(out.get(key), dict)
+            out[key] = merge(out[key], value) if nested else value
+        return out
+
+    section = tree.get(robot)
+    over = section.get("overrides", {}) if isinstance(section, dict) else {}
+    out = merge(tree, over)
+    for key, value in out.items():
+        if isinstance(value, dict) and "arm_joints" in value:
+            out[key] = {k: v for k, v in value.items() if k != "overrides"}
+    return out
+
+
+def load_pick_tree(path: str | Path | None = None, robot: str = "so101") -> dict:
+    """The ``/**: ros__parameters`` tree of ``config/pick.yaml`` (or ``path``) for ``robot``
+    (``robot_tree``: its overrides applied)."""
+    if path is None:
+        from physai_ros.paths import config_path
+
+        path = config_path("pick.yaml")
+    return robot_tree(parameters_tree(path), robot)
+
+
+def pick_config(tree: dict, robot: str = "so101") -> PickConfig:
+    """A frozen :class:`PickConfig` from a parameters tree (``load_pick_tree``, or the pick
+    node's declared parameters, nested again)."""
+    if robot not in tree:
+        robots = [k for k, v in tree.items() if isinstance(v, dict) and "arm_joints" in v]
+        raise InvalidInput(f"pick config has no robot {robot!r}; valid: {robots}")
+    nested = ("durations", "offsets", "ik", "robot", "ros", "close_mode", "force", "grasp")
+    scalars = {
+        k: float(tree[k]) for k in PickConfig.__dataclass_fields__ if k in tree and k not in nested
+    }
+    mode = str(tree.get("close_mode", "cap"))
+    ros = {k: float(v) for k, v in tree.get("ros", {}).items()}
+    missing = [k for k in ROBOT_KEYS if k not in tree[robot]]
+    if missing:
+        raise InvalidInput(f"pick config section {robot!r} lacks {missing}")
+    return PickConfig(
+        durations={k: float(v) for k, v in tree["durations"].items()},
+        offsets={k: float(v) for k, v in tree["offsets"].items()},
+        ik={k: float(v) for k, v in tree.get("ik", {}).items()},
+        robot=dict(tree[robot]),
+        ros=ros,
+        close_mode=mode,
+        force=force_params(tree, robot) if mode == "force" else None,
+        grasp={k: float(v) for k, v in tree.get("grasp", {}).items()},
+        **scalars,
+    )
+
+
+def force_params(tree: dict, robot: str = "so101") -> ForceCloseParams:
+    """The force close's parameters from a pick parameters tree: its ``force`` section, the
+    cap (``jaw_torque_cap``), the robot's jaw lever, the closed jaw and the touch threshold."""
+    try:
+        force = {k: float(v) for k, v in tree["force"].items()}
+        return ForceCloseParams(
+            target=force["target"],
+            tolerance=force["tolerance"],
+            contact=force["contact"],
+            settle_time=force["settle_time"],
+            timeout=force["timeout"],
+            update_period=force["update_period"],
+            gain=force["gain"],
+            preshape=force["preshape"],
+            cap=float(tree["jaw_torque_cap"]),
+            lever=float(tree[robot]["jaw_lever"]),
+            jaw_closed=float(tree["jaw_closed"]),
+            touch=float(tree["ros"]["touch_force"]),
+            still_speed=float(tree["still_speed"]),
+        )
+    except KeyError as err:
+        raise InvalidInput(f"close_mode force: the pick config lacks {err}") from err
+
+
+def load_pick_config(path: str | Path | None = None, robot: str = "so101") -> PickConfig:
+    """Read ``config/pick.yaml`` (or ``path``) into a frozen :class:`PickConfig` for ``robot``."""
+    return pick_config(load_pick_tree(path, robot), robot)
+
+
+class PickCommand(NamedTuple):
+    """Targets for one control step: arm joints [rad], the jaw joint [rad] and the jaw's
+    effort [N·m] (nan: the jaw torque cap, as the cap-based close uses throughout)."""
+
+    arm: np.ndarray
+    jaw: float
+    effort: float = math.nan
+
+
+class PickSensing(NamedTuple):
+    """What the sensors say after a step.
+
+    both_touch: both jaws push on the object; jaw_speed: jaw joint speed [rad/s];
+    cube_pos: object centre in the IK frame [m] or None if unseen; cube_stamp: when that pose
+    was measured [s] (same clock as ``now``); jaw: jaw joint position [rad], jaw_forces:
+    (fixed, moving) jaw normal forces [N] and jaw_acked: the jaw controller has taken the last
+    jaw command (a goal still in flight has not acted yet), read by the force close only;
+    grasp: the Grasp goal's result, (success, error), once it came (force_close grasp only).
+    """
+
+    both_touch: bool = False
+    jaw_speed: float = 0.0
+    cube_pos: np.ndarray | None = None
+    cube_stamp: float | None = None
+    jaw: float = math.nan
+    jaw_forces: tuple[float, float] = (0.0, 0.0)
+    jaw_acked: bool = True
+    grasp: tuple[bool, str] | None = None
+
+
+def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: float) -> float:
+    """Shortest min-jerk move [s] from ``start`` to ``home`` [rad] whose peak joint speed stays
+    within ``speed`` [rad/s] and peak acceleration within ``accel`` [rad/s²] (0 if there)."""
+    dq = float(np.max(np.abs(np.asarray(home, dtype=float) - np.asarray(start, dtype=float))))
+    return max(MINJERK_PEAK_SPEED * dq / speed, math.sqrt(MINJERK_PEAK_ACCEL * dq / accel))
+
+
+class PickMachine:
+    """[home →] settle → pre → down → close → lift → hold → done, with a sensed close and an
+    abort path.
+
+    config: timings and thresholds; ik: ``ik(target_pos [m], q_init) -> IKResult`` for the arm
+    joints (orientation fixed by the caller); home: arm joints at rest [rad]; t0: start [s];
+    start: the measured arm joints [rad] (default: at home). Targets for pre/down/lift are
+    solved once, from the cube pose seen when settle ends.
+    """
+
+    HOME_TOLERANCE = 1e-3  # [rad] an arm this close to home skips the home move
+
+    def __init__(
+        self,
+        config: PickConfig,
+        ik: IKSolver,
+        home: np.ndarray,
+        t0: float = 0.0,
+        start: np.ndarray | None = None,
+    ):
+        self.cfg, self.ik = config, ik
+        self.poses: dict[str, np.ndarray] = {"home": np.asarray(home, dtype=float).copy()}
+        self.poses["start"] = self.poses["home"] if start is None else np.asarray(start, float)
+        if self.poses["start"].shape != self.poses["home"].shape or not np.all(
+            np.isfinite(self.poses["start"])
+        ):
+            raise InvalidInput(f"start pose {start!r} must match home {home!r} and be finite")
+        travel = home_duration(self.poses["start"], home, config.home_speed, config.home_accel)
+        self.durations = dict(config.durations, home=travel)
+        first = (
+            "home" if np.max(np.abs(self.poses["start"] - home)) > self.HOME_TOLERANCE else "settle"
+        )
+        self.state, self.t_state = first, float(t0)
+        self.still_since: float | None = None
+        self.close_s = math.nan  # [s] time in close when the grip was sensed (nan: never)
+        self.closed = False  # close ended on the sensed condition, not the timeout
+        self.abort_reason: str | None = None
+        self.ik_error = math.nan  # [m] worst IK position error of the pick targets
+        self._abort_from = self.poses["home"]
+        self.force_close: ForceClose | None = None  # the close_mode force close, in close
+        if config.force is not None and config.close_mode == "force":
+            fault = capacity_fault(config.force)
+            if fault is not None:  # before anything moves: open the jaw, go (stay) home
+                self._abort_from, self.abort_reason = self.poses["start"], fault
+                self.state = "abort"
+        # (start [rad], change [rad], duration [s], jaw [rad]) of the current timed state's
+        # blend, built on first use: command() runs every physics step of a sweep
+        self._segment: tuple[np.ndarray, np.ndarray, float, float] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL
+
+    def command(self, now: float) -> PickCommand:
+        """Arm and jaw targets at time ``now`` [s]: min-jerk between poses; a jaw ramp in close."""
+        cfg, t = self.cfg, now - self.t_state
+        if self.state == "close" and self.force_close is not None:
+            return PickCommand(self.poses["down"], *self.force_close.command)
+        if self.state == "close" and cfg.grasping:  # the hand squeezes with the target
+            return PickCommand(self.poses["down"], cfg.jaw_closed, cfg.force.target)
+        if self.state == "close":
+            u = minjerk(t / cfg.durations["close_ramp"])
+            return PickCommand(
+                self.poses["down"], cfg.jaw_open + u * (cfg.jaw_closed - cfg.jaw_open)
+            )
+        if self.state in ("abort", "aborted"):
+            u = minjerk(t / cfg.durations["abort"]) if self.state == "abort" else 1.0
+            start, home = self._abort_from, self.poses["home"]
+            return PickCommand(start + u * (home - start), cfg.jaw_open)
+        if self._segment is None:
+            a, b = MOVES.get(self.state, ("lift", "lift"))  # done: stay at lift
+            qa = self.poses[a]
+            jaw = cfg.jaw_open if self.state in JAW_OPEN_STATES else cfg.jaw_closed
+            self._segment = (qa, self.poses[b] - qa, self.durations.get(self.state, 1.0), jaw)
+        qa, dq, duration, jaw = self._segment
+        return PickCommand(qa + minjerk(t / duration) * dq, jaw, self._held_effort(jaw))
+
+    def _held_effort(self, jaw: float) -> float:
+        """The jaw effort [N·m] after a force close that ended in a grip: the force close's,
+        which keeps the squeeze at its target through lift and hold (nan elsewhere: the cap)."""
+        if self.closed and self.force_close is not None and jaw == self.cfg.jaw_closed:
+            return self.force_close.effort
+        return math.nan
+
+    def wants_contacts(self, now: float, jaw_speed: float) -> bool:
+        """Whether a contact reading can change what :meth:`update` decides at ``now``.
+
+        Only in close, after the jaw ramp, with the jaw slower than ``still_speed``: elsewhere
+        ``both_touch`` is ignored, so a lockstep loop may skip reading contacts (the costly
+        part of sensing) and pass ``both_touch=False`` with the same result.
+        """
+        if self.state == "close" and self.force_close is not None:
+            return True  # the force close reads the forces throughout
+        return (
+            self.state == "close"
+            and abs(jaw_speed) < self.cfg.still_speed
+            and now - self.t_state > self.cfg.durations["close_ramp"]
+        )
+
+    def update(self, now: float, sensed: PickSensing) -> str:
+        """Advance with what the sensors say after a step; returns the (possibly new) state."""
+        cfg, t = self.cfg, now - self.t_state
+        if self.state in TERMINAL:
+            return self.state
+        if self.closed and self.force_close is not None and self.state in ("lift", "hold"):
+            self.force_close.hold(
+                now, sensed.jaw_forces, sensed.jaw_acked
+            )  # the squeeze kept at its target
+        if self.state == "close" and self.force_close is not None:
+            phase = self.force_close.update(
+                now, sensed.jaw, sensed.jaw_speed, sensed.jaw_forces, sensed.jaw_acked
+            )
+            if phase == "done":
+                self.close_s, self.closed = t, True
+                self._enter("lift", now)
+            elif phase == "aborted":
+                self.abort(now, f"force close: {self.force_close.reason}")
+        elif self.state == "close" and cfg.grasping:
+            self._grasp_update(now, t, sensed.grasp)
+        elif self.state == "close":
+            settled = (
+                sensed.both_touch
+                and abs(sensed.jaw_speed) < cfg.still_speed
+                and t > cfg.durations["close_ramp"]
+            )
+            if not settled:
+                self.still_since = None
+            elif self.still_since is None:
+                self.still_since = now
+            if self.still_since is not None and now - self.still_since >= cfg.still_time:
+                self.close_s, self.closed = t, True
+                self._enter("lift", now)
+            elif t > cfg.close_timeout:
+                self._enter("lift", now)  # lift anyway; the outcome test will tell
+        elif t >= self.durations[self.state] - 1e-9:
+            if self.state == "settle":
+                if (
+                    not self._pose_fresh(now, sensed)
+                    and t < self.durations["settle"] + cfg.pose_wait
+                ):
+                    return self.state  # the arm rests at home: a late cube pose is waited for
+                self._plan(now, sensed)
+                if self.state == "abort":
+                    return self.state
+            self._enter(NEXT[self.state], now)
+        return self.state
+
+    def _grasp_update(self, now: float, t: float, grasp: tuple[bool, str] | None) -> None:
+        """The Grasp close: lift on a successful result; abort on a failed one (the hand's own
+        reason) or on none within ``force.timeout`` (a hand that never answers squeezes on
+        unobserved: the pick must not lift what it cannot tell it holds)."""
+        if grasp is not None and grasp[0]:
+            self.close_s, self.closed = t, True
+            self._enter("lift", now)
+        elif grasp is not None:
+            self.abort(now, f"grasp failed: {grasp[1] or 'no reason given'}")
+        elif t > self.cfg.force.timeout:
+            self.abort(now, f"no grasp result within force.timeout {self.cfg.force.timeout:g} s")
+
+    def abort(self, now: float, reason: str, start: np.ndarray | None = None) -> None:
+        """Open the jaw and return home from ``start`` [rad] (default: wherever the arm was
+        commanded to be; a controller that stopped the arm holds it elsewhere: pass that)."""
+        if self.state in TERMINAL or self.state == "abort":
+            return
+        self._abort_from = self.command(now).arm if start is None else np.asarray(start, float)
+        self.abort_reason = reason
+        self._enter("abort", now)
+
+    def _enter(self, state: str, now: float) -> None:
+        self.state, self.t_state, self.still_since = state, now, None
+        self._segment = None
+        if state == "close" and self.cfg.close_mode == "force" and not self.cfg.grasping:
+            self.force_close = ForceClose(self.cfg.force, now)
+
+    def _pose_fresh(self, now: float, sensed: PickSensing) -> bool:
+        """Whether the cube pose is there and no older than ``pose_timeout``."""
+        return (
+            sensed.cube_pos is not None
+            and sensed.cube_stamp is not None
+            and now - sensed.cube_stamp <= self.cfg.pose_timeout
+        )
+
+    def _plan(self, now: float, sensed: PickSensing) -> None:
+        """Solve pre/down/lift targets from the latest cube pose, or abort with the reason (after
+        ``pose_wait`` at rest for a fresh one: on a loaded machine a pose can come a few hundred
+        ms late, which is no reason to give up a pick that has not moved yet)."""
+        waited = f"after waiting {self.cfg.pose_wait:g} s for a fresh one"
+        if sensed.cube_pos is None or sensed.cube_stamp is None:
+            self.abort(now, f"cube pose missing {waited}")
+            return
+        age = now - sensed.cube_stamp
+        if age > self.cfg.pose_timeout:
+            self.abort(
+                now, f"cube pose stale: {age:.3f} s old > {self.cfg.pose_timeout} s {waited}"
+            )
+            return
+        cube = np.asarray(sensed.cube_pos, dtype=float)
+        q = self.poses["home"]
+        errors = []
+        for name in ("pre", "down", "lift"):
+            target = cube + np.array([0.0, 0.0, self.cfg.offsets[name]])
+            result = self.ik(target, q)
+            if not result.converged:
+                self.abort(
+                    now,
+                    f"IK did not converge for {name} target {np.round(target, 4).tolist()} m "
+                    f"(error {result.error * 1e3:.1f} mm): cube out of reach?",
+                )
+                return
+            self.poses[name] = q = np.asarray(result.q, dtype=float)
+            errors.append(result.error)
+        self.ik_error = max(errors)
+
+
+def grasp_quat(config: PickConfig) -> np.ndarray:
+    """Gripper-site orientation for the grasp (scalar-first quaternion, world frame).
+
+    The site's x axis points along the approach (down onto the cube) and its z axis along the
+    jaw closing direction, so the jaws close across the cube's faces, not its edges.
+    """
+    x = np.asarray(config.robot["approach"], dtype=float)
+    z = np.asarray(config.robot["closing"], dtype=float)
+    quat = np.empty(4)
+    mujoco.mju_mat2Quat(quat, np.column_stack([x, np.cross(z, x), z]).ravel())
+    return quat
+
+
+def arm_ik(model: mujoco.MjModel, config: PickConfig) -> IKSolver:
+    """The pick's IK: the arm joints put the gripper site at a point with the grasp orientation.
+
+    Used by the in-process runner and by the pick node with the same model file, so both
+    solve the same problem; a scratch ``MjData`` keeps the caller's state untouched.
+    """
+    rob = config.robot
+    arm = list(rob["arm_joints"])
+    quat = grasp_quat(config)
+    kw = {k: (int(v) if k == "max_iters" else v) for k, v in config.ik.items()}
+    data = mujoco.MjData(model)
+
+    def ik(target: np.ndarray, q_init: np.ndarray) -> IKResult:
+        return solve_ik(model, data, rob["site"], target, arm, q_init, quat, **kw)
+
+    return ik
+
+
+def phase_trajectory(machine: PickMachine, now: float, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """The arm motion of the current timed state, sampled for a FollowJointTrajectory goal.
+
+    Returns ``(times, q)``: times [s] from ``now`` (first sample at ``dt``, last at the state's
+    end) and the arm targets [rad] there, shape (n, joints). The controller interpolates
+    between samples; at ``dt`` = 20 ms the min-jerk blend is followed to well under 0.1 mrad.
+    Empty for ``close`` (the arm holds) and for the terminal states.
+    """
+    if machine.state == "close" or machine.finished:
+        return np.empty(0), np.empty((0, len(machine.poses["home"])))
+    if dt <= 0.0 or not math.isfinite(dt):
+        raise InvalidInput(f"dt must be > 0 [s], got {dt!r}")
+    key = "abort" if machine.state == "abort" else machine.state
+    end = machine.t_state + machine.durations[key]
+    times = np.arange(now + dt, end, dt)
+    times = np.append(times, end) if times.size == 0 or end - times[-1] > 1e-9 else times
+    q = np.array([machine.command(t).arm for t in times])
+    return times - now, q

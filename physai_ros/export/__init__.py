@@ -1,0 +1,3 @@
+"""Generated descriptions for the ROS ecosystem: URDF from the MJCF, the MoveIt configuration,
+the collision matrix.
+"""

@@ -1,0 +1,359 @@
+"""The node graphs, defined once for both ways of starting them.
+
+``launch/*.launch.py`` (launch_ros, on a ROS 2 install) and ``physai bringup`` (where
+launch_ros is absent: pip-only installs, CI) both build their process lists from these
+functions, so the nodes, their names and their parameters cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from physai_ros import interfaces
+from physai_ros.config import node_tree
+from physai_ros.errors import InvalidInput
+from physai_ros.robots.franka.names import FRANKA_PROFILES, franka_profile
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of a graph: ``executable`` is both the console entry point
+    (``ros2 run physai_ros <executable>``) and the module ``physai_ros.nodes.<executable>``;
+    ``env``: environment variables the node's process gets (discovery range); ``namespace``:
+    the node's namespace ('' = the root; the launch files push it with ``PushRosNamespace``);
+    ``remaps``: name remappings (from → to) of the node, as ``--ros-args -r from:=to``."""
+
+    executable: str
+    name: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    namespace: str = ""
+    remaps: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def module(self) -> str:
+        return f"physai_ros.nodes.{self.executable}"
+
+    @property
+    def full_name(self) -> str:
+        """``/<namespace>/<name>``: the node as ``ros2 node list`` shows it."""
+        return f"/{self.namespace}/{self.name}" if self.namespace else f"/{self.name}"
+
+
+ROBOTS = ("so101", "panda")
+
+
+def _check_robot(robot: str) -> None:
+    if robot not in ROBOTS:
+        raise InvalidInput(f"unknown robot {robot!r}; choose one of {ROBOTS}")
+
+
+def demo_graph(robot: str = "so101", use_sim_time: bool = True) -> list[NodeSpec]:
+    """The smallest end-to-end graph: the simulated robot publishing joint states and /clock,
+    and the TF publisher turning them into the frame tree."""
+    _check_robot(robot)
+    common = {"robot": robot, "use_sim_time": use_sim_time}
+    return [
+        NodeSpec("sim_bridge", "sim_bridge", {"robot": robot}),
+        NodeSpec("tf_publisher", "tf_publisher", common),
+    ]
+
+
+DISCOVERY = ("localhost", "subnet")
+"""Who may talk to a real arm's graph: ``localhost`` (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST,
+only processes on this computer) or ``subnet`` (ROS's default: every host on the network with
+the same ROS_DOMAIN_ID -- opt in to run RViz or the planner on a second computer)."""
+
+
+def discovery_env(discovery: str) -> dict[str, str]:
+    if discovery not in DISCOVERY:
+        raise InvalidInput(f"discovery must be one of {DISCOVERY}, got {discovery!r}")
+    return {"ROS_AUTOMATIC_DISCOVERY_RANGE": discovery.upper()}
+
+
+FRANKA_GRIPPER = "franka_gripper"
+"""Where the Panda pick's sim bridge serves franka_gripper's actions (franka_ros2 v2.0 on; the
+pick's ``panda.gripper_action`` and ``panda.grasp_action`` in config/pick.yaml name them)."""
+
+
+def pick_graph(
+    robot: str = "so101",
+    sim: bool = True,
+    *,
+    cube_x: float | None = None,
+    cube_y: float | None = None,
+    cube_mu: float = 1.0,
+    cube_mass: float = 0.03,
+    jaw_torque_cap: float | None = None,
+    real_time_factor: float = 1.0,
+    model_path: str = "",
+    port: str = "/dev/ttyACM0",
+    calibration_file: str = "",
+    autostart: bool = True,
+    discovery: str = "localhost",
+) -> list[NodeSpec]:
+    """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick.
+
+    robot: ``so101``, or ``panda`` (simulated only: the Franka Hand through franka_gripper's
+    actions, served by the sim bridge under ``FRANKA_GRIPPER``; config/pick.yaml ``panda``).
+    cube_x, cube_y: cube centre in the base frame [m] (None: the robot's place in
+    config/scene.yaml); cube_mu: its friction; cube_mass [kg]; jaw_torque_cap: gripper cap
+    [N m SO-101 | N Panda], both the sim actuator's and the pick's GripperCommand max_effort
+    (None: the model's and config/pick.yaml's); real_time_factor: sim pacing (0 = as fast as
+    possible); port, calibration_file: the real arm's serial port and LeRobot calibration ("" =
+    LeRobot's default path); autostart: the driver configures and activates itself (false: use
+    ``ros2 lifecycle set``); discovery: who may reach the real arm's graph (``DISCOVERY``).
+    On the real arm the cube's pose is not measured unless a detector or motion capture
+    publishes it: the pick is given where it was placed (``cube_position``, from cube_x,
+    cube_y) and judges the outcome from the robot's own measurements.
+    """
+    _check_robot(robot)
+    if robot != "so101" and not sim:
+        raise InvalidInput(
+            f"the pick runs a real {robot!r} nowhere yet: a real arm is the SO-101 (sim:=true "
+            "for the simulated Panda)"
+        )
+    from physai_ros.sim.scene import cube_world_pos, load_scene_config
+
+    placement = load_scene_config()["robots"][robot]
+    cube_x = float(placement["cube_pos"][0] if cube_x is None else cube_x)
+    cube_y = float(placement["cube_pos"][1] if cube_y is None else cube_y)
+    cap = {} if jaw_torque_cap is None else {"jaw_torque_cap": float(jaw_torque_cap)}
+    shared = {"robot": robot, "model_path": model_path}
+    pick = {**shared, "use_sim_time": sim, **cap}
+    env: dict[str, str] = {}
+    if sim:
+        driver = NodeSpec(
+            "sim_bridge",
+            "sim_bridge",
+            {
+                **shared,
+                # float(): a ROS double parameter refuses an integer such as `1`.
+                "real_time_factor": float(real_time_factor),
+                "cube_x": cube_x,
+                "cube_y": cube_y,
+                "cube_mu": float(cube_mu),
+                "cube_mass": float(cube_mass),
+                **cap,
+                **({"franka_gripper": FRANKA_GRIPPER} if robot == "panda" else {}),
+            },
+        )
+    else:
+        size = float(load_scene_config()["cube"]["size"])
+        world = cube_world_pos(
+            (cube_x, cube_y), size, placement["base_pos"], placement["base_yaw_deg"]
+        )
+        pick["cube_position"] = [float(v) for v in world]  # world frame [m]
+        env = discovery_env(discovery)
+        driver = NodeSpec(
+            "so101_driver",
+            "so101_driver",
+            {"port": port, "calibration_file": calibration_file, "autostart": bool(autostart)},
+            env,
+        )
+    return [
+        driver,
+        NodeSpec("tf_publisher", "tf_publisher", {**shared, "use_sim_time": sim}, env),
+        NodeSpec("pick", "pick", pick, env),
+    ]
+
+
+ARMS = {"left": 0.2, "right": -0.2}
+"""The two-arm pick's namespaces and each arm's base y in the world [m]: 0.4 m apart, the
+SO-101's reach (≈ 0.3 m at table height) keeping them clear of each other."""
+
+
+def two_arm_graph(
+    cubes: dict[str, tuple[float, float]] | None = None,
+    *,
+    real_time_factor: float = 1.0,
+    cube_mu: float = 1.0,
+    cube_mass: float = 0.03,
+) -> list[NodeSpec]:
+    """Two simulated SO-101 side by side, each the whole ``pick_graph(sim=True)`` in its own
+    namespace (``left``, ``right``: ``/left/joint_states``, ``/left/pick/outcome`` …), its frames
+    under ``<arm>/`` in the one shared TF tree, its base at ``ARMS[arm]`` on the world's y axis,
+    picking its own cube (``cubes[arm]``: x, y in its base frame [m]).
+
+    Each arm has its own MuJoCo world (a sim bridge per arm), hence its own sim clock: the
+    bridge's ``/clock`` is remapped to ``/<arm>/clock`` for the arm's nodes, so neither arm's
+    nodes see time jump back and forth between two clocks."""
+    cubes = {arm: (0.22, 0.0) for arm in ARMS} if cubes is None else cubes
+    if set(cubes) != set(ARMS):
+        raise InvalidInput(f"cubes must name exactly the arms {sorted(ARMS)}, got {sorted(cubes)}")
+    specs = []
+    for arm, base_y in ARMS.items():
+        x, y = cubes[arm]
+        graph = pick_graph(
+            cube_x=x, cube_y=y, cube_mu=cube_mu, cube_mass=cube_mass,
+            real_time_factor=real_time_factor,
+        )  # fmt: skip
+        placement = {"base_pos": [0.0, base_y, 0.0]}
+        frames = {"frame_prefix": f"{arm}/"}
+        extra = {
+            "sim_bridge": placement,
+            "tf_publisher": placement | frames,
+            "pick": placement | frames,
+        }
+        for spec in graph:
+            specs.append(
+                NodeSpec(
+                    spec.executable,
+                    spec.name,
+                    spec.parameters | extra[spec.name],
+                    spec.env,
+                    namespace=arm,
+                    remaps={interfaces.CLOCK: f"/{arm}{interfaces.CLOCK}"},
+                )
+            )
+    return specs
+
+
+def emulator_spec(
+    port_link: str,
+    calibration_file: str,
+    *,
+    cube_x: float = 0.22,
+    cube_y: float = 0.0,
+    discovery: str = "localhost",
+    **emulator: Any,
+) -> NodeSpec:
+    """The Feetech bus emulator standing in for a real SO-101: it serves the servos on a pty
+    kept behind ``port_link`` and writes the arm's LeRobot calibration to
+    ``calibration_file`` -- the real-arm graph (``pick_graph(sim=False, port=port_link,
+    calibration_file=...)``) then runs unchanged; only the serial port is emulated.
+    ``emulator`` sets more of its parameters (faults at start, ``mocap``)."""
+    params = {
+        "link": port_link,
+        "calibration_out": calibration_file,
+        "cube_pos": [float(cube_x), float(cube_y)],
+        **emulator,
+    }
+    return NodeSpec("so101_emulator", "so101_emulator", params, discovery_env(discovery))
+
+
+def franka_action(profile: str) -> str:
+    """The FollowJointTrajectory action of franka_ros2's arm controller for ``profile``."""
+    controller = franka_profile(profile).arm_controller
+    return "/" + interfaces.under(controller, interfaces.FOLLOW_JOINT_TRAJECTORY)
+
+
+FRANKA_CONTROLLER_ACTION = franka_action("panda")
+"""franka_ros2's Panda arm controller (``panda_ros_controllers.yaml``: a
+joint_trajectory_controller named ``panda_arm_controller`` on joints ``panda_joint1..7``).
+FR3 releases name it ``fr3_arm_controller`` on ``fr3_joint1..7`` (``franka="fr3"``)."""
+
+FRANKA_JOINT_PREFIX = FRANKA_PROFILES["panda"].joint_prefix
+"""franka_ros2 names the Panda's joints ``panda_joint1``…; our limits file says ``joint1``…"""
+
+
+def trajectory_graph(
+    robot: str = "panda", sim: bool = True, franka: str = "none", **trajectory: Any
+) -> list[NodeSpec]:
+    """The trajectory node, with the sim bridge and TF publisher when ``sim``, or alone, pointed
+    at franka_ros2's controller, on a real Panda. ``trajectory`` overrides the trajectory node's
+    parameters (shape, duration, controller_action, joint_prefix, limits_set, …).
+
+    franka: franka_ros2's names (``physai_ros.robots.franka.names``): in sim, ``panda`` or ``fr3``
+    makes the
+    bridge Franka-shaped and points the trajectory node at it; on a real robot it says which
+    franka_ros2 robot runs (``none`` = ``panda``), fr3 also choosing the FR3's limits."""
+    _check_robot(robot)
+    profile = franka_profile(franka)
+    if franka != "none" and robot != "panda":
+        raise InvalidInput(f"franka={franka!r} needs robot 'panda', not {robot!r}")
+    if not sim and robot == "panda" and franka == "none":
+        franka, profile = "panda", franka_profile("panda")
+    params: dict[str, Any] = {"robot": profile.limits or robot, "use_sim_time": sim}
+    if sim:
+        params["controller_action"] = interfaces.under(
+            profile.arm_controller, interfaces.FOLLOW_JOINT_TRAJECTORY
+        )
+    elif franka != "none":
+        params["controller_action"] = franka_action(franka)
+    if profile.joint_prefix:
+        params["joint_prefix"] = profile.joint_prefix
+    params.update({k: v for k, v in trajectory.items() if v is not None})
+    node = NodeSpec("trajectory", "trajectory", params)
+    if not sim:
+        return [node]
+    bridge: dict[str, Any] = {"robot": robot}
+    tf: dict[str, Any] = {"robot": robot, "use_sim_time": True}
+    if franka != "none":
+        bridge["franka_profile"] = franka
+        tf["joint_prefix"] = profile.joint_prefix
+    return [
+        NodeSpec("sim_bridge", "sim_bridge", bridge),
+        NodeSpec("tf_publisher", "tf_publisher", tf),
+        node,
+    ]
+
+
+def hand_pick_defaults() -> dict[str, Any]:
+    """config/hand_pick.yaml's ``object`` section: the soft object the hand pick plans for and
+    the sim bridge builds (one place for both)."""
+    return dict(node_tree("hand_pick.yaml")["object"])
+
+
+HAND_OBJECT_FRAME = "grasp_object"
+"""The soft object's TF frame in the hand pick's graph: the TF publisher puts it at the
+object's centre of mass, the grasp planner hangs its contact frames under it."""
+
+
+def hand_pick_graph(
+    robot: str = "panda_barrett",
+    *,
+    object_x: float | None = None,
+    object_y: float | None = None,
+    young: float | None = None,
+    mass: float | None = None,
+    real_time_factor: float = 1.0,
+    model_path: str = "",
+) -> list[NodeSpec]:
+    """The seed's pipeline with the Barrett-like hand on the simulated Panda (issue 14): the sim
+    bridge (``panda_barrett`` with the soft object of config/hand_pick.yaml, beside the rigid
+    cube), the TF publisher (the object as frame ``HAND_OBJECT_FRAME``), the trajectory node
+    (the arm's moves inside the Panda's limits), the grasp planner and the hand pick.
+
+    object_x, object_y: where the object lies, base frame [m]; young [Pa], mass [kg]: its
+    material (None: config/hand_pick.yaml's); real_time_factor: sim pacing."""
+    if robot != "panda_barrett":
+        raise InvalidInput(f"the hand pick runs robot 'panda_barrett', not {robot!r}")
+    obj = hand_pick_defaults()
+    given = {"x": object_x, "y": object_y, "young": young, "mass": mass}
+    obj |= {k: float(v) for k, v in given.items() if v is not None}
+    soft = {f"soft_{k}": obj[k] for k in ("young", "poisson", "damping", "mass", "mu", "size")}
+    shared = {"robot": robot, "model_path": model_path}
+    bridge = {
+        **shared,
+        "real_time_factor": float(real_time_factor),
+        "soft_object": obj["shape"],
+        **{k: float(v) for k, v in soft.items()},
+        "soft_count": int(obj["count"]),
+        "soft_x": float(obj["x"]),
+        "soft_y": float(obj["y"]),
+    }
+    tf = {
+        **shared,
+        "use_sim_time": True,
+        "object_topics": [interfaces.CUBE_POSE, interfaces.SOFT_OBJECT_POSE],
+        "object_frames": ["cube", HAND_OBJECT_FRAME],
+    }
+    trajectory = trajectory_graph("panda", sim=True)[-1]
+    pick = {**shared, "use_sim_time": True, **{f"object.{k}": v for k, v in obj.items()}}
+    return [
+        NodeSpec("sim_bridge", "sim_bridge", bridge),
+        NodeSpec("tf_publisher", "tf_publisher", tf),
+        trajectory,
+        NodeSpec("grasp_planner", "grasp_planner", {"object_frame": HAND_OBJECT_FRAME}),
+        NodeSpec("hand_pick", "hand_pick", pick),
+    ]
+
+
+GRAPHS = {
+    "demo": demo_graph,
+    "pick": pick_graph,
+    "trajectory": trajectory_graph,
+    "hand_pick": hand_pick_graph,
+}

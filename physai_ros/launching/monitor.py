@@ -1,0 +1,177 @@
+"""Watch a running graph over DDS and summarise what it published.
+
+Used by ``physai bringup`` to show that the nodes talk to each other (joint states in, frame
+tree out) and by tests as an independent observer in its own process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class GraphReport:
+    """What an observer saw on the standard topics during a watch."""
+
+    duration: float
+    joint_states: int = 0
+    joint_names: list[str] = field(default_factory=list)
+    tf_messages: int = 0
+    tf_static_frames: set[str] = field(default_factory=set)
+    tf_frames: set[str] = field(default_factory=set)
+    clock_messages: int = 0
+    last_clock: float = 0.0
+    dead: list[str] = field(default_factory=list)
+    pick_states: list[str] = field(default_factory=list)
+    pick_outcome: dict[str, Any] | None = None
+    wait_for_pick: bool = False
+    pick_topic: str = "/pick/state"
+
+    @property
+    def ok(self) -> bool:
+        graph_ok = (
+            not self.dead
+            and self.joint_states > 0
+            and self.tf_messages > 0
+            and bool(self.tf_static_frames)
+        )
+        return graph_ok and (self.pick_outcome is not None or not self.wait_for_pick)
+
+    def markdown(self) -> str:
+        rate = lambda n: f"{n / self.duration:.1f} /s"  # noqa: E731
+        rows = [
+            (
+                "/joint_states",
+                f"{self.joint_states} msgs ({rate(self.joint_states)})",
+                ", ".join(self.joint_names),
+            ),
+            (
+                "/tf",
+                f"{self.tf_messages} msgs ({rate(self.tf_messages)})",
+                ", ".join(sorted(self.tf_frames)),
+            ),
+            (
+                "/tf_static",
+                f"{len(self.tf_static_frames)} frames",
+                ", ".join(sorted(self.tf_static_frames)),
+            ),
+            ("/clock", f"{self.clock_messages} msgs", f"sim time {self.last_clock:.3f} s"),
+        ]
+        lines = ["| topic | received | content |", "|---|---|---|"]
+        lines += [f"| {a} | {b} | {c} |" for a, b, c in rows]
+        if self.wait_for_pick:
+            lines.append(
+                f"| {self.pick_topic} | {len(self.pick_states)} states | "
+                f"{' → '.join(self.pick_states)} |"
+            )
+        verdict = "graph OK" if self.ok else "graph FAILED"
+        if self.dead:
+            verdict += f" (exited early: {', '.join(self.dead)})"
+        if self.wait_for_pick:
+            if self.pick_outcome is None:
+                verdict += f" (no pick outcome within {self.duration:.0f} s)"
+            else:
+                verdict = outcome_line(self.pick_outcome) + "\n" + verdict
+        return "\n".join([*lines, "", verdict])
+
+
+def outcome_line(o: dict[str, Any]) -> str:
+    """One line of a pick's outcome: the two-jaw pick's, or the three-finger hand pick's."""
+    aborted = f", aborted: {o['abort_reason']}" if o.get("abort_reason") else ""
+    if "rise_cm" in o:  # the hand pick (physai_ros.nodes.hand_pick)
+        force = o["force"]
+        return (
+            f"hand pick outcome: {o['outcome']} (judged by {o['judged_by']}) — rose "
+            f"{o['rise_cm']} cm, close {o['close_s']} s, finger forces {force['final_N']} N "
+            f"(targets {force['targets_N']} N), strain {o['strain_peak']}{aborted}"
+        )
+    return (
+        f"pick outcome: {o['outcome']} (judged by {o.get('judged_by')}) — lift {o['lift_cm']} "
+        f"cm, close {o['close_s']} s, squeeze {o['squeeze_N']} N, jaw forces "
+        f"{o['jaw_forces_N']} N{aborted}"
+    )
+
+
+def watch_graph(
+    duration: float,
+    procs: list[subprocess.Popen] | None = None,
+    pick: tuple[str, str] | None = None,
+) -> GraphReport:
+    """Subscribe to the standard topics for ``duration`` seconds of wall time, or, with
+    ``pick`` (its state and outcome topics), until the pick publishes its outcome (``duration``
+    is then a timeout)."""
+    import rclpy
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import JointState
+    from std_msgs.msg import String
+    from tf2_msgs.msg import TFMessage
+
+    from physai_ros import interfaces
+    from physai_ros.nodes.common import stream_qos
+
+    wait_for_pick = pick is not None
+    state_topic, outcome_topic = pick or (interfaces.PICK_STATE, interfaces.PICK_OUTCOME)
+    report = GraphReport(
+        duration=duration, wait_for_pick=wait_for_pick, pick_topic="/" + state_topic
+    )
+
+    def on_joint_state(msg: JointState) -> None:
+        report.joint_states += 1
+        report.joint_names = list(msg.name)
+
+    def on_tf(msg: TFMessage) -> None:
+        report.tf_messages += 1
+        report.tf_frames.update(t.child_frame_id for t in msg.transforms)
+
+    def on_tf_static(msg: TFMessage) -> None:
+        report.tf_static_frames.update(t.child_frame_id for t in msg.transforms)
+
+    def on_clock(msg: Clock) -> None:
+        report.clock_messages += 1
+        report.last_clock = msg.clock.sec + msg.clock.nanosec * 1e-9
+
+    def on_pick_state(msg: String) -> None:
+        if not report.pick_states or report.pick_states[-1] != msg.data:
+            report.pick_states.append(msg.data)
+
+    def on_pick_outcome(msg: String) -> None:
+        report.pick_outcome = json.loads(msg.data)
+
+    static_qos = QoSProfile(
+        depth=1,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        reliability=ReliabilityPolicy.RELIABLE,
+    )
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node("physai_graph_monitor", context=context)
+        node.create_subscription(
+            JointState, interfaces.JOINT_STATES, on_joint_state, stream_qos(10)
+        )
+        node.create_subscription(TFMessage, interfaces.TF, on_tf, stream_qos(100))
+        node.create_subscription(TFMessage, interfaces.TF_STATIC, on_tf_static, static_qos)
+        node.create_subscription(Clock, interfaces.CLOCK, on_clock, stream_qos(10))
+        node.create_subscription(String, state_topic, on_pick_state, static_qos)
+        node.create_subscription(String, outcome_topic, on_pick_outcome, static_qos)
+        executor = rclpy.executors.SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        start = time.monotonic()
+        deadline = start + duration
+        while time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+            for p in procs or []:
+                if p.poll() is not None:
+                    report.dead.append(" ".join(p.args[2:3]))
+            if report.dead or (wait_for_pick and report.pick_outcome is not None):
+                break
+        report.duration = max(time.monotonic() - start, 1e-3)
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    return report

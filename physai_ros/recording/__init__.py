@@ -1,0 +1,1 @@
+"""Recording what a graph does: rosbag2 bags with MCAP storage."""

@@ -1,0 +1,1 @@
+"""The Franka Panda and FR3: franka_ros2's names, the Franka Hand's gripper semantics."""

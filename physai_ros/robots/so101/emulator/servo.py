@@ -1,0 +1,241 @@
+"""One emulated Feetech STS3215 servo: its control table and its firmware's reactions.
+
+The bus emulator (``physai_ros.robots.so101.emulator.bus``) holds six of these and couples
+them to MuJoCo physics. What the firmware does, as modelled here (so the driver's tests know
+what they face):
+
+* encoder: 4096 steps/turn; ``Present_Position = actual - Homing_Offset`` (mod 4096); in
+  position mode the goal is clamped to [Min_Position_Limit, Max_Position_Limit].
+* motion profile: with ``Acceleration`` > 0 (unit 100 step/s²) the servo's set-point moves
+  towards the goal with at most that acceleration and at most ``Goal_Velocity`` (0 = the
+  no-load speed, 4.71 rad/s); ``Acceleration`` = 0 jumps to the goal. The physics position loop
+  (MuJoCo's actuator, kp scaled by P_Coefficient/16) follows the set-point.
+* torque cap = 2.94 N·m × min(Torque_Limit, Max_Torque_Limit)/1000; ``Torque_Enable = 0``
+  makes the joint free (cap 0). Re-enabling torque servos from the present position to the
+  *stored* goal.
+* load = torque / 2.94 N·m in 0.1 % (sign-magnitude, bit 10); current = |torque| / KT.
+* protections: load above Overload_Torque % for Protection_Time × 10 ms latches OVERLOAD (if
+  enabled in Unloading_Condition) and cuts the output to Protective_Torque %; over-current
+  likewise; over-temperature (first-order thermal model) unloads. Latched errors clear when
+  torque is switched on again (0 → 1). Sources: Feetech's STS memory table (addresses 19
+  Unloading_Condition, 34 Protective_Torque "output torque after entering overload
+  protection", 35 Protection_Time, 36 Overload_Torque, 65 Status: bit 0 voltage, 1 magnetic
+  encoder, 2 temperature, 3 current, 5 load), wiki.aifitlab.com/feetech-servo-motor-docs/
+  feetech-sts-servo-memory-table-analysis and wiki.juxitech.com's copy; the clearing by a
+  torque re-enable is as modelled here, not found in those pages.
+* a servo under a latched protection still answers every instruction, PING included: the
+  FT-SCS response frame carries the servo's state in its error byte (wiki.juxitech.com
+  "Feetech SCS Communication Protocol"), and LeRobot's ``broadcast_ping`` reports "Some motors
+  found returned an error status" from real arms (huggingface/lerobot#2387: a servo answering
+  its ping with "Input voltage error").
+* EPROM: every field of the EPROM area keeps a persisted copy. A write always changes the live
+  table; it is persisted (and counted in ``eprom_writes``) only while ``Lock`` is 0, as on the
+  STS series, where ``Lock`` = 1 write-protects the EPROM. A power cycle restores the EPROM
+  area from the persisted copy and every RAM field to its power-up default (torque off, goal =
+  present position).
+
+Pure: numpy/math only.
+"""
+
+from __future__ import annotations
+
+import math
+
+from physai_ros.robots.so101 import protocol as fp
+from physai_ros.robots.so101.protocol import ErrorBit
+
+STALL_TORQUE = 2.94  # [N·m] STS3215 (12 V) stall torque = the model's actuator forcerange
+STALL_CURRENT = 2.7  # [A] STS3215 datasheet stall current; KT = STALL_TORQUE / STALL_CURRENT
+IDLE_CURRENT = 0.05  # [A] electronics with torque on
+CURRENT_UNIT = 0.0065  # [A] per count of Present_Current / Protection_Current
+MODEL_P_GAIN = 16  # the P_Coefficient the model's kp corresponds to (LeRobot's setting)
+NO_LOAD_SPEED = 4.71  # [rad/s] STS3215 datasheet: 0.222 s/60° at 12 V
+STEP_RAD = 2.0 * math.pi / fp.STEPS_PER_TURN
+THERMAL_TIME = 60.0  # [s] winding temperature time constant
+THERMAL_RISE = 60.0  # [°C] steady rise at stall current
+MOVING_THRESHOLD = 20  # [step/s] Moving = 1 above this speed
+EPROM_END = fp.REGISTERS_BY_NAME["Torque_Enable"].address  # EPROM area: addresses below this
+
+
+# name -> (first byte, end byte, sign bit): looked up once (the physics reads registers at
+# 500 Hz for six servos)
+_LAYOUT = {r.name: (r.address, r.address + r.size, r.sign_bit) for r in fp.STS3215_REGISTERS}
+
+
+def _read_only(address: int) -> bool:
+    for reg in fp.STS3215_REGISTERS:
+        if reg.address <= address < reg.address + reg.size:
+            return not reg.writable
+    return False
+
+
+class EmulatedServo:
+    """One STS3215: its control table and the firmware's reactions (see module docstring)."""
+
+    def __init__(self, servo_id: int, encoder_at_zero: int, supply_voltage: float = 12.0) -> None:
+        self.mem = bytearray(fp.MEMORY_SIZE)
+        for reg in fp.STS3215_REGISTERS:
+            self.mem[reg.address : reg.address + reg.size] = fp.to_bytes(reg.default, reg.size)
+        self.set("ID", servo_id)
+        self.set("Present_Voltage", round(supply_voltage * 10))
+        self.persisted = bytes(self.mem[:EPROM_END])
+        self.encoder_at_zero = int(encoder_at_zero)
+        self.latched = 0  # protection errors, cleared by re-enabling torque
+        self.forced = 0  # errors forced by a test
+        self.overload_time = 0.0
+        self.overcurrent_time = 0.0
+        self.temperature = 25.0
+        self.ambient = 25.0
+        self.eprom_writes = 0  # write instructions that changed the persisted EPROM
+        self.setpoint: float | None = None  # [rad] profile set-point (None: torque off)
+        self.setpoint_speed = 0.0  # [rad/s]
+        self.registered: tuple[int, bytes] | None = None  # REG WRITE waiting for ACTION
+
+    # --- table access ----------------------------------------------------------------------
+    @property
+    def servo_id(self) -> int:
+        return self.mem[5]
+
+    def get(self, name: str) -> int:
+        start, end, sign = _LAYOUT[name]
+        raw = int.from_bytes(self.mem[start:end], "little")
+        return raw if sign is None else fp.from_sign_magnitude(raw, sign)
+
+    def set(self, name: str, value: int) -> None:
+        """Set a field as the factory or a test would (bypasses Lock; persists EPROM fields)."""
+        start, end, sign = _LAYOUT[name]
+        raw = value if sign is None else fp.to_sign_magnitude(value, sign)
+        self.mem[start:end] = int(raw).to_bytes(end - start, "little")
+        if start < EPROM_END:
+            self.persisted = bytes(self.mem[:EPROM_END])
+
+    def read(self, address: int, length: int) -> bytes:
+        return bytes(self.mem[address : address + length])
+
+    def write(self, address: int, data: bytes) -> None:
+        """Apply a WRITE from the bus; read-only bytes are ignored, as the firmware does."""
+        was_enabled = self.get("Torque_Enable")
+        eprom = False
+        for offset, byte in enumerate(data):
+            addr = address + offset
+            if addr >= fp.MEMORY_SIZE or _read_only(addr):
+                continue
+            self.mem[addr] = byte
+            eprom |= addr < EPROM_END
+        if eprom and not self.get("Lock"):
+            self.persisted = bytes(self.mem[:EPROM_END])
+            self.eprom_writes += 1
+        if self.get("Torque_Enable") and not was_enabled:
+            self.latched = 0  # re-enabling torque clears latched protection
+            self.overload_time = self.overcurrent_time = 0.0
+
+    def power_cycle(self, present: int) -> None:
+        """Power comes back: EPROM from its persisted copy, RAM at its power-up defaults,
+        torque off, goal = the present position ``present`` [step]."""
+        for reg in fp.STS3215_REGISTERS:
+            if reg.address >= EPROM_END:
+                self.mem[reg.address : reg.address + reg.size] = fp.to_bytes(reg.default, reg.size)
+        self.mem[:EPROM_END] = self.persisted
+        self.set("Present_Position", present)
+        self.set("Goal_Position", present)
+        self.latched = 0
+        self.overload_time = self.overcurrent_time = 0.0
+        self.setpoint, self.setpoint_speed = None, 0.0
+        self.registered = None
+
+    @property
+    def error(self) -> int:
+        return self.latched | self.forced | self._voltage_error()
+
+    def _voltage_error(self) -> int:
+        v = self.get("Present_Voltage")
+        return (
+            int(ErrorBit.VOLTAGE)
+            if not self.get("Min_Voltage_Limit") <= v <= self.get("Max_Voltage_Limit")
+            else 0
+        )
+
+    # --- position mapping ------------------------------------------------------------------
+    def present_steps(self, q: float) -> int:
+        actual = round(self.encoder_at_zero + q / STEP_RAD) % fp.STEPS_PER_TURN
+        return (actual - self.get("Homing_Offset")) % fp.STEPS_PER_TURN
+
+    def angle_of(self, present: int) -> float:
+        """Joint angle [rad] at which ``Present_Position`` would read ``present``."""
+        actual = present + self.get("Homing_Offset")
+        delta = (actual - self.encoder_at_zero + 2048) % fp.STEPS_PER_TURN - 2048
+        return delta * STEP_RAD
+
+    def clamped_goal(self) -> int:
+        goal = self.get("Goal_Position")
+        low, high = self.get("Min_Position_Limit"), self.get("Max_Position_Limit")
+        return min(max(goal, low), high) if low < high else goal
+
+    # --- coupling to physics ---------------------------------------------------------------
+    def command(self, q: float, dt: float) -> tuple[float, float, float]:
+        """(set-point angle [rad], torque cap [N·m], P gain scale) for the next physics step
+        of ``dt`` [s], the joint being at ``q`` [rad]; the set-point is NaN when torque is off."""
+        if not self.get("Torque_Enable") or self.get("Operating_Mode") != 0:
+            self.setpoint, self.setpoint_speed = None, 0.0
+            return math.nan, 0.0, 1.0
+        limit = min(self.get("Torque_Limit"), self.get("Max_Torque_Limit")) / 1000.0
+        if self.latched & int(ErrorBit.OVERHEAT):
+            limit = 0.0
+        elif self.latched & int(ErrorBit.OVERLOAD | ErrorBit.OVERCURRENT):
+            limit = min(limit, self.get("Protective_Torque") / 100.0)
+        gain = max(self.get("P_Coefficient"), 1) / MODEL_P_GAIN
+        return self._profile(q, dt), STALL_TORQUE * limit, gain
+
+    def _profile(self, q: float, dt: float) -> float:
+        """Advance the set-point towards the goal with the servo's acceleration profile."""
+        target = self.angle_of(self.clamped_goal())
+        if self.setpoint is None:  # torque just came on: start from where the joint is
+            self.setpoint, self.setpoint_speed = q, 0.0
+        acc = self.get("Acceleration") * 100 * STEP_RAD
+        if acc <= 0.0:
+            self.setpoint, self.setpoint_speed = target, 0.0
+            return target
+        goal_speed = abs(self.get("Goal_Velocity")) * STEP_RAD
+        vmax = goal_speed if goal_speed > 0 else NO_LOAD_SPEED
+        error = target - self.setpoint
+        # fastest speed from which the set-point can still stop at the target
+        wanted = math.copysign(min(vmax, math.sqrt(2.0 * acc * abs(error))), error)
+        change = max(-acc * dt, min(acc * dt, wanted - self.setpoint_speed))
+        self.setpoint_speed += change
+        step = self.setpoint_speed * dt
+        if abs(step) >= abs(error) and step * error >= 0:
+            self.setpoint, self.setpoint_speed = target, 0.0
+        else:
+            self.setpoint += step
+        return self.setpoint
+
+    def sense(self, q: float, qdot: float, torque: float, dt: float) -> None:
+        """Update the Present_* registers and protections after a physics step of ``dt`` [s]."""
+        self.set("Present_Position", self.present_steps(q))
+        speed = round(qdot / STEP_RAD)
+        self.set("Present_Velocity", max(-32767, min(32767, speed)))
+        load = round(1000.0 * torque / STALL_TORQUE)
+        self.set("Present_Load", max(-1023, min(1023, load)))
+        enabled = self.get("Torque_Enable")
+        current = abs(torque) / (STALL_TORQUE / STALL_CURRENT) + (IDLE_CURRENT if enabled else 0)
+        self.set("Present_Current", min(round(current / CURRENT_UNIT), 32767))
+        self.set("Moving", int(abs(speed) > MOVING_THRESHOLD))
+        target = self.ambient + THERMAL_RISE * (current / STALL_CURRENT) ** 2
+        self.temperature += (target - self.temperature) * min(1.0, dt / THERMAL_TIME)
+        self.set("Present_Temperature", round(self.temperature))
+        enabled_protections = self.get("Unloading_Condition")
+        if abs(load) > 10 * self.get("Overload_Torque"):
+            self.overload_time += dt
+        else:
+            self.overload_time = 0.0
+        if self.overload_time > 0.01 * self.get("Protection_Time"):
+            self.latched |= int(ErrorBit.OVERLOAD) & enabled_protections
+        if current > CURRENT_UNIT * self.get("Protection_Current"):
+            self.overcurrent_time += dt
+        else:
+            self.overcurrent_time = 0.0
+        if self.overcurrent_time > 0.01 * self.get("Over_Current_Protection_Time"):
+            self.latched |= int(ErrorBit.OVERCURRENT) & enabled_protections
+        if self.temperature > self.get("Max_Temperature_Limit"):
+            self.latched |= int(ErrorBit.OVERHEAT) & enabled_protections
+        self.set("Status", self.error)

@@ -1,0 +1,669 @@
+"""The SO-101 driver's bus loop: lifecycle steps, one bus cycle, faults. Pure (no rclpy), so
+the node stays a thin ROS shell and this can be tested against the emulator directly.
+
+Modes, as the lifecycle node drives them:
+
+* ``unconfigured`` -- the port is closed.
+* ``inactive`` -- ``configure()`` opened the port, verified the servos and read the present
+  pose; the loop reads and publishes the state and commands nothing. Torque is whatever it was.
+* ``active`` -- ``activate()`` armed the servos at their present pose (refused, naming the
+  joint or the register, when the pose is outside the limits, the calibration differs or a
+  servo reports an error); the controllers (``physai_ros.core.controllers``) run each cycle
+  and their reference goes to the servos.
+
+Faults, and what they do (a fault never re-energises anything):
+
+* port lost: goals aborted with the reason; the servos keep holding their last goal; the port
+  is retried every ``reconnect_period``; once back, reading resumes and the controllers hold
+  the goal the servos already have -- nothing moves until the next goal;
+* servos silent: the same; when they answer again with torque off (their power was lost and
+  came back: the arm fell), the driver refuses goals until re-armed (``rearm_needed``);
+* a servo's error flags (overload, overheat, over-current), or an exception in the cycle
+  itself: goals aborted, the servos hold the present pose, re-arm needed;
+* a servo found at configure under a latched protection (the driver was killed and the servo
+  tripped holding the arm): it answers, so it is named with its status byte, never taken for
+  a missing one; activation is refused while it holds torque, and the loop never clears the
+  protection itself (``CLEAR_PROTECTION`` says what a person does and why);
+* ``stop()`` holds the present pose with torque on and refuses goals until ``resume()``;
+  ``release()`` switches torque off (the arm goes limp) and needs a re-arm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from physai_ros.core.controllers.gac import GripperActionController, GripperEnd
+from physai_ros.core.controllers.jtc import GoalEnd, JointTrajectoryController
+from physai_ros.errors import InvalidInput
+from physai_ros.robots.so101 import protocol as fp
+from physai_ros.robots.so101.bus import (
+    IDS,
+    JOINTS,
+    STALL_TORQUE,
+    BusError,
+    Health,
+    JointReading,
+    PortUnavailable,
+    So101Bus,
+)
+from physai_ros.robots.so101.jaw_estimate import JawContactEstimator, JawEstimate, JawModel
+
+Log = Callable[[str, str], None]  # (level: info | warn | error, message)
+FAULT_FLAGS = fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT | fp.ErrorBit.OVERCURRENT
+KNOWN_FLAGS = sum(int(bit) for bit in fp.ErrorBit)  # bits the STS3215 documents (0x2f)
+MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
+BEYOND_RANGE = 0.5  # [rad] no joint rests further beyond its range: further = a garbled read
+GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
+# (closing onto the jaw's own stop is how a pick closes)
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """Behaviour of ``ServoLoop`` (config/so101_driver.yaml; units in the names' comments).
+
+    limit_margin [rad]: a present pose this far outside the limits still arms (a joint resting
+    on its stop reads a hair beyond it); stale_timeout [s]: no good read for this long =
+    servos silent; reconnect_period [s]; health_every: read temperature/voltage/flags every
+    n-th cycle; write_calibration: write the file's calibration to the servos' EPROM at
+    configure (an explicit request; torque must be off); jaw: the contact estimate; relax_torque
+    [N·m]: gripper torque once the grasp formed (0 = keep the goal's); relax_delay [s].
+    """
+
+    limit_margin: float = 0.02
+    stale_timeout: float = 0.2
+    reconnect_period: float = 1.0
+    health_every: int = 10
+    write_calibration: bool = False
+    jaw: JawModel = field(default_factory=JawModel)
+    relax_torque: float = 0.0
+    relax_delay: float = 0.3
+
+    def __post_init__(self) -> None:
+        for name in ("limit_margin", "stale_timeout", "reconnect_period", "relax_delay"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
+        if self.health_every < 1:
+            raise InvalidInput(f"health_every must be >= 1, got {self.health_every!r}")
+
+
+def flag_names(flags: int) -> str:
+    """A servo's error byte in words ("OVERLOAD|OVERHEAT")."""
+    names = [bit.name for bit in fp.ErrorBit if int(flags) & int(bit)]
+    return "|".join(names) if names else "no error"
+
+
+# What a person does about a servo's latched protection (overload, overheat, over-current).
+# The driver never clears one itself: only switching torque off and on again does (or a power
+# cycle), which drops the arm for that instant and gives full torque back to a servo that has
+# just declared its load too much -- it would trip again, or push on into what blocked it.
+CLEAR_PROTECTION = (
+    "support the arm, call ~/release (torque off: the arm goes limp), rest it where the "
+    "servos can hold it (folded) or remove what blocks it, then activate again (switching "
+    "torque on clears the protection)"
+)
+
+
+def servo_error(index: int, flags: int) -> str:
+    """'servo 3 (elbow_flex) reports OVERLOAD (status 0x20)' for joint ``index``."""
+    flags = int(flags)
+    return f"servo {IDS[index]} ({JOINTS[index]}) reports {flag_names(flags)} (status {flags:#04x})"
+
+
+class Snapshot(NamedTuple):
+    """What one cycle publishes: stamp [s, loop clock]; the state (None when stale); the jaw
+    estimate; the last health read; mode; fault ("" = none); the gripper torque limit [N·m]."""
+
+    stamp: float
+    reading: JointReading | None
+    jaw: JawEstimate
+    health: Health | None
+    mode: str
+    fault: str
+    gripper_limit: float
+
+
+class Refused(BusError):
+    """A lifecycle step that must not happen now; the message says why and what to do."""
+
+
+class ServoLoop:
+    """The driver's loop around one ``So101Bus`` and its two controllers (see the module
+    docstring). ``lock`` guards everything; the node's callbacks take it too."""
+
+    def __init__(
+        self,
+        bus: So101Bus,
+        arm: JointTrajectoryController,
+        gripper: GripperActionController,
+        settings: LoopSettings,
+        log: Log,
+    ) -> None:
+        self.bus, self.arm, self.gripper, self.s, self.log = bus, arm, gripper, settings, log
+        self.lock = threading.RLock()
+        self.jaw = JawContactEstimator(settings.jaw)
+        self.mode = "unconfigured"
+        self.armed = False  # the servos were armed by us and should be holding torque
+        self.fault = ""
+        self.rearm_needed = False
+        self.stopped = False
+        self.reading: JointReading | None = None
+        self.health: Health | None = None
+        self.last_good = -math.inf
+        self.last_attempt = -math.inf
+        self.last_cycle: float | None = None
+        self.cycles = 0
+        self.sent: np.ndarray | None = None  # last goal written [rad], None = nothing yet
+        self.commanded = np.full(6, np.nan)  # last goal asked for [rad] (before clipping)
+        self.grip_limit = STALL_TORQUE  # gripper torque limit in force [N·m]
+        self.grip_requested = STALL_TORQUE  # and the one asked for (the servo may cap it)
+        # The gripper's overload protection (LeRobot: above Overload_Torque for 2 s the servo
+        # latches OVERLOAD and drops its torque): a squeeze is kept 10 % below it.
+        overload = bus.s.gripper_setup.get("Overload_Torque", 100)
+        self.grip_safe = 0.9 * STALL_TORQUE * overload / 100.0
+        self._warned_effort = math.nan
+        self.contact_since: float | None = None
+        self.relaxed = False
+        self.ends: list[GoalEnd | GripperEnd] = []  # goals ended, for the node to deliver
+        self._reported_flags = np.zeros(6, dtype=int)
+
+    # --- lifecycle steps -----------------------------------------------------------------
+    def configure(self, now: float) -> str:
+        """Open the port, verify calibration and registers, read the pose. No torque change.
+        Raises ``BusError`` (port, servos) or ``Refused``; returns a summary line."""
+        with self.lock:
+            bus = self.bus
+            bus.open()
+            try:
+                notes = self._verify_setup()
+                reading = bus.read_state()
+                errors = self._servo_errors()
+            except BusError:
+                bus.close()
+                raise
+            # the calibrated ranges (loaded with the file) bound what the controllers accept
+            self.arm.p = dataclasses.replace(self.arm.p, lower=bus.lower[:5], upper=bus.upper[:5])
+            low, high = bus.lower[5] - GRIPPER_SLACK, bus.upper[5] + GRIPPER_SLACK
+            self.gripper.p = dataclasses.replace(self.gripper.p, lower=low, upper=high)
+            self.reading, self.last_good, self.mode = reading, now, "inactive"
+            self.fault, self.rearm_needed = "", False
+            torque = bus.torque_enabled()
+            outside = self.outside_limits(reading.position)
+            lines = [
+                f"configured on {bus.s.port}: servos {list(IDS)} answer, torque "
+                f"{'on' if torque.all() else 'off' if not torque.any() else 'mixed'}",
+                *notes,
+            ]
+            if outside:
+                lines.append(f"present pose outside the limits: {outside} (activation refused)")
+            if errors:
+                self.log("warn", f"{'; '.join(errors)}: {CLEAR_PROTECTION}")
+                lines.append(f"servo errors: {'; '.join(errors)}")
+            return "; ".join(lines)
+
+    def _servo_errors(self) -> list[str]:
+        """Each servo's error flags in words -- from its status register and from the error
+        byte its ping answered with -- also stored as the health the diagnostics report."""
+        health = self.bus.read_health()
+        flags = self._latched_flags(health.status.astype(int))
+        for sid, error in self.bus.ping_errors.items():
+            flags[IDS.index(sid)] |= error & KNOWN_FLAGS
+        self.health = health._replace(status=flags)
+        self._reported_flags = flags.copy()
+        return [servo_error(i, f) for i, f in enumerate(flags) if f]
+
+    def _latched_flags(self, first: np.ndarray) -> np.ndarray:
+        """The error flags of ``first`` (a Status read) that a second read repeats: a latched
+        protection stays, while one garbled read (a desynchronised bus hands another
+        register's bytes to this one: 0x5b seen on a starved machine) must not refuse
+        arming or name a servo wrongly."""
+        return first & self.bus.read_health().status.astype(int)
+
+    def _verify_setup(self) -> list[str]:
+        bus, notes = self.bus, []
+        mismatches = bus.calibration_mismatches()
+        if mismatches and self.s.write_calibration:
+            bus.write_calibration()
+            notes.append(f"calibration written to the servos' EPROM ({len(mismatches)} fields)")
+            mismatches = bus.calibration_mismatches()
+        if mismatches:
+            notes.append(
+                "calibration differs from the servos (activation refused; set "
+                f"write_calibration:=true to write the file): {mismatches}"
+            )
+        writes = bus.setup_differences()
+        if writes:
+            bus.write_setup(writes)
+            changed = [f"{w.joint}.{w.register} {w.present}->{w.wanted}" for w in writes]
+            notes.append(f"servo registers set: {changed}")
+        return notes
+
+    def outside_limits(self, q: np.ndarray) -> list[str]:
+        """Joints beyond their limits by more than ``limit_margin``, named with values."""
+        margin = self.s.limit_margin
+        low, high = self.bus.lower - margin, self.bus.upper + margin
+        return [
+            f"{JOINTS[j]} = {q[j]:.4f} rad (limits [{self.bus.lower[j]:.4f}, "
+            f"{self.bus.upper[j]:.4f}])"
+            for j in np.flatnonzero((q < low) | (q > high))
+        ]
+
+    def activate(self, now: float) -> str:
+        """Arm the servos at the present pose and start the controllers. Raises ``Refused``
+        naming what is wrong (pose outside the limits, calibration, a servo's error flags)."""
+        with self.lock:
+            bus = self.bus
+            if not bus.connected:
+                raise Refused("the port is not open: configure first")
+            mismatches = bus.calibration_mismatches()
+            if mismatches:
+                raise Refused(
+                    f"calibration differs from the servos: {mismatches}; recalibrate, use the "
+                    "right file, or configure with write_calibration:=true"
+                )
+            reading = bus.read_state()
+            outside = self.outside_limits(reading.position)
+            if outside:
+                raise Refused(
+                    f"present pose outside the limits: {'; '.join(outside)}; move the arm "
+                    "inside its range by hand (torque is off) and activate again"
+                )
+            flags = self._latched_flags(bus.read_health().status.astype(int))
+            torque = bus.torque_enabled()
+            held = [i for i, f in enumerate(flags) if f and torque[i]]
+            if held:  # a servo holding torque under a latched protection: release it first
+                names = "; ".join(servo_error(i, flags[i]) for i in held)
+                raise Refused(f"servo errors: {names}: {CLEAR_PROTECTION}")
+            q = np.clip(reading.position, bus.lower, bus.upper)
+            try:
+                self.sent = bus.arm(q)
+            except BusError:  # half-armed: back to how it was (torque off), then say why
+                with contextlib.suppress(BusError):
+                    bus.release()
+                raise
+            # arming clears latched protections
+            flags = self._latched_flags(bus.read_health().status.astype(int))
+            if flags.any():
+                bus.release()
+                names = [
+                    f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(f)}"
+                    for i, f in enumerate(flags)
+                    if f
+                ]
+                raise Refused(f"servo errors persist after arming: {names}; released again")
+            self.commanded = self.sent.copy()
+            self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
+            self.grip_limit = bus.set_torque_limit(5, self.grip_requested)
+            self.reading, self.last_good = reading, now
+            self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=self.sent[:5])
+            self.gripper.activate(now, float(reading.position[5]), hold=float(self.sent[5]))
+            self.mode, self.armed, self.stopped = "active", True, False
+            self.fault, self.rearm_needed = "", False
+            return f"armed at {np.round(self.sent, 4).tolist()} rad"
+
+    def deactivate(self, reason: str = "") -> str:
+        """Stop following and hold: the servos keep the present pose if torque is on."""
+        with self.lock:
+            self._end_goals(reason or "deactivated")
+            if self.armed and self.bus.connected and not self.rearm_needed:
+                try:
+                    self._hold_present()
+                except BusError as exc:
+                    self.log("warn", f"hold at deactivation failed: {exc}")
+            self.mode = "inactive"
+            return "holding the present pose" if self.armed else "not armed"
+
+    def cleanup(self) -> None:
+        """Close the port (torque unchanged)."""
+        with self.lock:
+            self._end_goals("port closed")
+            self.bus.close()
+            self.mode, self.reading = "unconfigured", None
+
+    def release(self, reason: str = "release requested") -> str:
+        """Torque off on every servo (the arm goes limp); a re-arm is needed after."""
+        with self.lock:
+            self._end_goals(f"released: {reason}")
+            self.bus.release()
+            self.armed = False
+            self._need_rearm(f"torque released ({reason})")
+            return "torque off on all servos: the arm is limp"
+
+    def stop(self) -> str:
+        """Hold the present pose with torque on; goals refused until ``resume``."""
+        with self.lock:
+            if self.mode != "active":
+                raise Refused(f"not active ({self.fault or self.mode}): nothing to stop")
+            self._end_goals("stopped: call the resume service")
+            self._hold_present()
+            self.stopped = True
+            return "stopped: holding the present pose with torque on; goals refused until resume"
+
+    def resume(self, now: float) -> str:
+        with self.lock:
+            if not self.stopped or self.mode != "active" or self.reading is None:
+                raise Refused(f"not stopped ({self.fault or self.mode})")
+            r = self.reading
+            self.arm.activate(now, r.position[:5], r.velocity[:5], hold=self.sent[:5])
+            self.gripper.activate(now, float(r.position[5]), hold=float(self.sent[5]))
+            self.stopped = False
+            return "resumed: goals accepted"
+
+    # --- the cycle (bus thread) ----------------------------------------------------------
+    def cycle(self, now: float) -> Snapshot:
+        """One bus cycle; never raises (a failure becomes a fault)."""
+        with self.lock:
+            dt = 0.0 if self.last_cycle is None else now - self.last_cycle
+            self.last_cycle = now
+            try:
+                if self.mode != "unconfigured":
+                    self._cycle(now)
+            except Exception as exc:  # any bug must end in a safe fault
+                self.log("error", f"bus loop failed: {exc!r}\n{traceback.format_exc()}")
+                self._fault(f"internal error in the bus loop: {exc!r}", hold=True)
+            jaw = JawEstimate(False, 0.0, 0.0)
+            if self.reading is not None and self.mode == "active":
+                r = self.reading
+                jaw = self.jaw.update(
+                    r.position[5],
+                    self.gripper.setpoint,
+                    r.velocity[5],
+                    r.torque[5],
+                    self.grip_limit,
+                    dt,
+                )
+                self._relax(jaw, now)
+            return Snapshot(
+                now, self.reading, jaw, self.health, self.mode, self.fault, self.grip_limit
+            )
+
+    def _cycle(self, now: float) -> None:
+        if not self.bus.connected:
+            self._reconnect(now)
+            return
+        try:
+            reading = self.bus.read_state()
+        except PortUnavailable as exc:
+            self._port_lost(str(exc))
+            return
+        except BusError as exc:
+            if now - self.last_good > self.s.stale_timeout:
+                self.reading = None  # never publish a stale state as current
+                self._silent(now, str(exc))
+            return
+        if self._implausible(reading, now):
+            return
+        if self.fault.startswith("silent") or self.fault.startswith("port lost"):
+            self._resume_after_loss(now, reading)
+        self.reading, self.last_good = reading, now
+        self.cycles += 1
+        if self.cycles % self.s.health_every == 1:
+            self._check_health()
+        if self.mode != "active" or self.rearm_needed or self.fault or self.stopped:
+            return
+        q, qd = reading.position, reading.velocity
+        self.ends += self.arm.update(now, q[:5], qd[:5])
+        self.ends += self.gripper.update(now, q[5], qd[5])
+        try:
+            self._command()
+        except PortUnavailable as exc:
+            self._port_lost(str(exc))
+        except BusError as exc:  # a lost reply: the next cycle writes again
+            self.log("warn", f"command write failed, retrying: {exc}")
+
+    def _implausible(self, reading: JointReading, now: float) -> bool:
+        """A reading no joint could be at: beyond its range by more than ``BEYOND_RANGE`` (a
+        well-formed reply with another register's data, as a desynchronised bus delivers),
+        or reached since the last good one faster than ``MAX_SPEED``. Dropped like a lost
+        reply, also right after a silence: holding or resuming toward such a reading would
+        throw the arm. A jump within the ranges that persists past ``stale_timeout`` is
+        believed (the arm was moved)."""
+        beyond = self._beyond_range(reading.position)
+        if beyond:
+            self.log("warn", f"reading dropped: {beyond}")
+            return True
+        last = self.reading
+        if last is None or now - self.last_good > self.s.stale_timeout:
+            return False
+        reach = MAX_SPEED * max(now - self.last_good, 0.0) + 0.05
+        jump = np.abs(reading.position - last.position)
+        if not np.any(jump > reach):
+            return False
+        j = int(np.argmax(jump))
+        self.log("warn", f"reading dropped: {JOINTS[j]} jumped {jump[j]:.3f} rad in one cycle")
+        return True
+
+    def _beyond_range(self, position: np.ndarray) -> str:
+        """Why ``position`` [rad] cannot be the arm's ('' if it can): a joint further than
+        ``BEYOND_RANGE`` beyond its range."""
+        lower, upper = self.bus.lower - BEYOND_RANGE, self.bus.upper + BEYOND_RANGE
+        outside = np.flatnonzero((position < lower) | (position > upper))
+        if outside.size == 0:
+            return ""
+        j = int(outside[0])
+        return (
+            f"{JOINTS[j]} at {position[j]:.3f} rad is beyond its range "
+            f"[{self.bus.lower[j]:.3f}, {self.bus.upper[j]:.3f}] by more than {BEYOND_RANGE} rad"
+        )
+
+    def _command(self) -> None:
+        """Write the controllers' reference, and the gripper's effort, when they change."""
+        goal = np.append(self.arm.ref[0], self.gripper.setpoint)
+        if self.sent is None or np.any(np.abs(goal - self.commanded) > 1e-9):
+            self.sent = self.bus.send_positions(goal)
+            self.commanded = goal
+        limit = min(self.gripper.effort, self.grip_safe)
+        if self.gripper.effort > self.grip_safe and self._warned_effort != self.gripper.effort:
+            self._warned_effort = self.gripper.effort
+            self.log(
+                "warn",
+                f"gripper effort {self.gripper.effort:.3f} N·m is above the overload protection "
+                f"(held for 2 s it trips the servo): squeezing with {self.grip_safe:.3f} N·m",
+            )
+        if self.s.relax_torque > 0.0 and self.relaxed:
+            limit = min(limit, self.s.relax_torque)
+        if abs(limit - self.grip_requested) > 1e-9:
+            self.grip_limit = self.bus.set_torque_limit(5, limit)
+            self.grip_requested = limit
+
+    def _relax(self, jaw: JawEstimate, now: float) -> None:
+        """Once the grasp formed, lower the gripper torque to the least squeeze that carries
+        the object (only when its mass and friction were given: ``relax_torque`` > 0)."""
+        if not jaw.contact:
+            self.contact_since, self.relaxed = None, False
+            return
+        if self.contact_since is None:
+            self.contact_since = now
+        if (
+            self.s.relax_torque > 0.0
+            and not self.relaxed
+            and now - self.contact_since >= self.s.relax_delay
+        ):
+            self.relaxed = True
+            self.log("info", f"grasp formed: gripper torque limit -> {self.s.relax_torque:.3f} N·m")
+
+    def _check_health(self) -> None:
+        """Every ``health_every`` cycles: flags, temperature, voltage and, on an armed arm,
+        torque (servos found with torque off were reset by a power loss). A port that fails
+        here is lost as in any other transfer; a lost reply waits for the next check."""
+        try:
+            self._read_health()
+        except PortUnavailable as exc:
+            self._port_lost(str(exc))
+        except BusError as exc:
+            self.log("warn", f"health read failed: {exc}")
+
+    def _read_health(self) -> None:
+        health = self.bus.read_health()
+        status = health.status.astype(int)
+        if status.any():  # confirmed by a second read before anyone is told
+            status = self._latched_flags(status)
+        self.health = health._replace(status=status)
+        new = status & ~self._reported_flags
+        self._reported_flags = status.copy()
+        for i in np.flatnonzero(new):
+            self.log("warn", servo_error(i, status[i]))
+        if self.mode != "active" or self.rearm_needed:
+            return
+        bad = [
+            f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(f)}"
+            for i, f in enumerate(status)
+            if int(f) & FAULT_FLAGS
+        ]
+        if bad:
+            self._fault(f"servo error: {', '.join(bad)}", hold=True)
+            return
+        if self.armed and not self.bus.torque_enabled().all():  # a brief power loss reset them
+            self.armed = False
+            self._fault("power loss: servos found with torque off (they were reset)", hold=False)
+
+    # --- faults --------------------------------------------------------------------------
+    def _end_goals(self, reason: str) -> None:
+        self.ends += self.arm.deactivate(reason)
+        self.ends += self.gripper.deactivate(reason)
+
+    def _need_rearm(self, reason: str) -> None:
+        self.fault, self.rearm_needed = reason, True
+        self._end_goals(reason)
+
+    def _fault(self, reason: str, hold: bool) -> None:
+        """Abort goals with ``reason``; hold the present pose if the bus allows; re-arm."""
+        self.log("error", f"{reason}: goals aborted; re-arm needed (lifecycle activate)")
+        self._need_rearm(reason)
+        if hold and self.armed and self.bus.connected:
+            try:
+                self._hold_present()
+            except BusError as exc:
+                self.log("error", f"hold after the fault failed: {exc}")
+
+    def _hold_present(self) -> None:
+        """Hold where the arm is: a fresh reading, or the last good one if the fresh one
+        cannot be the arm's (holding a garbled reading would throw the arm)."""
+        present = self.bus.read_state().position
+        if self._beyond_range(present) and self.reading is not None:
+            present = self.reading.position
+        self.sent = self.bus.send_positions(present)
+        self.commanded = self.sent.copy()
+
+    def _port_lost(self, reason: str) -> None:
+        self.bus.close()
+        self.reading = None
+        if not self.fault.startswith("port lost"):
+            self.log("error", f"port lost: {reason}; servos keep their last goal; reconnecting")
+            self.fault = f"port lost: {reason}"
+            self._end_goals(self.fault)
+
+    def _silent(self, now: float, reason: str) -> None:
+        if not self.fault.startswith("silent"):
+            self.log("error", f"servos silent for {self.s.stale_timeout} s: {reason}")
+            self.fault = f"silent servos: {reason}"
+            self._end_goals(self.fault)
+
+    def _reconnect(self, now: float) -> None:
+        if now - self.last_attempt < self.s.reconnect_period:
+            return
+        self.last_attempt = now
+        try:
+            self.bus.open()
+        except BusError as exc:
+            if not self.fault.startswith("port lost"):
+                self.fault = f"port lost: {exc}"
+            return
+        self.log("info", f"port {self.bus.s.port} is back; reading the servos")
+
+    def _resume_after_loss(self, now: float, reading: JointReading) -> None:
+        """The bus answers again: resume reading; hold what the servos already hold. Torque
+        found off on an armed arm = the servos lost power: never re-energise, re-arm."""
+        was = self.fault
+        if not self.armed or self.rearm_needed:
+            self.fault = ""
+            self.log("info", f"servos answer again after: {was}")
+            return
+        try:  # one answer is not yet a bus that answers: any failed read keeps the fault
+            torque = self.bus.torque_enabled()
+            held = self.bus.read_goal()
+        except BusError as exc:
+            self.log("warn", f"servos answer again but not every read does ({exc}); retrying")
+            return
+        if beyond := self._beyond_range(held):  # a garbled goal read: resuming would throw it
+            self.log("warn", f"servos answer again but their goal reads wrong ({beyond}); retrying")
+            return
+        self.fault = ""
+        if not torque.all():
+            off = [JOINTS[i] for i in np.flatnonzero(~torque)]
+            self.armed = False
+            self._fault(
+                f"power loss: {off} answer with torque off (the arm may have fallen)", False
+            )
+            return
+        self.sent, self.commanded = held, held.copy()
+        if self.mode == "active" and not self.stopped:
+            self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=held[:5])
+            self.gripper.activate(now, float(reading.position[5]), hold=float(held[5]))
+        self.log("info", f"servos answer again after: {was}; holding their goal, goals accepted")
+
+    def take_ends(self) -> list[GoalEnd | GripperEnd]:
+        with self.lock:
+            ends, self.ends = self.ends, []
+            return ends
+
+
+class Report(NamedTuple):
+    """One line of /diagnostics: name, hardware id, level ok | warn | error | stale, message,
+    values (temperature [°C], voltage [V], current [A], error flags, load [N·m])."""
+
+    name: str
+    hardware_id: str
+    level: str
+    message: str
+    values: dict[str, float]
+
+
+def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
+    """The driver's state, then each servo's health. A servo's own latched protection
+    (overload, overheat, over-current) is named first, with what to do; then a fault of the
+    driver, then a stale state, then the servo's other error flags."""
+    if snap.fault:
+        level, message = "error", snap.fault + ("; re-arm needed" if rearm_needed else "")
+    elif snap.mode == "active":
+        level, message = (
+            ("warn", "stopped: goals refused until resume") if stopped else ("ok", "active")
+        )
+    else:
+        level, message = "warn", f"{snap.mode}: not commanding the servos"
+    out = [Report("so101/driver", "so101", level, message, {})]
+    h = snap.health
+    for i, (sid, joint) in enumerate(zip(IDS, JOINTS, strict=True)):
+        flags = 0 if h is None else int(h.status[i])
+        level, message = "ok", "ok"
+        if flags & FAULT_FLAGS:
+            level, message = "error", f"{servo_error(i, flags)}: {CLEAR_PROTECTION}"
+        elif snap.fault:
+            level, message = "error", snap.fault
+        elif snap.reading is None:
+            level, message = "stale", "no fresh state"
+        elif flags:
+            level, message = "warn", servo_error(i, flags)
+        values: dict[str, float] = {}
+        if h is not None:
+            values = {
+                "temperature_C": h.temperature[i],
+                "voltage_V": h.voltage[i],
+                "current_A": h.current[i],
+                "error_flags": flags,
+            }
+        if snap.reading is not None:
+            values["load_Nm"] = snap.reading.torque[i]
+        out.append(
+            Report(f"so101/servo {sid} ({joint})", f"sts3215 id {sid}", level, message, values)
+        )
+    return out
