@@ -57,7 +57,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from physai_ros import interfaces
 from physai_ros.launching.bringup import start, stop
 from physai_ros.launching.graph import NodeSpec, pick_graph, trajectory_graph
-from physai_ros.nodes.common import stream_qos
+from physai_ros.qos import stream_qos
 
 NODES = ("sim_bridge", "tf_publisher", "pick")
 STATES = ("settle", "pre", "down", "close", "lift", "hold")

@@ -273,7 +273,7 @@ class Watcher:
         from std_msgs.msg import Float64, String
 
         from physai_ros import interfaces
-        from physai_ros.nodes.common import stream_qos
+        from physai_ros.qos import stream_qos
 
         self.node = rclpy.create_node("force_bench", context=context)
         self.outcome: dict | None = None

@@ -71,7 +71,7 @@ def test_dds_profile_repairs_within_the_pick_command_lead(monkeypatch):
     user chose wins."""
     import xml.etree.ElementTree as ET
 
-    from physai_ros.nodes.common import DDS_PROFILE, use_dds_profile
+    from physai_ros.qos import DDS_PROFILE, use_dds_profile
 
     ns = {"d": "http://www.eprosima.com"}
     writer = ET.parse(CONFIG / DDS_PROFILE).getroot().find(".//d:data_writer", ns)

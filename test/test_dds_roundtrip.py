@@ -135,7 +135,7 @@ SHM_PORTS = """
 import os, sys
 import rclpy
 from std_msgs.msg import String
-from physai_ros.nodes.common import use_dds_profile
+from physai_ros.qos import use_dds_profile
 if sys.argv[1] == "profile":
     use_dds_profile()
 rclpy.init()

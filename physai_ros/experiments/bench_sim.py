@@ -218,8 +218,8 @@ def bridge_rtf(
     CPU second of this process (the bridge's threads: what it pays, whatever the load)."""
     import rclpy
 
-    from physai_ros.nodes.common import use_dds_profile
     from physai_ros.nodes.sim_bridge import SimBridge
+    from physai_ros.qos import use_dds_profile
 
     use_dds_profile()
     args = ["--ros-args", "-p", f"robot:={robot}", "-p", f"real_time_factor:={real_time_factor}"]
@@ -270,7 +270,7 @@ def listen() -> int:
     from visualization_msgs.msg import MarkerArray
 
     from physai_ros import interfaces as names
-    from physai_ros.nodes.common import use_dds_profile
+    from physai_ros.qos import use_dds_profile
 
     counts = dict.fromkeys(LISTEN_TOPICS, 0)
 

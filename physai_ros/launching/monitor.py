@@ -112,7 +112,7 @@ def watch_graph(
     from tf2_msgs.msg import TFMessage
 
     from physai_ros import interfaces
-    from physai_ros.nodes.common import stream_qos
+    from physai_ros.qos import stream_qos
 
     wait_for_pick = pick is not None
     state_topic, outcome_topic = pick or (interfaces.PICK_STATE, interfaces.PICK_OUTCOME)

@@ -50,8 +50,8 @@ from physai_ros.core.controllers.jtc import (
 from physai_ros.core.frames.joint_names import JointPrefix
 from physai_ros.core.motion.joint_trajectory import JointTolerance, TrajectoryPoint
 from physai_ros.errors import InvalidInput
+from physai_ros.nodes._common import declare_param
 from physai_ros.nodes._messages import seconds, stamp
-from physai_ros.nodes.common import declare_param
 
 FJT = FollowJointTrajectory.Result
 CONTROLLER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")

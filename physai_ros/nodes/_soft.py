@@ -8,7 +8,7 @@ from __future__ import annotations
 from rclpy.node import Node
 
 from physai_ros.config import load_scene_config
-from physai_ros.nodes.common import declare_table, node_defaults
+from physai_ros.nodes._common import declare_table, node_defaults
 from physai_ros.sim.scene import scene_soft_object
 from physai_ros.sim.soft import SoftObject
 

@@ -37,7 +37,7 @@ from physai_ros.core.grasp_planning.point_cloud2 import points_from_msg
 from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.core.grasp_planning.request import pregrasp_joints, request_inputs
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes.common import LATCHED, declare_table, run_node
+from physai_ros.nodes._common import LATCHED, declare_table, run_node
 
 PARAMETERS = {
     "object_frame": ("TF frame of the object centre of mass; contacts are given in it", None, True),

@@ -48,8 +48,7 @@ from physai_ros.core.pick.silence import SilenceWatch
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
 from physai_ros.models.barrett_hand import PANDA_ARM
-from physai_ros.nodes._messages import duration_msg, measured_at
-from physai_ros.nodes.common import (
+from physai_ros.nodes._common import (
     LATCHED,
     declare_robot_params,
     declare_table,
@@ -58,6 +57,7 @@ from physai_ros.nodes.common import (
     stream_qos,
     unflatten,
 )
+from physai_ros.nodes._messages import duration_msg, measured_at
 
 S, M, N = "[s]", "[m]", "[N]"
 PARAMETERS = {  # config/hand_pick.yaml, every entry: (description with unit, range, read-only)

@@ -79,8 +79,7 @@ from physai_ros.core.pick.machine import (
 from physai_ros.core.pick.silence import SilenceWatch
 from physai_ros.errors import InvalidInput, PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
-from physai_ros.nodes._messages import duration_msg, measured_at
-from physai_ros.nodes.common import (
+from physai_ros.nodes._common import (
     LATCHED,
     declare_robot_params,
     declare_table,
@@ -89,6 +88,7 @@ from physai_ros.nodes.common import (
     stream_qos,
     unflatten,
 )
+from physai_ros.nodes._messages import duration_msg, measured_at
 from physai_ros.robots.franka.hand import HandFloor
 from physai_ros.sim.scene import load_scene_config
 

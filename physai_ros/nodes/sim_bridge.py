@@ -42,6 +42,7 @@ from physai_ros.core.controllers.jtc import Rejected
 from physai_ros.core.frames.joint_names import JointPrefix
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import PhysaiError
+from physai_ros.nodes._common import declare_param, declare_table, node_defaults, run_node
 from physai_ros.nodes._controllers import (
     CONTROLLER_NAME,
     ControllerServers,
@@ -51,7 +52,6 @@ from physai_ros.nodes._controllers import (
 )
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
 from physai_ros.nodes._soft import declare_soft_object
-from physai_ros.nodes.common import declare_param, declare_table, node_defaults, run_node
 from physai_ros.robots.franka.names import FRANKA_PARAMETERS, PROFILE_PARAMETERS, franka_profile
 from physai_ros.sim.mujoco_sim import MujocoSim
 

@@ -40,13 +40,13 @@ from physai_ros.core.controllers.gac import GripperActionController, gac_params
 from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import PhysaiError
+from physai_ros.nodes._common import declare_table, node_defaults, node_tree, run_node
 from physai_ros.nodes._controllers import (
     ControllerServers,
     GripperSlot,
     declare_gac,
     declare_jtc,
 )
-from physai_ros.nodes.common import declare_table, node_defaults, node_tree, run_node
 from physai_ros.robots.so101.bus import ARM, JOINTS, STALL_TORQUE, BusError, So101Bus
 from physai_ros.robots.so101.config import (
     CONTROLLERS,

@@ -40,8 +40,8 @@ from std_msgs.msg import String
 
 from physai_ros import interfaces
 from physai_ros.errors import InvalidInput
+from physai_ros.nodes._common import declare_table, node_defaults, run_node
 from physai_ros.nodes._soft import declare_soft_object
-from physai_ros.nodes.common import declare_table, node_defaults, run_node
 from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.emulator.bus import FeetechBusEmulator, write_calibration
 from physai_ros.robots.so101.emulator.physics import JOINTS

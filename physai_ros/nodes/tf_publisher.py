@@ -25,7 +25,7 @@ from physai_ros.core.frames.joint_names import JointPrefix
 from physai_ros.core.frames.robot_tf import Edge, load_robot_tf
 from physai_ros.core.frames.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes.common import (
+from physai_ros.nodes._common import (
     LATCHED,
     declare_robot_params,
     declare_table,

@@ -45,7 +45,7 @@ from physai_ros.core.motion.limits import load_limits
 from physai_ros.core.motion.planned import PlannedTrajectory
 from physai_ros.core.motion.tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes.common import LATCHED, declare_param, run_node, stream_qos
+from physai_ros.nodes._common import LATCHED, declare_param, run_node, stream_qos
 
 FJT = FollowJointTrajectory
 POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")

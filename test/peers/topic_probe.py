@@ -16,7 +16,7 @@ import time
 import rclpy
 from std_msgs.msg import String
 
-from physai_ros.nodes.common import use_dds_profile
+from physai_ros.qos import use_dds_profile
 
 
 def main() -> None:
