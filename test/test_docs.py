@@ -124,6 +124,20 @@ def test_no_internal_issue_numbers(page: Path):
     )
 
 
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_shell_block_says_what_it_needs(page: Path):
+    unmarked = [
+        lines[0].strip() if lines else "(empty)"
+        for language, lines in fenced_blocks(page.read_text())
+        if language in SHELL_LANGUAGES
+        and not (lines and re.match(r"# (runnable$|needs: \S)", lines[0].strip()))
+    ]
+    assert not unmarked, (
+        f"{page_id(page)}: shell blocks without '# runnable' or '# needs: …' on their first "
+        f"line (docs/README.md): {unmarked}"
+    )
+
+
 def runnable_blocks() -> list[tuple[str, list[str]]]:
     found = []
     for page in PAGES:
