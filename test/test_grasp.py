@@ -1,15 +1,14 @@
-"""Grasp laws: friction cone, squeeze from a torque cap, min-jerk blend, outcome, Wilson interval.
+"""Grasp laws: friction cone, squeeze from a torque cap, outcome, Wilson interval.
 
 Referees: SciPy's binomtest for Wilson (agreement 1e-12: the same routine), the lesson's
-closed form with z = 1.96 (agreement 1e-4: SciPy uses z = 1.95996…), finite differences for
-the min-jerk derivatives (1e-3 of the peak), and the lesson's printed values where stated.
+closed form with z = 1.96 (agreement 1e-4: SciPy uses z = 1.95996…), and the lesson's printed
+values where stated.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,7 +19,6 @@ from physai_ros.core.pick.grip import (
     cone_ratio,
     cone_use,
     max_mass,
-    minjerk,
     pick_outcome,
     squeeze_from_cap,
     wilson,
@@ -66,19 +64,6 @@ def test_squeeze_from_cap_doubles_the_moving_jaw_force():
     # lesson step 3: τ 0.5 N·m, r 7.42 cm -> 13.47 N
     assert squeeze_from_cap(0.5, 0.0742) == pytest.approx(13.47, abs=0.01)
     assert squeeze_from_cap(1.0, 0.05) == pytest.approx(2 * 1.0 / 0.05)
-
-
-def test_minjerk_boundary_conditions_and_peak_speed():
-    u = np.linspace(0.0, 1.0, 20001)
-    s = np.array([minjerk(x) for x in u])
-    h = u[1] - u[0]
-    v = np.gradient(s, h)
-    a = np.gradient(v, h)
-    assert s[0] == 0.0 and s[-1] == 1.0 and minjerk(0.5) == pytest.approx(0.5)
-    assert v.max() == pytest.approx(15 / 8, rel=1e-3)  # peak speed 1.875 at u = 0.5
-    assert abs(v[0]) < 1e-3 and abs(v[-1]) < 1e-3
-    assert abs(a[1]) < 1e-2 and abs(a[-2]) < 1e-2
-    assert minjerk(-1.0) == 0.0 and minjerk(2.0) == 1.0  # clipped outside [0, 1]
 
 
 def test_pick_outcome_rules():

@@ -84,15 +84,6 @@ def squeeze_from_cap(tau_max: float, r_jaw: float) -> float:
     return 2.0 * _positive("tau_max", tau_max) / _positive("r_jaw", r_jaw)
 
 
-def minjerk(u: float) -> float:
-    """Minimum-jerk blend ``u³(10 − 15u + 6u²)`` from 0 to 1, u clipped to [0, 1].
-
-    Zero velocity and acceleration at both ends: the arm starts and stops without a kick.
-    """
-    u = min(1.0, max(0.0, float(u)))
-    return u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
-
-
 def pick_outcome(lift: float, touches_both: bool, closed: bool, min_lift: float = 0.04) -> Outcome:
     """Physical success test of a pick, no weld involved.
 
