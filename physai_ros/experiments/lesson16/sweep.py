@@ -14,13 +14,14 @@ import mujoco
 import numpy as np
 
 from physai_ros.core.pick.contact import JawContactSensor, contact_force_on, jaws_touch
-from physai_ros.core.pick.grip import OUTCOMES, G, cone_use, pick_outcome, wilson
+from physai_ros.core.pick.grip import OUTCOMES, G, cone_use, pick_outcome
 from physai_ros.core.pick.machine import (
     PickConfig,
     PickMachine,
     PickSensing,
     arm_ik,
 )
+from physai_ros.core.stats import wilson
 from physai_ros.sim.scene import build_scene
 
 # The lesson's set-up: one place for its numbers.
