@@ -57,11 +57,12 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from physai_ros import interfaces
 from physai_ros.launching.bringup import start, stop
 from physai_ros.launching.graph import NodeSpec, pick_graph, trajectory_graph
+from physai_ros.models.joints import SO101_ARM_JOINTS
 from physai_ros.qos import stream_qos
 
 NODES = ("sim_bridge", "tf_publisher", "pick")
 STATES = ("settle", "pre", "down", "close", "lift", "hold")
-ARM = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
+ARM = SO101_ARM_JOINTS
 WINDOW = 2.0  # [s wall] watched after the kill; the issue asks what happens within 1 s
 STILL = 0.01  # [rad/s] an arm joint slower than this at the window's end is held still
 START_TIMEOUT = 120.0  # [s wall] graph start-up + the pick up to the state (loaded machine)

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import binomtest
 
+from physai_ros.core import stats
 from physai_ros.launching.graph import NodeSpec, pick_graph
 from physai_ros.sim.scene import cube_world_pos, load_scene_config
 
@@ -117,11 +117,12 @@ def pick_reach(robot: str = "so101") -> Callable[[float, float], bool]:
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
-    """Wilson 95 % interval of a success rate k / n (nan, nan for n = 0)."""
+    """Wilson 95 % interval of a success rate k / n (``physai_ros.core.stats.wilson``); nan, nan
+    for n = 0 (no runs: a table row, not an error)."""
     if n == 0:
         return math.nan, math.nan
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
+    low, high = stats.wilson(k, n)
+    return low, high
 
 
 @dataclass

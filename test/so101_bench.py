@@ -32,8 +32,9 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from physai_ros import interfaces
 from physai_ros.launching.bringup import start_emulated, stop
 from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
+from physai_ros.models.joints import SO101_ARM_JOINTS
 
-ARM = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
+ARM = list(SO101_ARM_JOINTS)
 TRANSITIONS = {
     "configure": Transition.TRANSITION_CONFIGURE,
     "activate": Transition.TRANSITION_ACTIVATE,

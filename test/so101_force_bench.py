@@ -48,6 +48,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import String
 
 from physai_ros import interfaces
+from physai_ros.core.stats import wilson
 from physai_ros.launching.bringup import start_emulated, stop
 from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
 
@@ -229,8 +230,6 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 def table(runs: list[Run], target: float, band: float) -> list[str]:
     """The per-run rows, then k/n with Wilson 95 % intervals."""
-    from scipy.stats import binomtest
-
     lines = [
         "| run | soft cube (x, y) [m] | pick | truth: lift [cm], both jaws | estimated squeeze [N] "
         "| true squeeze [N] | target [N] | est. within | true within | strain end / peak "
@@ -264,7 +263,7 @@ def table(runs: list[Run], target: float, band: float) -> list[str]:
     }
     lines += ["", "| count | k/n | Wilson 95 % |", "|---|---|---|"]
     for name, k in counts.items():
-        ci = binomtest(k, n).proportion_ci(method="wilson") if n else None
+        ci = wilson(k, n) if n else None
         lines.append(f"| {name} | {k}/{n} | [{ci.low:.2f}, {ci.high:.2f}] |")
     return lines
 

@@ -10,8 +10,9 @@ from physai_ros.core.motion.cartesian import straight_line
 from physai_ros.core.motion.time_scaling import get_shape
 from physai_ros.errors import InvalidInput
 from physai_ros.models import load_robot_model
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 
-ARM = [f"joint{i}" for i in range(1, 8)]
+ARM = list(PANDA_ARM_JOINTS)
 SITE = "attachment_site"
 ON_LINE = 1e-6  # [m] IK tolerance is 1e-8 m; this allows for the site read-back
 

@@ -31,10 +31,11 @@ from conftest import require, spin_in_background
 from physai_ros import interfaces
 from physai_ros.launching.bringup import start, start_emulated, stop
 from physai_ros.launching.graph import emulator_spec, pick_graph
+from physai_ros.models.joints import SO101_ARM_JOINTS
 
 pytestmark = pytest.mark.dds
 
-ARM = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
+ARM = list(SO101_ARM_JOINTS)
 POSE_A = np.array([-0.4, -0.8, 0.8, 0.9, 0.0])  # the jaw ~9 cm above the table, clear of the cube
 POSE_B = np.array([-0.8, -1.0, 1.0, 0.8, 0.4])
 STILL = 0.02  # [rad] "nothing moves": no arm joint changes more than this

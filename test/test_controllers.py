@@ -40,6 +40,7 @@ from physai_ros.core.motion.joint_trajectory import (
 )
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import InvalidInput
+from physai_ros.models.joints import SO101_ARM_JOINTS
 
 # --- upstream texts and codes, spelled out (not imported) so the tests pin them ---------------
 NOT_RUNNING = "Can't accept new action goals. Controller is not running."
@@ -58,7 +59,7 @@ Q0 = np.array([0.1, -0.2, 0.3])
 ZERO = np.zeros(3)
 DT = 0.01  # [s] the simulated control period
 
-ARM = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
+ARM = SO101_ARM_JOINTS
 LIMITS = load_limits("so101").select(ARM)  # 4.71 rad/s, 38.96 rad/s² per joint
 
 Measure = Callable[[float, JointTrajectoryController], tuple[np.ndarray, np.ndarray]]

@@ -12,6 +12,8 @@ import pytest
 from test_mujoco_sim import panda_grasp_configurations
 from test_sim_bridge import trajectory_goal
 
+from physai_ros.models.joints import PANDA_ARM_JOINTS
+
 pytestmark = pytest.mark.dds
 
 DISCOVERY_TIMEOUT = 30.0  # [s wall] bridge start-up (MuJoCo compile) + Fast DDS discovery
@@ -130,7 +132,7 @@ def test_code_written_for_a_real_panda_runs_on_the_simulated_one(ros_context, sp
 
         # names that are not the Panda's under franka_ros2 are refused, and nothing moves
         home = user.positions(joints)
-        bare = [f"joint{i}" for i in range(1, 8)]
+        bare = list(PANDA_ARM_JOINTS)
         for names in (bare, [f"fr3_joint{i}" for i in range(1, 8)]):
             accepted, _, _ = user.call(user.arm, trajectory_goal(names, [(1.0, home)]))
             assert not accepted, names

@@ -1,29 +1,21 @@
-"""Grasp laws: friction cone, squeeze from a torque cap, min-jerk blend, outcome, Wilson interval.
+"""Grasp laws: friction cone, squeeze from a torque cap, outcome.
 
-Referees: SciPy's binomtest for Wilson (agreement 1e-12: the same routine), the lesson's
-closed form with z = 1.96 (agreement 1e-4: SciPy uses z = 1.95996…), finite differences for
-the min-jerk derivatives (1e-3 of the peak), and the lesson's printed values where stated.
+Referees: the closed forms and the lesson's printed values where stated.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy.stats import binomtest
 
 from physai_ros.core.pick.grip import (
     G,
     cone_ratio,
     cone_use,
     max_mass,
-    minjerk,
     pick_outcome,
     squeeze_from_cap,
-    wilson,
 )
 from physai_ros.errors import InvalidInput
 
@@ -68,19 +60,6 @@ def test_squeeze_from_cap_doubles_the_moving_jaw_force():
     assert squeeze_from_cap(1.0, 0.05) == pytest.approx(2 * 1.0 / 0.05)
 
 
-def test_minjerk_boundary_conditions_and_peak_speed():
-    u = np.linspace(0.0, 1.0, 20001)
-    s = np.array([minjerk(x) for x in u])
-    h = u[1] - u[0]
-    v = np.gradient(s, h)
-    a = np.gradient(v, h)
-    assert s[0] == 0.0 and s[-1] == 1.0 and minjerk(0.5) == pytest.approx(0.5)
-    assert v.max() == pytest.approx(15 / 8, rel=1e-3)  # peak speed 1.875 at u = 0.5
-    assert abs(v[0]) < 1e-3 and abs(v[-1]) < 1e-3
-    assert abs(a[1]) < 1e-2 and abs(a[-2]) < 1e-2
-    assert minjerk(-1.0) == 0.0 and minjerk(2.0) == 1.0  # clipped outside [0, 1]
-
-
 def test_pick_outcome_rules():
     assert pick_outcome(0.0737, True, True) == "held"
     assert pick_outcome(0.0737, False, True) == "dropped"  # lifted, then out of one jaw
@@ -89,30 +68,6 @@ def test_pick_outcome_rules():
     assert pick_outcome(0.039, True, False) == "not closed"
 
 
-def _wilson_closed_form(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    p = k / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, c - h), min(1.0, c + h)
-
-
-@pytest.mark.parametrize("k", range(11))
-def test_wilson_matches_scipy_and_the_lesson_formula(k):
-    low, high = wilson(k, 10)
-    ref = binomtest(k, 10).proportion_ci(method="wilson")
-    assert (low, high) == pytest.approx((ref.low, ref.high), abs=1e-12)
-    assert (low, high) == pytest.approx(_wilson_closed_form(k, 10), abs=1e-4)
-    assert low <= k / 10 <= high
-
-
-def test_wilson_lesson_values_and_bad_input():
-    assert tuple(round(x, 2) for x in wilson(10, 10)) == (0.72, 1.00)
-    assert tuple(round(x, 2) for x in wilson(2, 10)) == (0.06, 0.51)
-    assert tuple(round(x, 2) for x in wilson(0, 10)) == (0.00, 0.28)
-    # the default "exact" (Clopper–Pearson) interval is wider: why the method is named
-    assert binomtest(10, 10).proportion_ci().low < wilson(10, 10).low
-    with pytest.raises(InvalidInput, match="0 ≤ k ≤ n"):
-        wilson(11, 10)
+def test_grasp_laws_refuse_bad_input():
     with pytest.raises(InvalidInput):
         cone_ratio(0.5, [1.0], 0.0)

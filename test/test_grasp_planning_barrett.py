@@ -17,11 +17,8 @@ from physai_ros.core.grasp_planning.plan import PlanRequest, plan, to_json
 from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.errors import InvalidInput
 from physai_ros.models import load_robot_spec
-from physai_ros.models.barrett_hand import (
-    PANDA_ARM,
-    PANDA_PREFIX,
-    load_barrett_spec,
-)
+from physai_ros.models.barrett_hand import PANDA_PREFIX, load_barrett_spec
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 
 FINGERS = ("f1", "f2", "f3")
 MU = 0.6
@@ -279,7 +276,7 @@ def test_hand_on_the_panda_reaches_a_pregrasp_on_a_tabletop_object():
     assert pre.error < 1e-3
     model = load_robot_spec("panda_barrett").compile()
     data = mujoco.MjData(model)
-    for name, q in zip(PANDA_ARM, pre.q, strict=True):
+    for name, q in zip(PANDA_ARM_JOINTS, pre.q, strict=True):
         data.qpos[model.joint(name).qposadr[0]] = q
     _set(model, data, pre.fingers.spread, pre.fingers.inner, PANDA_PREFIX)
     mujoco.mj_kinematics(model, data)
@@ -351,7 +348,7 @@ def _hand_on_panda(result) -> tuple[mujoco.MjModel, mujoco.MjData]:
     """The Panda with the Barrett hand at a plan's arm and hand joints (kinematics only)."""
     model = load_robot_spec("panda_barrett").compile()
     data = mujoco.MjData(model)
-    for name, q in zip(PANDA_ARM, result.pregrasp.q, strict=True):
+    for name, q in zip(PANDA_ARM_JOINTS, result.pregrasp.q, strict=True):
         data.qpos[model.joint(name).qposadr[0]] = q
     fingers = result.pregrasp.fingers
     _set(model, data, fingers.spread, fingers.inner, PANDA_PREFIX)

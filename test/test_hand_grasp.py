@@ -20,7 +20,8 @@ from physai_ros.core.pick.hand_grasp import (
 )
 from physai_ros.errors import InvalidInput
 from physai_ros.models import load_robot_spec
-from physai_ros.models.barrett_hand import PANDA_ARM, PANDA_PREFIX
+from physai_ros.models.barrett_hand import PANDA_PREFIX
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 
 TIP_R = 0.012  # the fingertip hemisphere (models/barrett.xml)
 ARM = np.array([0.0, 0.3, 0.0, -2.2, 0.0, 2.5, 0.785])  # the hand facing down over the table
@@ -115,7 +116,7 @@ def test_an_object_out_of_reach_is_refused(kin):
 
 
 def test_a_plan_that_is_not_the_barrett_hands_is_refused():
-    names = [*PANDA_ARM, *PLANNED_HAND]
+    names = [*PANDA_ARM_JOINTS, *PLANNED_HAND]
     ok = ([0.0] * 11, [0.3] * 3, np.zeros((3, 3)), np.eye(3), [0.5, 0.0, 0.03])
     assert planned_grasp(names, *ok).inner.shape == (3,)
     with pytest.raises(InvalidInput, match="not the Barrett-on-Panda's"):
@@ -140,5 +141,5 @@ def test_the_finger_limits_are_the_models(kin):
 def test_the_model_is_the_simulations():
     """The pick's kinematics load the sim bridge's robot: same joints and sites."""
     model = load_robot_spec("panda_barrett").compile()
-    for joint in (*PANDA_ARM, *INNER_JOINTS, *OUTER_JOINTS):
+    for joint in (*PANDA_ARM_JOINTS, *INNER_JOINTS, *OUTER_JOINTS):
         assert mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, joint) >= 0, joint

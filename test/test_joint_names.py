@@ -6,8 +6,9 @@ import pytest
 
 from physai_ros.core.frames.joint_names import JointPrefix
 from physai_ros.errors import InvalidInput
+from physai_ros.models.joints import PANDA_JOINTS
 
-PANDA = [f"joint{i}" for i in range(1, 8)] + ["finger_joint1", "finger_joint2"]
+PANDA = list(PANDA_JOINTS)
 
 
 def test_prefixed_names_round_trip_and_unknown_names_stay_unknown():

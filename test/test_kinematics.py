@@ -12,9 +12,8 @@ import pytest
 
 from physai_ros.core.motion.kinematics import IKResult, solve_ik
 from physai_ros.errors import InvalidInput
+from physai_ros.models.joints import PANDA_ARM_JOINTS, SO101_ARM_JOINTS
 
-SO101_ARM = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
-PANDA_ARM = tuple(f"joint{i}" for i in range(1, 8))
 POS_TOL = 1e-5  # [m], the solver default
 ROT_TOL = 1e-4  # [rad], the solver default
 
@@ -67,9 +66,9 @@ def test_so101_position_target_is_reached_and_caller_state_untouched(so101):
     model, data = so101
     before = data.qpos.copy()
     target = np.array([0.22, 0.01, 0.011])
-    result = solve_ik(model, data, "gripperframe", target, SO101_ARM, np.zeros(5))
+    result = solve_ik(model, data, "gripperframe", target, SO101_ARM_JOINTS, np.zeros(5))
     assert isinstance(result, IKResult) and result.converged
-    pos, _ = _site_pose(model, data, "gripperframe", SO101_ARM, result.q)
+    pos, _ = _site_pose(model, data, "gripperframe", SO101_ARM_JOINTS, result.q)
     assert np.linalg.norm(pos - target) < POS_TOL
     np.testing.assert_array_equal(data.qpos, before)
 
@@ -81,23 +80,23 @@ def test_so101_top_down_pose_with_orientation(so101):
     quat = np.empty(4)
     mujoco.mju_mat2Quat(quat, rot.ravel())
     target = np.array([0.21, -0.01, 0.07])
-    result = solve_ik(model, data, "gripperframe", target, SO101_ARM, np.zeros(5), quat)
+    result = solve_ik(model, data, "gripperframe", target, SO101_ARM_JOINTS, np.zeros(5), quat)
     assert result.converged
-    pos, got = _site_pose(model, data, "gripperframe", SO101_ARM, result.q)
+    pos, got = _site_pose(model, data, "gripperframe", SO101_ARM_JOINTS, result.q)
     assert np.linalg.norm(pos - target) < POS_TOL
     assert _quat_angle(got, quat) < 2 * ROT_TOL
 
 
 def test_panda_seven_joints_any_site(panda):
     model, data = panda
-    home = np.array([data.qpos[model.joint(n).qposadr[0]] for n in PANDA_ARM])
+    home = np.array([data.qpos[model.joint(n).qposadr[0]] for n in PANDA_ARM_JOINTS])
     mujoco.mj_kinematics(model, data)
     site = model.site(0).name
     start = data.site_xpos[0].copy()
     target = start + np.array([0.05, -0.08, -0.10])
-    result = solve_ik(model, data, site, target, PANDA_ARM, home)
+    result = solve_ik(model, data, site, target, PANDA_ARM_JOINTS, home)
     assert result.converged and result.error < POS_TOL
-    pos, _ = _site_pose(model, data, site, PANDA_ARM, result.q)
+    pos, _ = _site_pose(model, data, site, PANDA_ARM_JOINTS, result.q)
     assert np.linalg.norm(pos - target) < POS_TOL
 
 

@@ -18,6 +18,7 @@ from scipy.spatial.transform import Rotation
 
 from physai_ros.errors import InvalidInput, ModelError
 from physai_ros.models import load_robot_model, load_robot_spec
+from physai_ros.models.joints import SO101_JOINTS
 from physai_ros.sim.scene import (
     CUBE_BODY,
     CUBE_GEOM,
@@ -32,14 +33,6 @@ N_CONFIGS = 200  # random joint configurations per robot (the brief asks for >= 
 POS_TOL = 1e-6  # [m] frame position parity with the reference
 ROT_TOL = 1e-6  # [rad] frame orientation parity with the reference
 REL_TOL = 1e-12  # model numbers are written at full precision: equal up to float rounding
-SO101_JOINTS = [
-    "shoulder_pan",
-    "shoulder_lift",
-    "elbow_flex",
-    "wrist_flex",
-    "wrist_roll",
-    "gripper",
-]
 
 
 def reference(shared_models: Path, robot: str) -> mujoco.MjModel:
@@ -167,8 +160,8 @@ def test_jaw_pads_match_reference(shared_models: Path, robot: str) -> None:
 
 def test_so101_names_camera_and_timestep() -> None:
     model = load_robot_model("so101")
-    assert [model.joint(i).name for i in range(model.njnt)] == SO101_JOINTS
-    assert [model.actuator(i).name for i in range(model.nu)] == SO101_JOINTS
+    assert [model.joint(i).name for i in range(model.njnt)] == list(SO101_JOINTS)
+    assert [model.actuator(i).name for i in range(model.nu)] == list(SO101_JOINTS)
     assert model.site("gripperframe").id >= 0
     assert model.cam_fovy[model.cam("wrist_cam").id] == pytest.approx(61.0)
     # The lessons' pinhole: f = (H/2) / tan(fovy/2) = 407.4 px at 640x480.

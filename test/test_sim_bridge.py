@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from physai_ros import interfaces as names
+from physai_ros.models.joints import PANDA_ARM_JOINTS, SO101_ARM_JOINTS
 
 pytestmark = pytest.mark.dds
 
@@ -144,7 +145,7 @@ def test_so101_trajectory_gripper_rejections_and_clock(ros_context, spawn):
     bridge = start_bridge(spawn, "so101")
     client = Client(ros_context)
     client.wait_ready(bridge)
-    arm = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
+    arm = SO101_ARM_JOINTS
 
     # /clock advances in sim time, 5x faster than the wall clock. Over 2 s of wall time, so a
     # client that takes the first message late (a loaded machine) errs by a tenth at most.
@@ -262,7 +263,7 @@ def test_panda_follows_a_multi_point_trajectory(ros_context, spawn):
     bridge = start_bridge(spawn, "panda")
     client = Client(ros_context)
     client.wait_ready(bridge)
-    arm = [f"joint{i}" for i in range(1, 8)]
+    arm = list(PANDA_ARM_JOINTS)
     home = client.positions(arm)
     delta = np.array([0.6, 0.4, -0.4, 0.5, 0.5, -0.4, 0.6])
     points = [(1.0, home + 0.5 * delta), (2.0, home + delta), (3.0, home - 0.3 * delta)]
@@ -287,7 +288,7 @@ def test_client_dying_mid_goal_leaves_the_arm_holding_its_last_target(ros_contex
     client = Client(ros_context)
     try:
         client.wait_ready(bridge)
-        arm = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
+        arm = list(SO101_ARM_JOINTS)
         target = [0.3, -0.2, 0.25, 0.15, -0.3]
         peer = spawn(
             str(PEERS / "trajectory_client_dies.py"),
@@ -340,7 +341,7 @@ def test_free_running_bridge_sends_every_stream_in_sim_time_order(ros_context, s
         # on the grid from sim time 0, the first tick included (it once went out a step late)
         grid = np.asarray(series) / 0.01
         np.testing.assert_allclose(grid, np.round(grid), atol=1e-6)
-    arm = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
+    arm = list(SO101_ARM_JOINTS)
     target = client.positions(arm) + 0.2
     handle = client.send(client.arm, trajectory_goal(arm, [(1.0, target)]))
     assert handle.accepted

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from physai_ros.core.motion.time_scaling import (
     SHAPES,
     JointMove,
     get_shape,
     joint_reference,
+    minjerk,
     poly_from_boundary,
     spline_reference,
     trapezoid_scaling,
@@ -31,6 +34,28 @@ def test_polynomials_come_from_boundary_conditions():
     )
     with pytest.raises(InvalidInput, match="needs 4 conditions"):
         poly_from_boundary(rest[:3], 3)
+
+
+@given(st.floats(min_value=-2.0, max_value=3.0, allow_nan=False))
+def test_minjerk_is_the_quintic_time_scaling(u):
+    """The per-step scalar blend and the derived quintic are one function (the lesson's closed
+    form too), clipped the same way outside [0, 1]."""
+    assert minjerk(u) == pytest.approx(float(SHAPES["quintic"](u)), abs=1e-13)
+    v = min(1.0, max(0.0, u))
+    assert minjerk(u) == v**3 * (10.0 - 15.0 * v + 6.0 * v * v)  # bit for bit: sweeps unchanged
+
+
+def test_minjerk_boundary_conditions_and_peak_speed():
+    u = np.linspace(0.0, 1.0, 20001)
+    s = np.array([minjerk(x) for x in u])
+    h = u[1] - u[0]
+    v = np.gradient(s, h)
+    a = np.gradient(v, h)
+    assert s[0] == 0.0 and s[-1] == 1.0 and minjerk(0.5) == pytest.approx(0.5)
+    assert v.max() == pytest.approx(15 / 8, rel=1e-3)  # peak speed 1.875 at u = 0.5
+    assert abs(v[0]) < 1e-3 and abs(v[-1]) < 1e-3
+    assert abs(a[1]) < 1e-2 and abs(a[-2]) < 1e-2
+    assert minjerk(-1.0) == 0.0 and minjerk(2.0) == 1.0  # clipped outside [0, 1]
 
 
 @pytest.mark.parametrize("name", ["linear", "trapezoid", "cubic", "quintic", "septic"])

@@ -26,6 +26,7 @@ from physai_ros.core.motion.cartesian import straight_line
 from physai_ros.core.motion.kinematics import solve_ik
 from physai_ros.core.motion.time_scaling import TimeScaling, get_shape, joint_reference
 from physai_ros.errors import ModelError
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 
 DT = 0.002  # [s] controller and physics period
 TAIL = 0.5  # [s] simulated after the move ends
@@ -36,7 +37,7 @@ TABLE_A_SHAPES = ("step", "linear", "trapezoid", "cubic", "quintic")
 SWEEP_DURATIONS = (0.25, 0.5, 1.0, 2.0)  # [s]
 SWEEP_SHAPES = ("cubic", "quintic")
 FEEDFORWARD_ROW = "quintic + M q̈_r − passive"
-ARM_JOINTS = tuple(f"joint{i}" for i in range(1, 8))
+ARM_JOINTS = PANDA_ARM_JOINTS
 TCP_SITE = "attachment_site"
 LINE_HEIGHT = 0.40  # [m] Cartesian move: z of the line; x = the home TCP's x
 LINE_LENGTH = 0.50  # [m] along world y, centred on y = 0, home TCP orientation held

@@ -32,8 +32,8 @@ from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.core.grasp_planning.request import request_inputs
 from physai_ros.core.pick.force_close import ForceCloseParams
 from physai_ros.core.pick.force_plan import JawFloor, PlanSource, plan_request, planned_params
-from physai_ros.core.pick.grip import wilson
 from physai_ros.core.pick.machine import PickConfig, force_params, load_pick_tree, pick_config
+from physai_ros.core.stats import wilson
 from physai_ros.errors import InvalidInput
 from physai_ros.experiments.lesson16.report import markdown
 from physai_ros.experiments.lesson16.sweep import cube_positions

@@ -29,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from physai_ros.core.pick.grip import wilson
+from physai_ros.core.stats import wilson
 
 TOPICS = (
     "/joint_states",

@@ -25,6 +25,7 @@ from typing import NamedTuple
 import mujoco
 import numpy as np
 
+from physai_ros.core.pick.contact import jaws_touch
 from physai_ros.core.pick.grip import pick_outcome
 from physai_ros.core.pick.machine import PickConfig, PickMachine, PickSensing, arm_ik
 from physai_ros.sim.mujoco_sim import MujocoSim
@@ -124,7 +125,7 @@ def run_soft_pick(sim: MujocoSim, cfg: PickConfig) -> SoftPickResult:
             wanted = state != "close" or machine.wants_contacts(d.time, speed)
             forces = jaw_forces(sim) if wanted else (0.0, 0.0)
             sensed = PickSensing(
-                both_touch=min(forces) > touch,
+                both_touch=jaws_touch(forces, touch),
                 jaw_speed=speed,
                 jaw=float(d.qpos[jaw_q]),
                 jaw_forces=forces,
@@ -137,7 +138,7 @@ def run_soft_pick(sim: MujocoSim, cfg: PickConfig) -> SoftPickResult:
     forces = jaw_forces(sim)
     lift = float(sim.soft_object_pose()[0][2] - size / 2.0)
     return SoftPickResult(
-        outcome=pick_outcome(lift, min(forces) > touch, machine.closed, cfg.min_lift),
+        outcome=pick_outcome(lift, jaws_touch(forces, touch), machine.closed, cfg.min_lift),
         closed=machine.closed,
         lift=lift,
         close_s=machine.close_s,

@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 
 from physai_ros.errors import ModelError
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 
 BARRETT_FILE = Path(__file__).resolve().parent / "barrett.xml"
 FINGERS = ("f1", "f2", "f3")
@@ -30,7 +31,6 @@ PANDA_PREFIX = "barrett/"
 """Prefix of the hand's names in the Panda variant (MuJoCo's attach needs one)."""
 FLANGE = (0.0, 0.0, 0.107)
 """Panda flange on link7 [m] (where the Franka Hand is mounted)."""
-PANDA_ARM = tuple(f"joint{i}" for i in range(1, 8))
 
 
 def load_barrett_spec() -> mujoco.MjSpec:
@@ -61,7 +61,7 @@ def on_panda(spec: mujoco.MjSpec) -> mujoco.MjSpec:
     pyramidal cones with impratio 1 such a grip crept 1 cm down the fingers during a 7 cm lift
     and dropped a 50 g soft sphere, with the same forces it held to 6.8 cm of 7 with these.
     """
-    home = list(spec.key("home").qpos)[: len(PANDA_ARM)]
+    home = list(spec.key("home").qpos)[: len(PANDA_ARM_JOINTS)]
     spec.delete(spec.body("hand"))
     gripper = [a for a in spec.actuators if a.name == "actuator8"]
     for element in (*spec.tendons, *spec.equalities, *spec.sensors, *spec.keys, *gripper):
@@ -74,7 +74,7 @@ def on_panda(spec: mujoco.MjSpec) -> mujoco.MjSpec:
     try:
         model = spec.compile()
         qpos = np.zeros(model.nq)
-        qpos[: len(PANDA_ARM)] = home  # the arm's joints come first, the hand's after them
+        qpos[: len(PANDA_ARM_JOINTS)] = home  # the arm's joints come first, the hand's after them
         spec.add_key(name="home", qpos=qpos.tolist())
         model = spec.compile()
     except ValueError as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 import mujoco
 
 from physai_ros.errors import InvalidInput, ModelError
+from physai_ros.models.joints import PANDA_JOINTS, SO101_JOINTS
 
 EMBEDDED_DIR = Path(__file__).resolve().parent
 """Folder of the embedded MJCF files."""
@@ -33,25 +34,14 @@ COMPOSED: dict[str, str] = {"panda_barrett": "panda"}
 
 REQUIRED_NAMES: dict[str, dict[mujoco.mjtObj, tuple[str, ...]]] = {
     "so101": {
-        mujoco.mjtObj.mjOBJ_JOINT: (
-            "shoulder_pan",
-            "shoulder_lift",
-            "elbow_flex",
-            "wrist_flex",
-            "wrist_roll",
-            "gripper",
-        ),
+        mujoco.mjtObj.mjOBJ_JOINT: SO101_JOINTS,
         mujoco.mjtObj.mjOBJ_ACTUATOR: ("gripper",),
         mujoco.mjtObj.mjOBJ_SITE: ("gripperframe",),
         mujoco.mjtObj.mjOBJ_CAMERA: ("wrist_cam",),
         mujoco.mjtObj.mjOBJ_BODY: ("base", "gripper", "moving_jaw_so101_v1"),
     },
     "panda": {
-        mujoco.mjtObj.mjOBJ_JOINT: (
-            *(f"joint{i}" for i in range(1, 8)),
-            "finger_joint1",
-            "finger_joint2",
-        ),
+        mujoco.mjtObj.mjOBJ_JOINT: PANDA_JOINTS,
         mujoco.mjtObj.mjOBJ_ACTUATOR: ("actuator8",),
         mujoco.mjtObj.mjOBJ_BODY: ("link0", "hand", "left_finger", "right_finger"),
         mujoco.mjtObj.mjOBJ_KEY: ("home",),

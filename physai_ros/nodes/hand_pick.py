@@ -47,7 +47,7 @@ from physai_ros.core.pick.hand_machine import (
 from physai_ros.core.pick.silence import SilenceWatch
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
-from physai_ros.models.barrett_hand import PANDA_ARM
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 from physai_ros.nodes._common import (
     LATCHED,
     declare_robot_params,
@@ -244,7 +244,7 @@ class HandPickNode(Node):
 
     def missing(self) -> list[str]:
         """What the pick waits for before it starts."""
-        out = [f"joint states of {j}" for j in PANDA_ARM if j not in self.joints][:1]
+        out = [f"joint states of {j}" for j in PANDA_ARM_JOINTS if j not in self.joints][:1]
         if self.object is None:
             out.append("the object's pose")
         out += [f"the action server {n}" for n, c in self.hand.items() if not c.server_is_ready()]
@@ -309,7 +309,7 @@ class HandPickNode(Node):
         if self.machine is None:
             if self.missing():
                 return
-            home = np.array([self.joints[j][0] for j in PANDA_ARM])
+            home = np.array([self.joints[j][0] for j in PANDA_ARM_JOINTS])
 
             def poses(grasp, at):
                 return self.kin.poses(grasp, at, self.cfg.approach_distance, self.cfg.lift_height)
@@ -359,7 +359,7 @@ class HandPickNode(Node):
 
     def send_move(self, move_id: int, q: np.ndarray, duration: float) -> None:
         goal = FollowJointTrajectory.Goal()
-        goal.trajectory.joint_names = list(PANDA_ARM)
+        goal.trajectory.joint_names = list(PANDA_ARM_JOINTS)
         goal.trajectory.points = [
             JointTrajectoryPoint(
                 positions=q.tolist(),

@@ -58,6 +58,7 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
+from physai_ros.core.pick.contact import jaws_touch
 from physai_ros.core.pick.force_close import capacity_fault
 from physai_ros.core.pick.force_plan import (
     NO_SERVICE,
@@ -485,8 +486,7 @@ class PickNode(Node):
         return self.cube
 
     def both_touch(self) -> bool:
-        touch = self.cfg.ros["touch_force"]
-        return all(self.jaw_force[j] > touch for j in self.jaws)
+        return jaws_touch((self.jaw_force[j] for j in self.jaws), self.cfg.ros["touch_force"])
 
     def sensed(self, now: float) -> PickSensing:
         cube = self.cube_target(now)

@@ -40,8 +40,8 @@ from physai_ros.core.controllers.gac import (
 )
 from physai_ros.core.controllers.jtc import GoalEnd, JointTrajectoryController, JtcParams
 from physai_ros.core.motion.joint_trajectory import JointRanges
+from physai_ros.core.motion.time_scaling import minjerk
 from physai_ros.core.pick.contact import ContactPoint
-from physai_ros.core.pick.grip import minjerk
 from physai_ros.errors import InvalidInput, ModelError
 from physai_ros.sim.scene import CUBE_BODY, CUBE_JOINT, build_scene, cube_world_pos
 from physai_ros.sim.soft import SoftBody, SoftObject

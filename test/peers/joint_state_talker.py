@@ -8,7 +8,9 @@ import sys
 import rclpy
 from sensor_msgs.msg import JointState
 
-NAMES = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper"]
+from physai_ros.models.joints import SO101_JOINTS
+
+NAMES = list(SO101_JOINTS)
 
 
 def main() -> None:

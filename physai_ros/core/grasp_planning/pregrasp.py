@@ -23,6 +23,7 @@ from physai_ros.core.grasp_planning.contacts import Jaw
 from physai_ros.core.motion.kinematics import solve_ik
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_robot_spec
+from physai_ros.models.joints import PANDA_ARM_JOINTS, SO101_ARM_JOINTS
 
 POS_TOL = 1e-3  # [m] pre-grasp position accepted
 ROT_TOL = math.radians(2.0)  # [rad] pre-grasp orientation accepted (the seed's 2° per joint)
@@ -98,7 +99,7 @@ def arm_spec(robot: str) -> ArmSpec:
             (0.0, 0.0, 0.1029),
             np.array([0.0, 1.0, 0.0]),
             np.array([0.0, 0.0, 1.0]),
-            tuple(f"joint{i}" for i in range(1, 8)),
+            PANDA_ARM_JOINTS,
             np.array([0.5, 0.0, 0.0]),
             Jaw("panda", 0.0, 0.08, np.zeros_like),
         )
@@ -110,7 +111,7 @@ def arm_spec(robot: str) -> ArmSpec:
             (0.012, -0.000218, -0.098127),
             np.array([1.0, 0.0, 0.0]),
             np.array([0.0, 0.0, -1.0]),
-            ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"),
+            SO101_ARM_JOINTS,
             np.array([0.22, 0.0, 0.0]),
             Jaw("so101", float(widths[0]), float(widths[-1]), so101_tilt),
         )

@@ -21,7 +21,8 @@ from physai_ros.core.grasp_planning.plan import Plan, PlanRequest
 from physai_ros.core.grasp_planning.pregrasp import arm_spec
 from physai_ros.core.grasp_planning.three_finger import BarrettPreGrasp
 from physai_ros.errors import InvalidInput
-from physai_ros.models.barrett_hand import PANDA_ARM, PANDA_PREFIX
+from physai_ros.models.barrett_hand import PANDA_PREFIX
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 
 DEFAULTS = PlanRequest("panda", 1.0, 0.0, 1.0, 1.0)  # only its optional fields are used
 # the hand's driven joints as named on the Panda (F2's spread mirrors F1's; outer = coupled)
@@ -77,5 +78,9 @@ def pregrasp_joints(p: Plan) -> tuple[list[str], list[float]]:
     pre = p.pregrasp
     if isinstance(pre, BarrettPreGrasp):
         f = pre.fingers
-        return [*PANDA_ARM, *BARRETT_JOINTS], [*map(float, pre.q), f.spread, *map(float, f.inner)]
+        return [*PANDA_ARM_JOINTS, *BARRETT_JOINTS], [
+            *map(float, pre.q),
+            f.spread,
+            *map(float, f.inner),
+        ]
     return list(arm_spec(p.hand).joints), [float(v) for v in pre.q]

@@ -49,7 +49,8 @@ from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.core.motion.kinematics import solve_ik
 from physai_ros.errors import InvalidInput
 from physai_ros.models import load_robot_spec
-from physai_ros.models.barrett_hand import PANDA_ARM, PANDA_PREFIX
+from physai_ros.models.barrett_hand import PANDA_PREFIX
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 
 # BH8-282 kinematics (sources in physai_ros/models/barrett.xml and docs/grasp_planning.md) [m, rad]
 AW = 0.025  # F1/F2 spread axes at x = ∓AW; F3's knuckle at x = 0
@@ -358,8 +359,8 @@ def solve_barrett_pregrasp(
     solutions = solve_fingers(contacts, normals, centre, normal, surface, -object_pos[2])
     model = load_robot_spec("panda_barrett").compile()
     data = mujoco.MjData(model)
-    home = load_robot_spec("panda").compile().key("home").qpos[: len(PANDA_ARM)]  # IK start
-    for name, value in zip(PANDA_ARM, home, strict=True):
+    home = load_robot_spec("panda").compile().key("home").qpos[: len(PANDA_ARM_JOINTS)]  # IK start
+    for name, value in zip(PANDA_ARM_JOINTS, home, strict=True):
         data.qpos[model.joint(name).qposadr[0]] = value
     palm = PANDA_PREFIX + "bh_palm"
     base_to_palm = np.array([0.0, 0.0, PALM_FACE])
@@ -373,7 +374,7 @@ def solve_barrett_pregrasp(
             data,
             palm,
             target,
-            PANDA_ARM,
+            PANDA_ARM_JOINTS,
             home,
             quat,
             tol=ARM_POS_TOL / 10,
@@ -382,7 +383,7 @@ def solve_barrett_pregrasp(
         )
         check = mujoco.MjData(model)
         check.qpos[:] = data.qpos
-        for name, value in zip(PANDA_ARM, res.q, strict=True):
+        for name, value in zip(PANDA_ARM_JOINTS, res.q, strict=True):
             check.qpos[model.joint(name).qposadr[0]] = value
         mujoco.mj_kinematics(model, check)
         site = model.site(palm).id

@@ -6,18 +6,33 @@ Forces come from ``mj_contactForce`` (contact frame, normal first), which is cor
 elliptic and pyramidal cones; reading ``efc_force`` directly is not (pyramidal rows are cone
 edges, not (normal, tangents)).
 
+``jaws_touch`` is the one definition of "both jaws touch": the pick node on the jaw wrenches,
+the soft-pick runner on the sim's same wrenches, this sensor and lesson 16's vectorised test on
+the jaws' normal-force sums all decide with it.
+
 ``friction_cone_mesh`` is the geometry of a contact's friction cone, for drawing it (RViz).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import mujoco
 import numpy as np
 
 from physai_ros.errors import InvalidInput
+
+
+def jaws_touch(forces: Iterable[float], threshold: float = 0.0) -> bool:
+    """Both jaws touch the object: every jaw's contact force [N] exceeds ``threshold`` [N].
+
+    The pick node passes the magnitudes of the jaw wrenches and ``ros.touch_force``;
+    ``JawContactSensor.read`` the per-jaw normal-force sums and 0 (any push). A NaN force
+    (never measured) does not touch.
+    """
+    return all(f > threshold for f in forces)
 
 
 class ContactPoint(NamedTuple):
@@ -35,7 +50,7 @@ class JawContacts(NamedTuple):
     """One reading of the jaws on the object.
 
     fixed_normal, moving_normal: summed normal force of each jaw on the object [N].
-    both_touch: both sums > 0 (each jaw pushes).
+    both_touch: ``jaws_touch`` of the two sums at 0 (each jaw pushes).
     lift_force: vertical force of the jaws on the object, world z [N] (friction's share).
     contacts: number of jaw–object contacts with a force.
     fixed_net, moving_net: magnitude of each jaw's net contact force on the object [N], normal
@@ -175,7 +190,7 @@ class JawContactSensor:
         return JawContacts(
             fixed_normal=sums["fixed"],
             moving_normal=sums["moving"],
-            both_touch=sums["fixed"] > 0.0 and sums["moving"] > 0.0,
+            both_touch=jaws_touch((sums["fixed"], sums["moving"])),
             lift_force=lift,
             contacts=count,
             fixed_net=float(np.linalg.norm(nets["fixed"])),

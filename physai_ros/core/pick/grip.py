@@ -1,4 +1,4 @@
-"""Grasp physics of an antipodal two-jaw grip: friction cone, squeeze, outcome, success interval.
+"""Grasp physics of an antipodal two-jaw grip: friction cone, squeeze, outcome.
 
 Why these few formulas matter: the jaws press horizontally, so only friction holds the object
 up. Each contact carries at most ``μ N_i`` tangentially, hence the grip holds while
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Literal
 
 import numpy as np
 
@@ -84,15 +84,6 @@ def squeeze_from_cap(tau_max: float, r_jaw: float) -> float:
     return 2.0 * _positive("tau_max", tau_max) / _positive("r_jaw", r_jaw)
 
 
-def minjerk(u: float) -> float:
-    """Minimum-jerk blend ``u³(10 − 15u + 6u²)`` from 0 to 1, u clipped to [0, 1].
-
-    Zero velocity and acceleration at both ends: the arm starts and stops without a kick.
-    """
-    u = min(1.0, max(0.0, float(u)))
-    return u**3 * (10.0 - 15.0 * u + 6.0 * u * u)
-
-
 def pick_outcome(lift: float, touches_both: bool, closed: bool, min_lift: float = 0.04) -> Outcome:
     """Physical success test of a pick, no weld involved.
 
@@ -104,27 +95,3 @@ def pick_outcome(lift: float, touches_both: bool, closed: bool, min_lift: float 
     if lift >= min_lift and touches_both:
         return "held"
     return "dropped" if closed else "not closed"
-
-
-class Interval(NamedTuple):
-    """A confidence interval for a success rate, both ends in [0, 1]."""
-
-    low: float
-    high: float
-
-
-def wilson(k: int, n: int, confidence: float = 0.95) -> Interval:
-    """Wilson score interval for ``k`` successes in ``n`` trials (SciPy's ``binomtest``).
-
-    Why Wilson: with 10 trials and 0 or 10 successes the normal approximation collapses to a
-    zero-width interval; Wilson stays honest. Note SciPy's default method is "exact"
-    (Clopper–Pearson, wider), so the method is named explicitly.
-    """
-    # Imported here: scipy.stats takes about a second to import, and every node imports this
-    # module (for minjerk and the outcome test) without needing statistics.
-    from scipy.stats import binomtest
-
-    if int(n) != n or n < 1 or int(k) != k or not 0 <= k <= n:
-        raise InvalidInput(f"need integers 0 ≤ k ≤ n, n ≥ 1; got k={k!r}, n={n!r}")
-    ci = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
-    return Interval(float(ci.low), float(ci.high))

@@ -30,7 +30,8 @@ import numpy as np
 
 from physai_ros.core.motion.kinematics import IKResult, solve_ik
 from physai_ros.errors import InvalidInput
-from physai_ros.models.barrett_hand import FINGERS, PANDA_ARM, PANDA_PREFIX
+from physai_ros.models.barrett_hand import FINGERS, PANDA_PREFIX
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 
 PALM_SITE = PANDA_PREFIX + "bh_palm"
 SPREAD_JOINTS = tuple(PANDA_PREFIX + f"bh_spread_{f}" for f in ("f1", "f2"))
@@ -70,7 +71,7 @@ def planned_grasp(
     needs. Raises InvalidInput naming what is missing or malformed (the planner's interface is
     the contract: a wrong hand or a partial answer must not move the arm)."""
     names = list(joint_names)
-    want = [*PANDA_ARM, *PLANNED_HAND]
+    want = [*PANDA_ARM_JOINTS, *PLANNED_HAND]
     if names != want:
         raise InvalidInput(f"the plan's joints {names} are not the Barrett-on-Panda's {want}")
     q = np.asarray(joint_positions, dtype=float)
@@ -83,9 +84,8 @@ def planned_grasp(
     values = np.concatenate([q, targets, contacts.ravel(), normals.ravel(), obj])
     if not np.all(np.isfinite(values)) or np.any(targets <= 0.0):
         raise InvalidInput("the plan has non-finite values or a force target <= 0")
-    arm = q[: len(PANDA_ARM)]
-    return PlannedGrasp(arm, float(q[len(PANDA_ARM)]), q[len(PANDA_ARM) + 1 :], targets, contacts,
-                        normals, obj)  # fmt: skip
+    n = len(PANDA_ARM_JOINTS)
+    return PlannedGrasp(q[:n], float(q[n]), q[n + 1 :], targets, contacts, normals, obj)
 
 
 class HandPoses(NamedTuple):
@@ -112,7 +112,7 @@ class HandKinematics:
         self.data = mujoco.MjData(model)
         self.ik = {k: (int(v) if k == "max_iters" else float(v)) for k, v in (ik or {}).items()}
         self._site = model.site(PALM_SITE).id
-        self._arm = [int(model.joint(j).qposadr[0]) for j in PANDA_ARM]
+        self._arm = [int(model.joint(j).qposadr[0]) for j in PANDA_ARM_JOINTS]
         actuators = [model.actuator(f"{PANDA_PREFIX}bh_{f}").id for f in FINGERS]
         self.finger_limits = {  # the force close's hand facts (HandPickConfig HAND_KEYS)
             "cap": float(np.min(model.actuator_forcerange[actuators, 1])),  # [N m] motor limit
@@ -146,7 +146,9 @@ class HandKinematics:
     def solve(self, target: np.ndarray, quat: np.ndarray, seed: np.ndarray) -> IKResult:
         """Arm joints that put the palm at ``target`` [m] with orientation ``quat``."""
         self._place(np.asarray(seed, float))
-        return solve_ik(self.model, self.data, PALM_SITE, target, PANDA_ARM, seed, quat, **self.ik)
+        return solve_ik(
+            self.model, self.data, PALM_SITE, target, PANDA_ARM_JOINTS, seed, quat, **self.ik
+        )
 
     def poses(
         self, grasp: PlannedGrasp, object_pos: np.ndarray, approach: float, lift: float

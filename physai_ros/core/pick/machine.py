@@ -33,8 +33,8 @@ import numpy as np
 
 from physai_ros.config import parameters_tree
 from physai_ros.core.motion.kinematics import IKResult, solve_ik
+from physai_ros.core.motion.time_scaling import minjerk
 from physai_ros.core.pick.force_close import ForceClose, ForceCloseParams, capacity_fault
-from physai_ros.core.pick.grip import minjerk
 from physai_ros.errors import InvalidInput
 
 TIMED = ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")

@@ -17,8 +17,9 @@ from physai_ros.core.frames.camera import (
 from physai_ros.core.frames.frame_tree import FrameKind, FrameTree, require_names
 from physai_ros.core.frames.spatial import point_in_frame, transform_inv, transform_point
 from physai_ros.errors import ModelError
+from physai_ros.models.joints import SO101_ARM_JOINTS
 
-ARM_JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
+ARM_JOINTS = SO101_ARM_JOINTS
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,15 @@ from typing import NamedTuple
 import mujoco
 import numpy as np
 
-from physai_ros.core.pick.contact import JawContactSensor, contact_force_on
-from physai_ros.core.pick.grip import OUTCOMES, G, cone_use, pick_outcome, wilson
+from physai_ros.core.pick.contact import JawContactSensor, contact_force_on, jaws_touch
+from physai_ros.core.pick.grip import OUTCOMES, G, cone_use, pick_outcome
 from physai_ros.core.pick.machine import (
     PickConfig,
     PickMachine,
     PickSensing,
     arm_ik,
 )
+from physai_ros.core.stats import wilson
 from physai_ros.sim.scene import build_scene
 
 # The lesson's set-up: one place for its numbers.
@@ -90,7 +91,10 @@ class TouchTest:
     Runs after every physics step of the close state, so it works on MuJoCo's contact arrays
     instead of a Python loop over contacts. For an elliptic cone a contact's normal force is its
     first constraint row; for a pyramidal cone it is not (rows are cone edges), so that case
-    falls back to the sensor's ``mj_contactForce`` path.
+    falls back to the sensor's ``mj_contactForce`` path. Either way the decision is
+    ``jaws_touch`` of the jaws' normal-force sums at 0, as the sensor's: these are the normal
+    forces of the cube's contacts, not the pick node's wrench magnitudes over ``touch_force``
+    (the lesson's numbers were measured with this reading; the threshold change would move them).
     """
 
     def __init__(self, model: mujoco.MjModel, sensor: JawContactSensor) -> None:
@@ -113,8 +117,9 @@ class TouchTest:
         pushing = (adr >= 0) & (side > 0)
         if not pushing.any():
             return False
-        pushing[pushing] = data.efc_force[adr[pushing]] > 0.0
-        return bool((side[pushing] == 1).any() and (side[pushing] == 2).any())
+        normal = np.maximum(data.efc_force[adr[pushing]], 0.0)  # the sensor skips pulls too
+        sums = np.bincount(side[pushing], weights=normal, minlength=3)  # [-, fixed, moving]
+        return jaws_touch(sums[1:].tolist())
 
 
 def run_pick(

@@ -41,10 +41,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from physai_ros.errors import InvalidInput, PhysaiError
+from physai_ros.models.joints import SO101_ARM_JOINTS, SO101_JOINTS
 from physai_ros.robots.so101 import protocol as fp
 
-JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
-ARM = JOINTS[:5]
+JOINTS = SO101_JOINTS
+ARM = SO101_ARM_JOINTS
 IDS = (1, 2, 3, 4, 5, 6)
 STALL_TORQUE = 2.94  # [N·m] STS3215 at 12 V; Present_Load and Torque_Limit are 0.1 % of it
 CURRENT_UNIT = 0.0065  # [A] per count

@@ -17,9 +17,10 @@ import numpy as np
 
 from physai_ros.core.pick.contact import JawContactSensor
 from physai_ros.errors import InvalidInput
+from physai_ros.models.joints import SO101_JOINTS
 from physai_ros.sim.soft import SOFT_FLEX, SoftBody
 
-JOINTS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+JOINTS = SO101_JOINTS
 REST_POSE = (0.0, -1.70, 1.60, 0.80, 0.0, 0.0)
 """[rad] the folded pose a powered-down SO-101 is left in; with torque off it settles on the
 shoulder_lift stop (within 1e-4 rad of the limit) and stays there."""
