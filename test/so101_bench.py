@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Duration
-from conftest import spin_in_background
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from lifecycle_msgs.msg import Transition
@@ -27,6 +26,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
+from support.ros import spin_in_background
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces

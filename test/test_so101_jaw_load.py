@@ -17,10 +17,10 @@ import time
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
-from conftest import require
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import WrenchStamped
 from so101_bench import ARM, Bench, duration
+from support.optional import require
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
