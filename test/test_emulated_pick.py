@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from so101_bench import Bench
+from support.emulated_so101 import Bench
 from support.optional import require
 
 require("lerobot.motors")

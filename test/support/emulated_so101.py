@@ -26,12 +26,12 @@ from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
-from support.ros import spin_in_background
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.launching.bringup import start_emulated, stop
 from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
+from support.ros import spin_in_background
 
 ARM = ["shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll"]
 TRANSITIONS = {
