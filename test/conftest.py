@@ -1,11 +1,12 @@
-"""Shared fixtures: the reference models beside the repository, and isolated DDS domains."""
+"""Shared fixtures and hooks: the reference models beside the repository, isolated DDS domains,
+helper processes and ROS 2's command line. Shared helpers (functions, classes, constants) are
+in ``support/``, never imported from here."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import shlex
-import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -13,9 +14,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_MODELS = REPO_ROOT.parent / "shared" / "models"
+from support.paths import REPO_ROOT, SHARED_MODELS
+from support.processes import stop_all
 
 
 @pytest.fixture(scope="session")
@@ -31,42 +31,6 @@ def shared_models() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return SHARED_MODELS
-
-
-def require(module: str):
-    """Import ``module`` for a test, as ``pytest.importorskip`` does, except in CI
-    (``CI=true``), where its absence is an error: a skipped check in CI proves nothing."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"{module} is not installed: {exc}")
-        pytest.skip(f"{module} is not installed", allow_module_level=True)
-
-
-def spin_in_background(node, context):
-    """Spin ``node`` on a daemon thread until ``context`` shuts down, as a user's tool would
-    while the test waits; returns the thread (join it after the shutdown)."""
-    import threading
-
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-
-    def spin() -> None:
-        while rclpy.ok(context=context):
-            try:
-                executor.spin_once(timeout_sec=0.05)
-            except Exception:  # shutting down
-                return
-
-    thread = threading.Thread(target=spin, daemon=True)
-    thread.start()
-    return thread
 
 
 # --- Order and property-test settings -------------------------------------------------------------
@@ -128,23 +92,6 @@ def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
 
     yield _spawn
     stop_all(procs, grace=5.0)
-
-
-PEERS = Path(__file__).parent / "peers"
-
-
-def stop_all(procs: list[subprocess.Popen], grace: float) -> None:
-    """Stop every process group still running as Ctrl-C would (SIGINT), then SIGKILL what has
-    not ended within ``grace`` seconds, so no test leaves a node behind."""
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)
-    for proc in procs:
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 # --- ROS 2's own tools, on a colcon-built install (as a user runs the package) ----------------
@@ -210,10 +157,3 @@ def ros2(colcon_install, ros_domain) -> Iterator[Callable[..., subprocess.Popen]
 
     yield _ros2
     stop_all(procs, grace=15.0)
-
-
-def ros2_output(proc: subprocess.Popen, timeout: float = 60.0) -> str:
-    """Wait for a short ``ros2`` command and return what it printed (fails on a non-zero exit)."""
-    out, _ = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, out
-    return out

@@ -33,226 +33,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import rclpy
-from control_msgs.action import FollowJointTrajectory
-from geometry_msgs.msg import PoseStamped
-from rclpy.action import ActionClient
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import DurabilityPolicy, QoSProfile
-from sensor_msgs.msg import JointState
-from std_msgs.msg import String
-from std_srvs.srv import Trigger
-from tf2_msgs.msg import TFMessage
-from trajectory_msgs.msg import JointTrajectoryPoint
+from support.graph import Graph
+from support.observers import (
+    START_TIMEOUT,
+    Observer,
+    TrajectoryClient,
+    latched_rejoin,
+    start_pick_observed,
+)
+from support.ros import wait
 
-from physai_ros import interfaces
-from physai_ros.launching.bringup import start, stop
-from physai_ros.launching.graph import NodeSpec, pick_graph, trajectory_graph
-from physai_ros.models.joints import SO101_ARM_JOINTS
-from physai_ros.qos import stream_qos
+from physai_ros.launching.graph import pick_graph, trajectory_graph
 
 NODES = ("sim_bridge", "tf_publisher", "pick")
 STATES = ("settle", "pre", "down", "close", "lift", "hold")
-ARM = SO101_ARM_JOINTS
 WINDOW = 2.0  # [s wall] watched after the kill; the issue asks what happens within 1 s
 STILL = 0.01  # [rad/s] an arm joint slower than this at the window's end is held still
-START_TIMEOUT = 120.0  # [s wall] graph start-up + the pick up to the state (loaded machine)
-LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-
-
-class Spinning:
-    """A test-side node spun on a thread of its own until ``close`` (which destroys it)."""
-
-    def __init__(self, context, node) -> None:
-        self.node = node
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(node)
-        self.running = True
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while self.running:
-            self.executor.spin_once(timeout_sec=0.02)
-
-    def close(self) -> None:
-        self.running = False
-        self.thread.join(2.0)
-        self.executor.remove_node(self.node)
-        self.node.destroy_node()
-
-
-class Observer:
-    """What a user's tools see of the pick graph, spun on a thread of its own."""
-
-    def __init__(self, context, name: str = "crash_observer") -> None:
-        self.context = context
-        self.node = node = rclpy.create_node(name, context=context)
-        self.lock = threading.Lock()
-        self.states: list[tuple[float, str]] = []  # (wall, state)
-        self.outcome: tuple[float, dict] | None = None  # (wall, outcome)
-        self.joints: list[tuple[float, dict[str, float]]] = []  # (wall, arm joint speeds)
-        self.cube: tuple[float, float] | None = None  # (wall, cube centre z [m])
-        self.state_sub = node.create_subscription(
-            String, interfaces.PICK_STATE, self._state, LATCHED
-        )
-        node.create_subscription(String, interfaces.PICK_OUTCOME, self._outcome, LATCHED)
-        node.create_subscription(JointState, interfaces.JOINT_STATES, self._joints, stream_qos(50))
-        node.create_subscription(PoseStamped, interfaces.CUBE_POSE, self._cube, stream_qos(10))
-        self.reset = node.create_client(Trigger, interfaces.SIM_RESET)
-        self.spinning = Spinning(context, node)
-
-    def close(self) -> None:
-        self.spinning.close()
-
-    def _state(self, msg: String) -> None:
-        with self.lock:
-            self.states.append((time.monotonic(), msg.data))
-
-    def _outcome(self, msg: String) -> None:
-        with self.lock:
-            self.outcome = (time.monotonic(), json.loads(msg.data))
-
-    def _joints(self, msg: JointState) -> None:
-        speeds = dict(zip(msg.name, msg.velocity, strict=False))
-        with self.lock:
-            self.joints.append((time.monotonic(), {j: speeds.get(j, 0.0) for j in ARM}))
-
-    def _cube(self, msg: PoseStamped) -> None:
-        with self.lock:
-            self.cube = (time.monotonic(), msg.pose.position.z)
-
-    def state(self) -> str | None:
-        with self.lock:
-            return self.states[-1][1] if self.states else None
-
-    def entered(self, *states: str) -> bool:
-        """Whether any of ``states`` has been received since the last ``forget`` (the history,
-        not the latest: a poll can fall between two short states)."""
-        with self.lock:
-            return any(s in states for _t, s in self.states)
-
-    def robot_seen(self) -> bool:
-        """Joint states and the cube's pose received: the sim bridge runs and this observer's
-        subscriptions are matched."""
-        with self.lock:
-            return bool(self.joints) and self.cube is not None
-
-    def pick_connected(self) -> bool:
-        """This observer's ``pick/state`` subscription has matched the pick's publisher."""
-        return self.state_sub.get_publisher_count() > 0
-
-    def forget(self) -> None:
-        """Drop what was seen (a new pick starts)."""
-        with self.lock:
-            self.states, self.outcome = [], None
-
-    def arm_speed(self, since: float) -> float | None:
-        """Largest arm joint speed [rad/s] in the joint states received since ``since``."""
-        with self.lock:
-            recent = [max(abs(v) for v in s.values()) for t, s in self.joints if t >= since]
-        return max(recent) if recent else None
-
-    def call_reset(self, timeout: float = 20.0) -> bool:
-        if not self.reset.wait_for_service(timeout_sec=timeout):
-            return False
-        future = self.reset.call_async(Trigger.Request())
-        return wait(future.done, timeout) and future.result().success
-
-
-def wait(predicate: Callable[[], object], timeout: float) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return bool(predicate())
-
-
-def start_pick_observed(graph: Graph, seen: Observer, timeout: float = START_TIMEOUT) -> bool:
-    """Start the held-back pick once ``seen`` receives the robot, and wait until it has matched
-    the pick's state publisher: every state from then on reaches it (the short ``pre``, 1.2 s,
-    was missed on a quiet machine when the observer matched after the pick had started)."""
-    if not wait(seen.robot_seen, timeout):
-        return False
-    graph.start("pick")
-    return wait(seen.pick_connected, timeout)
-
-
-def latched_rejoin(context, timeout: float = 15.0) -> dict[str, float | None]:
-    """Seconds until a fresh subscriber receives ``/tf_static`` and ``robot_description``
-    (None: not within ``timeout``)."""
-    node = rclpy.create_node("crash_rejoin_probe", context=context)
-    got: dict[str, float | None] = {"tf_static": None, "robot_description": None}
-    t0 = time.monotonic()
-
-    def seen(key: str) -> Callable:
-        return lambda _msg: got.__setitem__(key, got[key] or time.monotonic() - t0)
-
-    node.create_subscription(TFMessage, interfaces.TF_STATIC, seen("tf_static"), LATCHED)
-    node.create_subscription(
-        String, interfaces.ROBOT_DESCRIPTION, seen("robot_description"), LATCHED
-    )
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
-    while None in got.values() and time.monotonic() - t0 < timeout:
-        executor.spin_once(timeout_sec=0.05)
-    executor.remove_node(node)
-    node.destroy_node()
-    return got
-
-
-class Graph:
-    """A graph of node processes (``bringup.start``) that can lose and regain a node."""
-
-    def __init__(
-        self, specs: list[NodeSpec], log_dir: Path, domain: int, held_back: tuple[str, ...] = ()
-    ) -> None:
-        """Start every node of ``specs`` but those ``held_back`` (started by ``start``), so an
-        observer can be connected before a node whose transient states it must see."""
-        self.specs = {s.name: s for s in specs}
-        for spec in specs:
-            spec.env["ROS_DOMAIN_ID"] = str(domain)
-        self.log_dir = log_dir
-        self.log_dirs = {name: log_dir for name in self.specs}  # each node's newest process's
-        self.starts = 0
-        now = [s for s in specs if s.name not in held_back]
-        self.procs = dict(zip([s.name for s in now], start(now, log_dir), strict=True))
-
-    def start(self, name: str) -> None:
-        """Start a node held back at construction, logs beside the others'."""
-        self.procs[name] = start([self.specs[name]], self.log_dir)[0]
-
-    def kill(self, name: str) -> None:
-        """SIGKILL: no handler runs, nothing is said goodbye to."""
-        proc = self.procs[name]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-
-    def restart(self, name: str) -> None:
-        """Start ``name`` again (its old process stopped first if alive), logs in a new dir."""
-        stop([self.procs[name]])
-        self.starts += 1
-        logs = self.log_dir / f"restart{self.starts}"
-        logs.mkdir()
-        self.procs[name] = start([self.specs[name]], logs)[0]
-        self.log_dirs[name] = logs
-
-    def log(self, name: str) -> str:
-        """The output of ``name``'s newest process."""
-        return (self.log_dirs[name] / f"{name}.log").read_text(errors="replace")
-
-    def close(self) -> None:
-        stop(list(self.procs.values()))
 
 
 @dataclass
@@ -359,54 +162,6 @@ def pick_cell(node: str, state: str, context, domain: int, logs: Path) -> Cell:
 TRAJECTORY_CELLS = (("trajectory", "idle"), ("trajectory", "moving"), ("sim_bridge", "moving"))
 """The trajectory graph's cells: (killed node, phase). ``moving``: 0.3 s into a 2 s goal sent to
 the trajectory node (forwarded to the sim bridge's arm controller)."""
-
-
-class TrajectoryClient:
-    """A user's client of the trajectory node (``/trajectory/follow_joint_trajectory``) that
-    also watches the arm's joint speeds, spun on a thread of its own."""
-
-    def __init__(self, context, joints: list[str]) -> None:
-        self.joints = joints
-        self.node = rclpy.create_node("crash_trajectory_client", context=context)
-        self.client = ActionClient(
-            self.node, FollowJointTrajectory, "/trajectory/follow_joint_trajectory"
-        )
-        self.speeds: list[tuple[float, float]] = []  # (wall, largest joint speed [rad/s])
-        self.node.create_subscription(
-            JointState,
-            interfaces.JOINT_STATES,
-            lambda m: self.speeds.append((time.monotonic(), max(abs(v) for v in m.velocity))),
-            stream_qos(50),
-        )
-        self.spinning = Spinning(context, self.node)
-
-    def close(self) -> None:
-        self.spinning.close()
-
-    def speed(self, since: float) -> float | None:
-        recent = [v for t, v in self.speeds if t >= since]
-        return max(recent) if recent else None
-
-    def send(self, q: list[float], seconds: int = 2, timeout: float = 60.0):
-        """A one-point goal to ``q`` [rad] in ``seconds``: its handle once accepted, None if not
-        within ``timeout``. A node just started rejects goals until its first joint states, and
-        a request sent before it discovered this client is lost unanswered (a killed server
-        lingers in discovery, so ``wait_for_server`` says ready): resent after 3 s without an
-        answer."""
-        goal = FollowJointTrajectory.Goal()
-        goal.trajectory.joint_names = self.joints
-        point = JointTrajectoryPoint(positions=[float(v) for v in q])
-        point.time_from_start.sec = seconds
-        goal.trajectory.points = [point]
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if not self.client.wait_for_server(timeout_sec=max(0.1, end - time.monotonic())):
-                return None
-            future = self.client.send_goal_async(goal)
-            if wait(future.done, 3.0) and future.result().accepted:
-                return future.result()
-            time.sleep(0.5)
-        return None
 
 
 def trajectory_cell(killed: str, phase: str, context, domain: int, logs: Path) -> Cell:

@@ -34,8 +34,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from crash_bench import Spinning
-from force_bench import positions, progress, run_graph, wilson
+from support.force_runs import positions, progress, wilson
+from support.graph import run_graph
+from support.ros import Spinning
 
 from physai_ros.launching.graph import hand_pick_defaults, hand_pick_graph
 
@@ -98,7 +99,7 @@ def table(runs: list[Run]) -> str:
 
 
 class Watcher:
-    """A client node spun on a thread (``crash_bench.Spinning``): the hand pick's outcome."""
+    """A client node spun on a thread (``support.ros.Spinning``): the hand pick's outcome."""
 
     def __init__(self, context) -> None:
         import rclpy

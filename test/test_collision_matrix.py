@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 import yourdfpy
-from conftest import REPO_ROOT
+from support.paths import REPO_ROOT
 from test_moveit_config import ROBOTS, committed_urdf, disabled
 
 from physai_ros.export.collision_matrix import ContactSampler, disabled_collisions, parse_urdf

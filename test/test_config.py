@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import yaml
-from conftest import REPO_ROOT
+from support.paths import REPO_ROOT
 
 CONFIG = REPO_ROOT / "config"
 

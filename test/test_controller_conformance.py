@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import require, spin_in_background
+from support.optional import require
+from support.ros import spin_in_background
 
 from physai_ros import interfaces
 from physai_ros.launching.bringup import start, start_emulated, stop

@@ -12,14 +12,9 @@ import time
 
 import pytest
 import rclpy
-from crash_bench import (
-    Graph,
-    Observer,
-    TrajectoryClient,
-    latched_rejoin,
-    start_pick_observed,
-    wait,
-)
+from support.graph import Graph
+from support.observers import Observer, TrajectoryClient, latched_rejoin, start_pick_observed
+from support.ros import wait
 
 from physai_ros.launching.graph import pick_graph, trajectory_graph
 

@@ -12,7 +12,7 @@ import random
 import time
 
 import pytest
-from conftest import PEERS
+from support.paths import PEERS
 
 pytestmark = pytest.mark.dds
 

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import require
-from so101_bench import Bench
+from support.emulated_so101 import Bench
+from support.optional import require
 
 require("lerobot.motors")
 pytestmark = [pytest.mark.slow, pytest.mark.dds]

@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 import pytest
-from conftest import require
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.optional import require
 
 from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.bus import BusSettings, PortUnavailable, So101Bus, ping

@@ -1,5 +1,6 @@
-"""The force bench's pure parts (``test/force_bench.py``): its positions, its Wilson intervals,
-its pass rule and its table. The sweep itself is not run in CI."""
+"""The force bench's pure parts (``support/force_runs.py``, used by ``test/force_bench.py``):
+its positions, its Wilson intervals, its pass rule, its table and its command line. The sweep
+itself is not run in CI."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import math
 
 import pytest
-from force_bench import BAND, HALF_SQUARE, Run, load_runs, parse, positions, table, wilson
+from support.force_runs import BAND, HALF_SQUARE, Run, load_runs, parse, positions, table, wilson
 
 
 def test_positions_are_deterministic_distinct_reachable_and_inside_the_square():

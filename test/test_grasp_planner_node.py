@@ -9,9 +9,9 @@ import time
 
 import pytest
 import rclpy
-from conftest import ros2_output
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from support.processes import ros2_output
 from tf2_msgs.msg import TFMessage
 from visualization_msgs.msg import MarkerArray
 

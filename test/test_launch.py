@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO_ROOT
+from support.paths import REPO_ROOT
 
 from physai_ros import interfaces
 from physai_ros.core.frames.robot_tf import load_robot_tf

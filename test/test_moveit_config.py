@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 import yourdfpy
-from conftest import REPO_ROOT
+from support.paths import REPO_ROOT
 from test_urdf import load_urdf
 
 from physai_ros import interfaces

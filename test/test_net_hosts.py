@@ -14,9 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import net_bench
-import netns
 import pytest
+from support import netns, two_host_pick
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -34,9 +33,9 @@ def hosts(ros_domain):
 
 
 def split_pick(a, b, out: Path, env_a=None, env_b=None) -> dict:
-    """``net_bench.split_pick``, asserting both bringups saw the pick end: B received the
+    """``two_host_pick.split_pick``, asserting both bringups saw the pick end: B received the
     outcome, and A, which runs only the sim bridge, saw the same one across the link."""
-    codes, outcome = net_bench.split_pick(a, b, out, env_a, env_b)
+    codes, outcome = two_host_pick.split_pick(a, b, out, env_a, env_b)
     pick_log = (out / "b.logs" / "pick.log").read_text(errors="replace")[-3000:]
     outputs = [(out / f"{tag}.out").read_text()[-2000:] for tag in "ab"]
     assert codes == [0, 0], (codes, *outputs, pick_log)

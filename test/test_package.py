@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from support.paths import REPO_ROOT
 
 ROS_PACKAGES_FROM_IMPORTS = {
     "rclpy",

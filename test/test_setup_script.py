@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from support.paths import REPO_ROOT
 
 SETUP = REPO_ROOT / "scripts" / "setup.sh"
 

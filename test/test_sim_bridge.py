@@ -282,7 +282,7 @@ def test_client_dying_mid_goal_leaves_the_arm_holding_its_last_target(ros_contex
     import os
     import signal
 
-    from conftest import PEERS
+    from support.paths import PEERS
 
     bridge = start_bridge(spawn, "so101", rtf=1.0)
     client = Client(ros_context)

@@ -19,9 +19,9 @@ import time
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
-from conftest import require
 from diagnostic_msgs.msg import DiagnosticStatus
-from so101_bench import ARM, Bench, largest_fall, largest_motion
+from support.emulated_so101 import ARM, Bench, largest_fall, largest_motion
+from support.optional import require
 
 from physai_ros.launching.bringup import start as start_graph
 

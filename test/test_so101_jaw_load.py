@@ -1,7 +1,7 @@
 """The SO-101 driver's jaw force (gripper servo load -> N per jaw, config/so101_driver.yaml
 ``jaw.moment_arm`` and ``jaw.friction_torque``) against the emulator's true contact forces.
 
-Through the real-arm graph's driver process (``so101_bench.Bench``) and the bytes of the
+Through the real-arm graph's driver process (``support.emulated_so101.Bench``) and the bytes of the
 emulated bus: the load arrives quantized as ``Present_Load`` (0.1 % of 2.94 N·m = 0.04 N per
 jaw) and the emulated gripper has the model's gear friction (0.052 N·m) and damping. Issue 14
 judges the SO-101's force-controlled squeeze within 25 % of target; the estimate must be well
@@ -17,10 +17,10 @@ import time
 import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
-from conftest import require
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import WrenchStamped
-from so101_bench import ARM, Bench, duration
+from support.emulated_so101 import ARM, Bench, duration
+from support.optional import require
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces

@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 import pytest
-from conftest import require
-from so101_bench import ARM, Bench, largest_fall, largest_motion
+from support.emulated_so101 import ARM, Bench, largest_fall, largest_motion
+from support.optional import require
 
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.launching.bringup import start as start_graph

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PEERS
+from support.paths import PEERS
 
 from physai_ros import interfaces
 from physai_ros.core.motion.limits import load_limits

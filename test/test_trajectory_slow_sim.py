@@ -10,7 +10,9 @@ import time
 
 import pytest
 import rclpy
-from crash_bench import Graph, TrajectoryClient, wait
+from support.graph import Graph
+from support.observers import TrajectoryClient
+from support.ros import wait
 
 from physai_ros.launching.graph import trajectory_graph
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 import rclpy
-from conftest import ros2_output
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
+from support.processes import ros2_output
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from builtin_interfaces.msg import Duration
-from conftest import spin_in_background
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from lifecycle_msgs.msg import Transition
@@ -33,6 +32,7 @@ from physai_ros import interfaces
 from physai_ros.launching.bringup import start_emulated, stop
 from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
 from physai_ros.models.joints import SO101_ARM_JOINTS
+from support.ros import spin_in_background
 
 ARM = list(SO101_ARM_JOINTS)
 TRANSITIONS = {

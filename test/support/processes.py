@@ -1,0 +1,28 @@
+"""Processes a test started: stopping them all, reading a short command's output."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+
+def stop_all(procs: list[subprocess.Popen], grace: float) -> None:
+    """Stop every process group still running as Ctrl-C would (SIGINT), then SIGKILL what has
+    not ended within ``grace`` seconds, so no test leaves a node behind."""
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+    for proc in procs:
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def ros2_output(proc: subprocess.Popen, timeout: float = 60.0) -> str:
+    """Wait for a short ``ros2`` command and return what it printed (fails on a non-zero exit)."""
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out
+    return out
