@@ -1,6 +1,6 @@
 """ament_python package definition: installs the Python package, the ROS share files
-(launch/, config/ with config/moveit/<robot>/, urdf/, package.xml) and one console entry point
-per node plus ``physai``.
+(launch/, config/ with config/schema/ and config/moveit/<robot>/, urdf/, package.xml) and one
+console entry point per node plus ``physai``.
 """
 
 import os
@@ -38,6 +38,8 @@ setup(
         (f"share/{PACKAGE}", ["package.xml"]),
         (f"share/{PACKAGE}/launch", glob("launch/*.py")),
         (f"share/{PACKAGE}/config", files("config/*")),
+        # every node's parameter schema (physai_ros.parameters)
+        (f"share/{PACKAGE}/config/schema", files("config/schema/*")),
         # MoveIt configuration, one folder per robot (physai_ros.export.moveit_config).
         *(
             (f"share/{PACKAGE}/{folder}", files(f"{folder}/*"))

@@ -129,6 +129,8 @@ def test_colcon_build_installs_share_files_and_executables(tmp_path):
             {p.name for p in (share / folder).iterdir()} if (share / folder).is_dir() else set()
         )
         assert expected <= installed, f"{folder}: missing {expected - installed}"
+    schemas = [p.relative_to(REPO_ROOT) for p in (REPO_ROOT / "config" / "schema").glob("*.yaml")]
+    assert schemas and all((share / p).is_file() for p in schemas), "config/schema not installed"
     moveit = [p.relative_to(REPO_ROOT) for p in (REPO_ROOT / "config" / "moveit").rglob("*.*")]
     assert moveit and all((share / p).is_file() for p in moveit), "config/moveit not installed"
     executables = {p.name for p in (install / "lib" / "physai_ros").iterdir()}
