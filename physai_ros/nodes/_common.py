@@ -1,8 +1,10 @@
-"""Parameter declarations that several nodes share (not a node itself).
+"""How every node declares its parameters, and what the nodes share (not a node itself).
 
-The robot, its model and its placement in the world must be the same in the sim bridge, the
-TF publisher and the pick node; declaring them in one place keeps names, defaults and
-descriptions identical.
+Each node's parameters are described in one file, ``config/schema/<node>.yaml``
+(``physai_ros.parameters``); ``declare_schema`` declares them from it, the only declaration
+path. The robot, its model and its placement must be the same in the TF publisher, the pick
+nodes and the sim bridge: ``declare_robot_params`` gives them their defaults from
+config/scene.yaml.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from typing import Any, NamedTuple
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
 
-from physai_ros.config import load_scene_config, node_tree
+from physai_ros.config import load_scene_config
+from physai_ros.errors import InvalidInput
 from physai_ros.models import ROBOTS
+from physai_ros.parameters import MAP, Schema, load_schema  # noqa: F401 - re-exported for the nodes
 from physai_ros.qos import DDS_PROFILE, LATCHED, stream_qos, use_dds_profile  # noqa: F401 - re-exported for the nodes
+
+ROBOT_PARAMS = ("robot", "model_path", "base_pos", "base_yaw_deg")  # declare_robot_params
 
 
 class RobotParams(NamedTuple):
@@ -25,57 +31,49 @@ class RobotParams(NamedTuple):
     base_yaw_deg: float
 
 
-def declare_robot_params(node: Node, default: str = "so101") -> RobotParams:
-    """Declare ``robot`` (``default``), ``model_path``, ``base_pos`` and ``base_yaw_deg``
-    (read-only)."""
-    robot = node.declare_parameter(
-        "robot",
-        default,
-        ParameterDescriptor(read_only=True, description=f"robot model, one of {list(ROBOTS)}"),
-    ).value
+def declare_schema(
+    node: Node, schema: Schema, defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """Declare every parameter of ``schema`` (``physai_ros.parameters``, the node's
+    ``config/schema/<node>.yaml``) with its type, description (units), range and read_only;
+    the default is ``defaults[name]`` where given (one that depends on the robot, the scene or
+    a profile), else the schema's. Returns name → value: the params file's or ``-p``'s, else the
+    default. The one way a node declares a parameter."""
+    defaults = dict(defaults or {})
+    unknown = sorted(set(defaults) - set(schema))
+    if unknown:
+        raise InvalidInput(f"{node.get_name()}: defaults for undeclared parameters {unknown}")
+    values = {}
+    for name, spec in schema.items():
+        if MAP in name:
+            raise InvalidInput(f"{node.get_name()}: {name} needs Schema.mapped first")
+        desc = ParameterDescriptor(description=spec.description, read_only=spec.read_only)
+        if spec.bounds is not None and spec.type == "int":
+            low, high = spec.bounds
+            desc.integer_range = [IntegerRange(from_value=low, to_value=high, step=1)]
+        elif spec.bounds is not None:
+            low, high = spec.bounds
+            desc.floating_point_range = [FloatingPointRange(from_value=low, to_value=high)]
+        default = spec.coerce(defaults[name]) if name in defaults else spec.default
+        values[name] = node.declare_parameter(name, default, desc).value
+    return values
+
+
+def declare_robot_params(node: Node, schema: Schema) -> RobotParams:
+    """Declare ``robot``, ``model_path``, ``base_pos`` and ``base_yaw_deg`` of ``schema``
+    (the robot's placement: config/scene.yaml's for the robot chosen)."""
+    robot = declare_schema(node, schema.only("robot"))["robot"]
     if robot not in ROBOTS:
         raise SystemExit(f"{node.get_name()}: unknown robot {robot!r}; choose one of {ROBOTS}")
-    defaults = load_scene_config()["robots"][robot]
-    model_path = node.declare_parameter(
-        "model_path",
-        "",
-        ParameterDescriptor(
-            read_only=True,
-            description="Menagerie-style model folder or MJCF file; empty = the embedded model",
-        ),
-    ).value
-    base_pos = node.declare_parameter(
-        "base_pos",
-        [float(v) for v in defaults["base_pos"]],
-        ParameterDescriptor(read_only=True, description="robot base position in the world [m]"),
-    ).value
-    base_yaw = node.declare_parameter(
-        "base_yaw_deg",
-        float(defaults["base_yaw_deg"]),
-        ParameterDescriptor(read_only=True, description="robot base yaw about world z [deg]"),
-    ).value
-    return RobotParams(robot, model_path or None, list(base_pos), float(base_yaw))
-
-
-def declare_param(
-    node: Node,
-    name: str,
-    default,
-    description: str,
-    limits: tuple[float, float] | None = None,
-    read_only: bool = False,
-):
-    """Declare one parameter with its description (units) and, for a number, its range;
-    returns its value (the override from the launch file or params file, else ``default``).
-    Integer limits ``(1, 1000)`` make an integer parameter, float limits a double."""
-    desc = ParameterDescriptor(description=description, read_only=read_only)
-    if limits is not None and all(isinstance(v, int) for v in limits):
-        desc.integer_range = [IntegerRange(from_value=limits[0], to_value=limits[1], step=1)]
-        default = int(default)
-    elif limits is not None:
-        desc.floating_point_range = [FloatingPointRange(from_value=limits[0], to_value=limits[1])]
-        default = float(default)
-    return node.declare_parameter(name, default, desc).value
+    place = load_scene_config()["robots"][robot]
+    p = declare_schema(
+        node,
+        schema.only("model_path", "base_pos", "base_yaw_deg"),
+        {"base_pos": place["base_pos"], "base_yaw_deg": place["base_yaw_deg"]},
+    )
+    return RobotParams(
+        robot, p["model_path"] or None, list(p["base_pos"]), float(p["base_yaw_deg"])
+    )
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -99,24 +97,6 @@ def unflatten(values: Mapping[str, Any]) -> dict[str, Any]:
             node = node.setdefault(key, {})
         node[leaf] = value
     return out
-
-
-def node_defaults(file_name: str) -> dict[str, Any]:
-    """A node's defaults: ``node_tree`` flattened to parameter names. The same file is a valid
-    ``--params-file``, so the defaults users read and the defaults the node uses are one file."""
-    return flatten(node_tree(file_name))
-
-
-Table = Mapping[str, tuple[str, tuple[float, float] | None, bool]]
-
-
-def declare_table(node: Node, defaults: Mapping[str, Any], table: Table) -> dict[str, Any]:
-    """Declare every parameter of ``table`` (name → (description with units, (min, max) or
-    None, read_only)) with its default from ``defaults``; returns name → value."""
-    return {
-        name: declare_param(node, name, defaults[name], text, limits, read_only)
-        for name, (text, limits, read_only) in table.items()
-    }
 
 
 def run_node(make: Callable[[], Node], args: list[str] | None = None, cleanup=None) -> None:

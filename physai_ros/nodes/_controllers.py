@@ -50,53 +50,39 @@ from physai_ros.core.controllers.jtc import (
 from physai_ros.core.frames.joint_names import JointPrefix
 from physai_ros.core.motion.joint_trajectory import JointTolerance, TrajectoryPoint
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes._common import declare_param
+from physai_ros.nodes._common import Schema, declare_schema
 from physai_ros.nodes._messages import seconds, stamp
 
 FJT = FollowJointTrajectory.Result
 CONTROLLER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
-JTC_LIVE = {
-    # name: (description, range); every one takes effect on the next goal
-    "allow_partial_joints_goal": ("a goal may name only some joints; the rest hold", None),
-    "allow_nonzero_velocity_at_trajectory_end": ("accept a last point that still moves", None),
-    "cmd_timeout": ("after the last point + this, give up and hold [s]; 0 = off", (0.0, 600.0)),
-    "start_tolerance": (
-        "a first point at t = 0 may be this far from the current position [rad] (safety: a "
-        "larger jump is refused; upstream jumps)",
-        (0.0, 3.2),
-    ),
-    "constraints.stopped_velocity_tolerance": (
-        "goal velocity tolerance [rad/s]; 0 = off",
-        (0.0, 100.0),
-    ),
-    "constraints.goal_time": (
-        "how long after the last point the goal may take [s]; 0 = for ever",
-        (0.0, 600.0),
-    ),
-    "constraints.blocked_error": (
-        "a joint this far from its reference [rad] and not moving is blocked; 0 = off",
-        (0.0, 10.0),
-    ),
-    "constraints.blocked_speed": ("... slower than this [rad/s] ...", (0.0, 10.0)),
-    "constraints.blocked_time": (
-        "... for this long [s]: the goal aborts, the arm holds",
-        (0.0, 10.0),
-    ),
-}
-GAC_LIVE = {
-    "goal_tolerance": ("reached when |goal - position| is below this [rad | m]", (0.0, 1.0)),
-    "allow_stalling": ("a stalled jaw (holding an object) ends the goal successfully", None),
-    "stall_velocity_threshold": (
-        "slower than this the jaw counts as still [rad/s | m/s]",
-        (0.0, 10.0),
-    ),
-    "stall_timeout": ("still for this long = stalled [s]", (0.0, 60.0)),
-    "max_effort": ("effort when a goal gives 0, and after a cancel [N m | N]", (0.0, 1000.0)),
-    "max_speed": (
-        "the setpoint travels to a goal at this speed [rad/s | m/s]; 0 = it jumps (upstream)",
-        (0.0, 100.0),
-    ),
-}
+# The parameters ``ControllerServers`` applies while running (on the next goal, as
+# ros2_controllers'); their descriptions, ranges and defaults: the node's config/schema file.
+JTC_LIVE = (
+    "allow_partial_joints_goal",
+    "allow_nonzero_velocity_at_trajectory_end",
+    "cmd_timeout",
+    "start_tolerance",
+    "constraints.stopped_velocity_tolerance",
+    "constraints.goal_time",
+    "constraints.blocked_error",
+    "constraints.blocked_speed",
+    "constraints.blocked_time",
+)
+GAC_LIVE = (
+    "goal_tolerance",
+    "allow_stalling",
+    "stall_velocity_threshold",
+    "stall_timeout",
+    "max_effort",
+    "max_speed",
+)
+
+
+def without_controllers(schema: Schema) -> Schema:
+    """``schema`` less what ``declare_jtc`` and ``declare_gac`` declare (the node declares the
+    rest: its own ``arm_controller.action_monitor_rate`` ...)."""
+    owned = {f"arm_controller.{name}" for name in (*JTC_LIVE, "interpolate_from_desired_state")}
+    return schema.without("gripper_controller", "arm_controller.constraints.__map_joints", *owned)
 
 
 def finish_goal(handle, status: str) -> None:
@@ -141,9 +127,11 @@ def goal_tolerances(goal, names: JointPrefix) -> GoalTolerances:
     )
 
 
-def declare_jtc(node: Node, params: JtcParams) -> JtcParams:
-    """Declare ``arm_controller.*`` (upstream names, with descriptions and ranges) with
-    ``params``' values as defaults; returns the parameters as declared (overrides applied)."""
+def declare_jtc(node: Node, schema: Schema, params: JtcParams) -> JtcParams:
+    """Declare the controller's own ``arm_controller.*`` of ``schema`` (upstream names; the
+    live ones, ``interpolate_from_desired_state`` and the per-joint
+    ``constraints.<joint>.{trajectory,goal}``) with ``params``' values as defaults; returns the
+    parameters as declared (overrides applied)."""
     pre = "arm_controller."
     now = {
         "allow_partial_joints_goal": params.allow_partial_joints_goal,
@@ -155,33 +143,19 @@ def declare_jtc(node: Node, params: JtcParams) -> JtcParams:
         "constraints.blocked_error": params.blocked_error,
         "constraints.blocked_speed": params.blocked_speed,
         "constraints.blocked_time": params.blocked_time,
+        "interpolate_from_desired_state": params.interpolate_from_desired_state,
     }
-    values = {
-        name.removeprefix("constraints."): declare_param(node, pre + name, now[name], text, limits)
-        for name, (text, limits) in JTC_LIVE.items()
-    }
-    interp = declare_param(
-        node,
-        pre + "interpolate_from_desired_state",
-        params.interpolate_from_desired_state,
-        "start a new trajectory from the last reference, not the measured state",
-        read_only=True,
-    )
-    trajectory, goal = [], []
     for j, joint in enumerate(params.joints):
-        c = f"{pre}constraints.{joint}."
-        path_text = f"path tolerance of {joint} [rad]; 0 = off"
-        goal_text = f"goal tolerance of {joint} [rad]; 0 = off"
-        trajectory.append(
-            declare_param(node, c + "trajectory", params.trajectory[j], path_text, (0.0, 10.0))
-        )
-        goal.append(declare_param(node, c + "goal", params.goal[j], goal_text, (0.0, 10.0)))
+        now[f"constraints.{joint}.trajectory"] = float(params.trajectory[j])
+        now[f"constraints.{joint}.goal"] = float(params.goal[j])
+    group = schema.mapped("joints", params.joints).only(*(pre + name for name in now))
+    v = declare_schema(node, group, {pre + name: value for name, value in now.items()})
     return dataclasses.replace(
         params,
-        trajectory=np.array(trajectory),
-        goal=np.array(goal),
-        interpolate_from_desired_state=interp,
-        **values,
+        trajectory=np.array([v[f"{pre}constraints.{j}.trajectory"] for j in params.joints]),
+        goal=np.array([v[f"{pre}constraints.{j}.goal"] for j in params.joints]),
+        interpolate_from_desired_state=v[pre + "interpolate_from_desired_state"],
+        **{name.removeprefix("constraints."): v[pre + name] for name in JTC_LIVE},
     )
 
 
@@ -195,14 +169,16 @@ class GripperSlot(NamedTuple):
     controller: GripperActionController
 
 
-def declare_gac(node: Node, params: GacParams, prefix: str = "gripper_controller") -> GacParams:
-    """Declare ``<prefix>.*`` with ``params``' values as defaults."""
-    pre = prefix + "."
-    values = {
-        name: declare_param(node, pre + name, getattr(params, name), text, limits)
-        for name, (text, limits) in GAC_LIVE.items()
-    }
-    return dataclasses.replace(params, **values)
+def declare_gac(
+    node: Node, schema: Schema, params: GacParams, prefix: str = "gripper_controller"
+) -> GacParams:
+    """Declare ``<prefix>.*`` as ``schema``'s ``gripper_controller.*`` with ``params``' values
+    as defaults (a hand's ``f1_controller.*`` are described as ``gripper_controller.*``)."""
+    group = schema.renamed("gripper_controller", prefix)
+    names = [f"{prefix}.{name}" for name in GAC_LIVE]
+    defaults = {f"{prefix}.{name}": getattr(params, name) for name in GAC_LIVE}
+    values = declare_schema(node, group.only(*names), defaults)
+    return dataclasses.replace(params, **{n: values[f"{prefix}.{n}"] for n in GAC_LIVE})
 
 
 class ControllerServers:

@@ -37,24 +37,15 @@ from physai_ros.core.grasp_planning.point_cloud2 import points_from_msg
 from physai_ros.core.grasp_planning.pregrasp import Unreachable
 from physai_ros.core.grasp_planning.request import pregrasp_joints, request_inputs
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes._common import LATCHED, declare_table, run_node
+from physai_ros.nodes._common import LATCHED, declare_schema, load_schema, run_node
 
-PARAMETERS = {
-    "object_frame": ("TF frame of the object centre of mass; contacts are given in it", None, True),
-    "marker_scale": ("arrow length per newton of force target [m/N]", (1e-4, 1.0), True),
-    "cache_size": (
-        "plans kept for repeated identical requests (the plan is deterministic); 0 = none",
-        (0, 1000),
-        True,
-    ),
-}
-DEFAULTS = {"object_frame": "grasp_object", "marker_scale": 0.01, "cache_size": 16}
+SCHEMA = load_schema("grasp_planner")  # config/schema/grasp_planner.yaml
 
 
 class GraspPlannerNode(Node):
     def __init__(self) -> None:
         super().__init__("grasp_planner")
-        self.p = declare_table(self, DEFAULTS, PARAMETERS)
+        self.p = declare_schema(self, SCHEMA)
         self.pub_tf = self.create_publisher(TFMessage, interfaces.TF_STATIC, LATCHED)
         self.pub_markers = self.create_publisher(MarkerArray, interfaces.GRASP_MARKERS, LATCHED)
         self.create_service(PlanGrasp, interfaces.PLAN_GRASP, self.on_request)

@@ -50,101 +50,26 @@ from physai_ros.models import load_robot_spec, place_robot
 from physai_ros.models.joints import PANDA_ARM_JOINTS
 from physai_ros.nodes._common import (
     LATCHED,
+    ROBOT_PARAMS,
     declare_robot_params,
-    declare_table,
-    node_defaults,
+    declare_schema,
+    load_schema,
     run_node,
     stream_qos,
     unflatten,
 )
 from physai_ros.nodes._messages import duration_msg, measured_at
 
-S, M, N = "[s]", "[m]", "[N]"
-PARAMETERS = {  # config/hand_pick.yaml, every entry: (description with unit, range, read-only)
-    "object.shape": ("the soft object: sphere | cube | cylinder", None, True),
-    "object.size": (f"its diameter (cube: edge) {M}", (0.005, 0.5), True),
-    "object.mass": ("its mass [kg]", (1e-4, 10.0), True),
-    "object.young": ("its Young's modulus [Pa]", (1.0, 1e12), True),
-    "object.poisson": ("its Poisson ratio [-]", (0.0, 0.499), True),
-    "object.damping": (f"the simulation's elasticity damping {S}", (0.0, 1.0), True),
-    "object.mu": ("fingertip friction on it [-]", (1e-3, 5.0), True),
-    "object.count": ("the simulation's resolution (vertices per grid edge)", (3, 6), True),
-    "object.x": (f"where it lies, base frame x {M}", (-2.0, 2.0), True),
-    "object.y": (f"where it lies, base frame y {M}", (-2.0, 2.0), True),
-    "plan.spacing": (f"the planner's surface point spacing {M}", (1e-4, 0.1), True),
-    "plan.cells": ("the planner's lattice cells across the object", (3, 50), True),
-    "plan.force_margin": ("friction-cone safety factor of the force targets", (1.0, 10.0), True),
-    "plan.lift_accel": ("the lift's acceleration the targets carry [m/s^2]", (0.0, 50.0), True),
-    "plan.timeout": ("no plan by then: abort [s, wall]", (0.1, 3600.0), True),
-    **{
-        f"durations.{k}": (f"{k} {S}", (0.01, 60.0), True)
-        for k in ("settle", "approach", "reach", "lift", "hold", "retreat")
-    },
-    "approach_distance": (
-        f"the palm this far back along its normal to approach {M}",
-        (0.0, 0.5),
-        True,
-    ),
-    "lift_height": (f"the palm raised this much {M}", (0.0, 0.5), True),
-    "pose_timeout": (f"an object pose older than this is stale {S}", (0.01, 10.0), True),
-    "pose_wait": (f"a stale object pose is waited for this long {S}", (0.0, 60.0), True),
-    "move_margin": (
-        f"an arm move without a result after its duration + this aborts {S}",
-        (0.1, 600.0),
-        True,
-    ),
-    "fingers.preshape_open": (
-        "preshape: the planned inner angle less this [rad]",
-        (0.0, 1.0),
-        True,
-    ),
-    "fingers.contact_fraction": (
-        "close onto the object with this share of the target [-]",
-        (0.01, 0.84),
-        True,
-    ),
-    "fingers.tolerance": ("accepted: target * (1 -/+ this) [-]", (0.01, 0.5), True),
-    "fingers.settle_time": (f"within the band this long = settled {S}", (0.0, 10.0), True),
-    "fingers.timeout": (
-        f"no settled force this long after the close began: abort {S}",
-        (0.1, 60.0),
-        True,
-    ),
-    "fingers.update_period": (f"a finger's effort changes this often {S}", (0.01, 5.0), True),
-    "fingers.gain": ("fraction of the way to the target effort per change [-]", (0.01, 1.0), True),
-    "fingers.touch": (f"a finger pushing harder than this touches {N}", (0.0, 10.0), True),
-    "fingers.still_speed": ("a finger slower than this is still [rad/s]", (1e-4, 10.0), True),
-    "spread_effort": ("the spread holds its angle with this [N m]", (0.001, 100.0), True),
-    "min_lift": (f"held: the object rose this much since the close {M}", (0.0, 1.0), True),
-    "strain_limit": (
-        "not crushed: its largest edge strain stayed under this [m/m]",
-        (0.0, 10.0),
-        True,
-    ),
-    "max_age": (f"a measurement older than this judges nothing {S}", (0.01, 10.0), True),
-    "silence_timeout": (
-        "no joint states or a standing clock this long: abort [s, wall]",
-        (0.1, 60.0),
-        True,
-    ),
-    "control_rate": ("the machine's update rate [Hz, node clock]", (1.0, 1000.0), True),
-    "names.trajectory_action": ("the trajectory node's FollowJointTrajectory action", None, True),
-    "names.plan_service": ("the grasp planner's PlanGrasp service", None, True),
-    "names.object_pose": ("PoseStamped of the object's centre of mass", None, True),
-    "names.object_strain": ("Float64 of the object's largest edge strain", None, True),
-    "names.fingers": ("GripperCommand controllers of F1, F2, F3", None, True),
-    "names.spread": ("GripperCommand controller of the spread", None, True),
-    "names.contacts": ("jaw_contact/<name> wrenches of F1, F2, F3", None, True),
-}
+SCHEMA = load_schema("hand_pick")  # config/schema/hand_pick.yaml
 
 
 class HandPickNode(Node):
     def __init__(self) -> None:
         super().__init__("hand_pick")
-        robot, model_path, base_pos, base_yaw = declare_robot_params(self, "panda_barrett")
+        robot, model_path, base_pos, base_yaw = declare_robot_params(self, SCHEMA)
         if robot != "panda_barrett":
             raise SystemExit(f"hand_pick: the hand pick runs robot panda_barrett, not {robot!r}")
-        p = declare_table(self, node_defaults("hand_pick.yaml"), PARAMETERS)
+        p = declare_schema(self, SCHEMA.without(*ROBOT_PARAMS))
         tree = unflatten(p)
         spec = load_robot_spec(robot, model_path)
         place_robot(spec, base_pos, base_yaw)

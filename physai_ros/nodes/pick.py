@@ -58,6 +58,7 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
+from physai_ros.config import node_tree
 from physai_ros.core.pick.contact import jaws_touch
 from physai_ros.core.pick.force_close import capacity_fault
 from physai_ros.core.pick.force_plan import (
@@ -73,7 +74,6 @@ from physai_ros.core.pick.machine import (
     PickMachine,
     PickSensing,
     arm_ik,
-    load_pick_tree,
     phase_trajectory,
     pick_config,
 )
@@ -82,9 +82,11 @@ from physai_ros.errors import InvalidInput, PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
 from physai_ros.nodes._common import (
     LATCHED,
+    ROBOT_PARAMS,
     declare_robot_params,
-    declare_table,
+    declare_schema,
     flatten,
+    load_schema,
     run_node,
     stream_qos,
     unflatten,
@@ -98,155 +100,19 @@ PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
 
 
-S, M, RAD = "[s]", "[m]", "[rad]"
-PARAMETERS = {  # config/pick.yaml, every entry: (description with unit, (min, max), read-only)
-    **{
-        f"durations.{k}": (f"{k} state duration {S}", (0.001, 60.0), True)
-        for k in ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
-    },
-    "close_timeout": (f"lift anyway if the grip never settles within this {S}", (0.1, 60.0), True),
-    "still_speed": ("|jaw speed| below this counts as still [rad/s]", (0.0001, 10.0), True),
-    "still_time": (f"touching and still this long = grip formed {S}", (0.001, 10.0), True),
-    "pose_timeout": (f"a cube pose older than this is stale at planning {S}", (0.01, 10.0), True),
-    "pose_wait": (
-        f"at the end of settle, a missing or stale cube pose is waited for this long {S}",
-        (0.0, 60.0),
-        True,
-    ),
-    "home_speed": ("peak joint speed of the move to home [rad/s]", (0.01, 5.0), True),
-    "home_accel": ("peak joint acceleration of the move to home [rad/s^2]", (0.01, 50.0), True),
-    **{
-        f"offsets.{k}": (f"gripper site height above the cube centre in {k} {M}", (-0.5, 0.5), True)
-        for k in ("pre", "down", "lift")
-    },
-    "close_mode": (
-        "cap: close against the torque cap (lesson 16) | force: to force.target",
-        None,
-        True,
-    ),
-    "force.target": (
-        "normal force per jaw the force close squeezes with [N]",
-        (0.01, 1000.0),
-        True,
-    ),
-    "force.tolerance": ("accepted force: target * (1 -/+ this) [-]", (0.001, 0.99), True),
-    "force.contact": ("force per jaw while closing onto the object [N]", (0.001, 1000.0), True),
-    "force.preshape": (
-        f"jaw closed to by position first, open of the object {RAD}",
-        (-3.2, 3.2),
-        True,
-    ),
-    "force.settle_time": (f"force within tolerance this long = grip formed {S}", (0.0, 10.0), True),
-    "force.timeout": (
-        f"no settled force this long after the close began: abort {S}",
-        (0.1, 60.0),
-        True,
-    ),
-    "force.update_period": (
-        f"the squeeze changes the jaw effort this often {S}",
-        (0.01, 5.0),
-        True,
-    ),
-    "force.gain": ("fraction of the way to the target effort per change [-]", (0.01, 1.0), True),
-    "plan.source": (
-        "parameter: force.target | planner: the largest of plan_grasp's force targets",
-        None,
-        True,
-    ),
-    "plan.object": ("config/scene.yaml entry the object is: cube (rigid) | soft", None, True),
-    "plan.rigid_young": ("the planner's Young's modulus of the rigid cube [Pa]", (1.0, 1e12), True),
-    "plan.rigid_poisson": ("the planner's Poisson ratio of the rigid cube [-]", (0.0, 0.499), True),
-    "plan.spacing": (f"the planner's surface point spacing {M}", (1e-4, 0.1), True),
-    "plan.cells": ("the planner's lattice cells across the object", (3, 50), True),
-    "plan.timeout": (
-        "no plan_grasp answer this long after the node started: abort [s, wall]",
-        (0.1, 3600.0),
-        True,
-    ),
-    "jaw_open": (f"gripper joint when open {RAD}", (-3.2, 3.2), True),
-    "jaw_closed": (f"gripper joint target when closing (its stop) {RAD}", (-3.2, 3.2), True),
-    "min_lift": (f"held: cube bottom at least this far above the table {M}", (0.0, 1.0), True),
-    "empty_margin": (f"a jaw this close to jaw_closed holds nothing {RAD}", (0.0, 1.0), True),
-    "eject_distance": (f"a cube farther than this from its start was thrown {M}", (0.0, 5.0), True),
-    "ik.damping": (f"damped least squares damping {M}", (0.0, 1.0), True),
-    "ik.tol": (f"IK position tolerance {M}", (1e-9, 0.01), True),
-    "ik.rot_tol": (f"IK orientation tolerance {RAD}", (1e-9, 0.1), True),
-    "ik.max_iters": ("IK iterations", (1, 10000), True),
-    **{
-        f"{robot}.{key}": entry
-        for robot in ("so101", "panda")
-        for key, entry in {
-            "site": ("model site the IK places (between the jaw tips)", None, True),
-            "arm_joints": ("the arm's joints, controller order", None, True),
-            "jaw_joint": ("the gripper joint (the Panda's: one finger [m])", None, True),
-            "fixed_jaw_body": ("body of the fixed jaw (first finger)", None, True),
-            "moving_jaw_body": ("body of the moving jaw (second finger)", None, True),
-            "home": (f"arm joints at home {RAD}", None, True),
-            "approach": ("site x axis in the world while grasping (top-down)", None, True),
-            "closing": ("site z axis in the world while grasping (closing direction)", None, True),
-            "jaw_lever": (f"jaw normal force = gripper effort / this {M}", (0.001, 1.0), True),
-            "jaws": ("the jaw_contact/<jaw> wrench topics, PickSensing order", None, True),
-            "force_close": ("close_mode force: servo (own loop) | grasp (franka)", None, True),
-            "gripper_action": ("GripperCommand action of the gripper", None, True),
-            "grasp_action": ("franka_msgs Grasp action ('' = none)", None, True),
-        }.items()
-    },
-    "grasp.speed": ("closing speed of the width of a Grasp [m/s]", (0.001, 1.0), True),
-    "grasp.epsilon_inner": (
-        f"a Grasp succeeds at a width above cube_size - this {M}",
-        (0.0, 0.1),
-        True,
-    ),
-    "grasp.epsilon_outer": (
-        f"a Grasp succeeds at a width below cube_size + this {M}",
-        (0.0, 0.1),
-        True,
-    ),
-    "ros.control_rate": ("PickMachine update rate [Hz, node clock]", (1.0, 1000.0), True),
-    "ros.trajectory_dt": (f"sampling of each phase into a trajectory goal {S}", (0.001, 1.0), True),
-    "ros.command_lead": (f"arm goals are stamped this far ahead {S}", (0.0, 5.0), True),
-    "ros.touch_force": (
-        "a jaw pushing harder than this touches the object [N]",
-        (0.0, 100.0),
-        True,
-    ),
-    "jaw_torque_cap": (
-        "GripperCommand max_effort while closing [N m SO-101 | N Panda]",
-        (0.0, 200.0),
-        True,
-    ),
-    "frame_prefix": ("prefix of the robot's TF frames (the cube's too)", None, True),
-    "cube_frame": ("TF frame of the object, after frame_prefix", None, True),
-    "world_frame": ("fixed frame the cube pose is given in", None, True),
-    "cube_position": (
-        "where the cube was placed, world frame [m], used when no cube pose is published (a "
-        "real arm without a camera); z < 0 = none: wait for the pose on TF",
-        None,
-        True,
-    ),
-    "cube_size": (f"object edge, for its bottom height {M}", (0.001, 0.5), True),
-    "max_age": (
-        f"a measurement older than this is stale and judges nothing {S}",
-        (0.01, 10.0),
-        True,
-    ),
-    "silence_timeout": (
-        "wall-clock time without joint states, or with a sim clock standing still, after "
-        "which a running pick ends aborted: the robot is silent [s, wall]",
-        (0.1, 60.0),
-        True,
-    ),
-}
+SCHEMA = load_schema("pick")  # config/schema/pick.yaml
 
 
 class PickNode(Node):
     def __init__(self) -> None:
         super().__init__("pick")
-        robot, model_path, base_pos, base_yaw = declare_robot_params(self)
+        robot, model_path, base_pos, base_yaw = declare_robot_params(self, SCHEMA)
         self.robot = robot
         try:
-            tree = load_pick_tree(robot=robot)
-            p = declare_table(self, flatten(tree), PARAMETERS)
+            # the robot's defaults: config/pick.yaml's <robot>.overrides (robot_tree)
+            section = node_tree("pick.yaml").get(robot)
+            overrides = section.get("overrides", {}) if isinstance(section, dict) else {}
+            p = declare_schema(self, SCHEMA.without(*ROBOT_PARAMS), flatten(overrides))
             self.cfg = pick_config(unflatten(p), robot)
             self.plan_src = plan_source(unflatten(p))
             planning = self.plan_src.planned and self.cfg.force is not None

@@ -42,17 +42,18 @@ from physai_ros.core.controllers.jtc import Rejected
 from physai_ros.core.frames.joint_names import JointPrefix
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_param, declare_table, node_defaults, run_node
+from physai_ros.nodes._common import declare_schema, load_schema, run_node
 from physai_ros.nodes._controllers import (
     CONTROLLER_NAME,
     ControllerServers,
     GripperSlot,
     declare_gac,
     declare_jtc,
+    without_controllers,
 )
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
-from physai_ros.nodes._soft import declare_soft_object
-from physai_ros.robots.franka.names import FRANKA_PARAMETERS, PROFILE_PARAMETERS, franka_profile
+from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
+from physai_ros.robots.franka.names import PROFILE_PARAMETERS, franka_profile
 from physai_ros.sim.mujoco_sim import MujocoSim
 
 MAX_STAMP_AHEAD = 10.0  # [s] a goal stamped further ahead of sim time has a clock mismatch
@@ -65,44 +66,14 @@ STREAMS = (
     "contacts",
     "markers",
 )
-PARAMETERS = {  # name: (description with units, (min, max) or None, read_only)
-    "robot": ("robot to simulate: so101 | panda | panda_barrett", None, True),
-    "model_path": ("MJCF file or Menagerie folder; '' = embedded", None, True),
-    "real_time_factor": (
-        "sim seconds per wall second; 0 = as fast as possible",
-        (0.0, 1000.0),
-        False,
-    ),
-    "viewer": ("open MuJoCo's passive viewer if a display exists", None, True),
-    "controller_rate": ("controllers' cycle [Hz sim time]", (1.0, 10000.0), True),
-    "history_depth": ("samples each stream keeps for reliable subscribers", (1, 10000), True),
-    "max_publish_delay": (
-        "longest a stamped message waits to be sent in a burst when ahead of real time [s "
-        "wall]; 0 = send every tick",
-        (0.0, 0.1),
-        True,
-    ),
-    "arm_controller.action_monitor_rate": ("action feedback rate [Hz]", (0.1, 1000.0), True),
-    "arm_controller.state_publish_rate": ("controller_state rate [Hz]", (0.1, 1000.0), True),
-    "arm_controller.check_limits": ("check goals against config/limits_<robot>.yaml", None, True),
-    "markers.force_scale": ("force arrow length per newton [m/N]", (0.0, 1.0), True),
-    "markers.cone_height": ("drawn friction cone height [m]", (0.0, 1.0), True),
-    "markers.cone_segments": ("triangles per friction cone", (3, 64), True),
-    "markers.max_wall_rate": (
-        "most contact_markers per WALL second, whatever the sim rate (RViz draws no faster); "
-        "0 = no cap [Hz wall]",
-        (0.0, 1000.0),
-        True,
-    ),
-    **FRANKA_PARAMETERS,
-} | {f"{s}_rate": (f"{s} rate [Hz sim time]; 0 = off", (0.0, 1000.0), True) for s in STREAMS}
+SCHEMA = load_schema("sim_bridge")  # config/schema/sim_bridge.yaml
 
 
 class SimBridge(Node):
     def __init__(self) -> None:
         super().__init__("sim_bridge")
         scene = load_scene_config()
-        self.p = p = declare_table(self, node_defaults("sim_bridge.yaml"), PARAMETERS)
+        p = declare_schema(self, SCHEMA.only("robot", "franka_profile"))
         robot = p["robot"]
         if robot not in load_sim_config()["robots"]:
             valid = sorted(load_sim_config()["robots"])
@@ -111,41 +82,23 @@ class SimBridge(Node):
             profile = franka_profile(p["franka_profile"])
         except PhysaiError as exc:
             raise SystemExit(f"sim_bridge: {exc}") from exc
-        p |= {
-            name: declare_param(self, name, getattr(profile, field), text, read_only=True)
-            for name, (text, field) in PROFILE_PARAMETERS.items()
+        place, cube = scene["robots"][robot], scene["cube"]
+        defaults = {name: getattr(profile, field) for name, field in PROFILE_PARAMETERS.items()}
+        defaults |= {
+            "base_pos": place["base_pos"],
+            "base_yaw_deg": place["base_yaw_deg"],
+            "cube_x": place["cube_pos"][0],
+            "cube_y": place["cube_pos"][1],
+            "cube_size": cube["size"],
+            "cube_mass": cube["mass"],
+            "cube_mu": cube["mu"],
         }
+        own = without_controllers(SCHEMA).without("robot", "franka_profile", *SOFT_PARAMETERS)
+        self.p = p = p | declare_schema(self, own, defaults)
         if robot != "panda" and (p["franka_profile"] != "none" or p["franka_gripper"]):
             raise SystemExit(
                 f"sim_bridge: franka_profile and franka_gripper need robot panda, not {robot!r}"
             )
-        cube = scene["cube"]
-        cube_xy = scene["robots"][robot]["cube_pos"]
-        cube_table = {
-            "base_pos": ("robot base position in the world [m] (x, y, z)", None, True),
-            "base_yaw_deg": ("robot base yaw about the world z axis [deg]", (-360.0, 360.0), True),
-            "cube_x": ("cube centre x, base frame [m]", (-2.0, 2.0), True),
-            "cube_y": ("cube centre y, base frame [m]", (-2.0, 2.0), True),
-            "cube_size": ("cube edge [m]", (1e-3, 0.2), True),
-            "cube_mass": ("cube mass [kg]", (1e-4, 10.0), True),
-            "cube_mu": ("cube sliding friction [-]", (1e-4, 5.0), True),
-            "jaw_torque_cap": (
-                "gripper force cap [N m SO-101 | N Panda]; 0 = model's own",
-                (0.0, 1000.0),
-                True,
-            ),
-        }
-        cube_defaults = {
-            "base_pos": [float(v) for v in scene["robots"][robot]["base_pos"]],
-            "base_yaw_deg": float(scene["robots"][robot]["base_yaw_deg"]),
-            "cube_x": cube_xy[0],
-            "cube_y": cube_xy[1],
-            "cube_size": cube["size"],
-            "cube_mass": cube["mass"],
-            "cube_mu": cube["mu"],
-            "jaw_torque_cap": 0.0,
-        }
-        c = declare_table(self, cube_defaults, cube_table)
         self.rtf = p["real_time_factor"]
         self.rates = {s: p[f"{s}_rate"] for s in STREAMS}
         self.marker_cfg = {
@@ -155,17 +108,17 @@ class SimBridge(Node):
         self.marker_gap = 1.0 / cap if cap > 0 else 0.0  # [s wall] between two marker sends
         self.marker_next = 0.0  # [s wall, monotonic] the next marker send allowed
         try:
-            soft = declare_soft_object(self, robot, "sim_bridge.yaml")
+            soft = declare_soft_object(self, SCHEMA, robot)
             self.sim = MujocoSim(
                 robot,
                 model_path=p["model_path"] or None,
-                base_pos=c["base_pos"],
-                base_yaw_deg=c["base_yaw_deg"],
-                cube_pos=(c["cube_x"], c["cube_y"]),
-                cube_size=c["cube_size"],
-                cube_mass=c["cube_mass"],
-                cube_mu=c["cube_mu"],
-                jaw_torque_cap=c["jaw_torque_cap"] or None,
+                base_pos=p["base_pos"],
+                base_yaw_deg=p["base_yaw_deg"],
+                cube_pos=(p["cube_x"], p["cube_y"]),
+                cube_size=p["cube_size"],
+                cube_mass=p["cube_mass"],
+                cube_mu=p["cube_mu"],
+                jaw_torque_cap=p["jaw_torque_cap"] or None,
                 soft=soft,
                 controller_rate=p["controller_rate"],
             )
@@ -175,7 +128,7 @@ class SimBridge(Node):
             self.rates["soft_object"] = 0.0
         # the controllers' parameters: config/sim_robots.yaml's defaults, declared so that a
         # params file or `ros2 param set` changes them
-        jtc = declare_jtc(self, self.sim.arm.p)
+        jtc = declare_jtc(self, SCHEMA, self.sim.arm.p)
         if p["arm_controller.check_limits"]:  # position, velocity, acceleration (not jerk)
             limits = load_limits(profile.limits or robot).select(self.sim.arm_joints)
             limits = dataclasses.replace(limits, jerk=np.full(len(jtc.joints), math.inf))
@@ -190,7 +143,7 @@ class SimBridge(Node):
         self.sim.arm.p = jtc
         slots = self._gripper_slots(p)
         for slot in slots:
-            slot.controller.p = declare_gac(self, slot.controller.p, slot.params)
+            slot.controller.p = declare_gac(self, SCHEMA, slot.controller.p, slot.params)
         self.lock = threading.RLock()
         self.instabilities = 0
         try:

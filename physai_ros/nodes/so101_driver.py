@@ -40,21 +40,16 @@ from physai_ros.core.controllers.gac import GripperActionController, gac_params
 from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import declare_table, node_defaults, node_tree, run_node
+from physai_ros.nodes._common import declare_schema, load_schema, run_node, unflatten
 from physai_ros.nodes._controllers import (
     ControllerServers,
     GripperSlot,
     declare_gac,
     declare_jtc,
+    without_controllers,
 )
 from physai_ros.robots.so101.bus import ARM, JOINTS, STALL_TORQUE, BusError, So101Bus
-from physai_ros.robots.so101.config import (
-    CONTROLLERS,
-    PARAMETERS,
-    arm_limits,
-    bus_settings,
-    loop_settings,
-)
+from physai_ros.robots.so101.config import arm_limits, bus_settings, loop_settings
 from physai_ros.robots.so101.loop import GRIPPER_SLACK, Refused, ServoLoop, Snapshot, reports
 
 OK, FAILURE = TransitionCallbackReturn.SUCCESS, TransitionCallbackReturn.FAILURE
@@ -65,31 +60,31 @@ LEVELS = {
     "stale": DiagnosticStatus.STALE,
 }
 JAW_FRAMES = {"fixed_jaw": "gripper", "moving_jaw": "moving_jaw_so101_v1"}
+SCHEMA = load_schema("so101_driver")  # config/schema/so101_driver.yaml
 
 
 class So101Driver(LifecycleNode):
     def __init__(self) -> None:
         super().__init__("so101_driver")
-        defaults = node_defaults("so101_driver.yaml")
-        self.p = p = declare_table(self, defaults, PARAMETERS | CONTROLLERS)
+        self.p = p = declare_schema(self, without_controllers(SCHEMA))
         if p["on_exit"] not in ("hold", "release"):
             raise SystemExit(f"so101_driver: on_exit must be hold or release, not {p['on_exit']!r}")
         try:
             limits = load_limits("so101", p["limits_set"] or None)
             self.bus = So101Bus(bus_settings(p, limits))
             period = 1.0 / p["loop_rate"]
-            tree = node_tree("so101_driver.yaml")
-            arm_cfg = tree["arm_controller"]  # the every-joint tolerances as declared
+            tree = unflatten(SCHEMA.fixed.defaults())  # the controllers' defaults
+            arm_cfg = tree["arm_controller"]  # with the every-joint tolerances as declared
             arm_cfg["constraints"] |= {
                 k: p[f"arm_controller.constraints.{k}"] for k in ("trajectory", "goal")
             }
             jtc = JtcParams.from_config(arm_cfg, ARM, self.bus.lower[:5], self.bus.upper[:5])
-            jtc = declare_jtc(self, jtc)
+            jtc = declare_jtc(self, SCHEMA, jtc)
             if p["arm_controller.check_limits"]:
                 jtc = dataclasses.replace(jtc, limits=arm_limits(p), limit_period=period)
             low, high = self.bus.lower[5] - GRIPPER_SLACK, self.bus.upper[5] + GRIPPER_SLACK
             grip = gac_params(tree["gripper_controller"], JOINTS[5], low, high, STALL_TORQUE)
-            gac = declare_gac(self, grip)
+            gac = declare_gac(self, SCHEMA, grip)
             self.loop = ServoLoop(
                 self.bus,
                 JointTrajectoryController(jtc),

@@ -40,8 +40,8 @@ from std_msgs.msg import String
 
 from physai_ros import interfaces
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes._common import declare_table, node_defaults, run_node
-from physai_ros.nodes._soft import declare_soft_object
+from physai_ros.nodes._common import declare_schema, load_schema, run_node
+from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
 from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.emulator.bus import FeetechBusEmulator, write_calibration
 from physai_ros.robots.so101.emulator.physics import JOINTS
@@ -62,45 +62,20 @@ def parse_homing_error(items: list[str]) -> dict[str, int]:
     return out
 
 
-PARAMETERS = {  # config/so101_emulator.yaml: (description, range, read-only)
-    "link": ("symlink kept pointing at the emulator's pty ('' = none)", None, True),
-    "calibration_out": ("write the arm's LeRobot calibration JSON here ('' = no)", None, True),
-    "cube_pos": ("cube centre in the robot base frame (x, y) [m]", None, True),
-    "baudrate": ("bus rate of the servos [bit/s]", (9600, 1_000_000), True),
-    "initial_pose": ("joint angles at power-up [rad]", None, True),
-    "power_on_torque": ("servos hold the initial pose at power-up (a real arm: false)", None, True),
-    "calibrated": ("the servos' EPROM holds the calibration", None, True),
-    "configured": ("the EPROM holds LeRobot's configure() registers", None, True),
-    "homing_error": ("JOINT:STEPS: that servo's homing differs from the file", None, True),
-    "mechanical_margin": ("joint stops this far beyond the ranges [rad]", (0.0, 0.5), True),
-    "mocap": ("also publish the true cube pose on cube_pose (motion capture)", None, True),
-    "witness_rate": ("~/witness and cube pose rate [Hz]", (1.0, 500.0), True),
-    "port_connected": ("false = cable pulled (pty closed)", None, False),
-    "pull_at_read": ("pull the cable as this register is next read, once", None, False),
-    "power": ("false = servo supply lost (silent, limp)", None, False),
-    "mute_ids": ("servo ids that do not answer (0 = none)", None, False),
-    "corrupt_every": ("bad checksum on every n-th reply (0 = never)", (0, 1000), False),
-    "wrong_data_every": (
-        "zeros, well formed, in every n-th sync read (0 = never)",
-        (0, 1000),
-        False,
-    ),
-    "overload_ids": ("servo ids whose OVERLOAD latches (0 = none)", None, False),
-    "obstacle": ("[x, y, z, half edge] world [m] puts a box in the way; [0.0] = none", None, False),
-}
+SCHEMA = load_schema("so101_emulator")  # config/schema/so101_emulator.yaml
 
 
 class So101Emulator(Node):
     def __init__(self) -> None:
         super().__init__("so101_emulator")
 
-        p = declare_table(self, node_defaults("so101_emulator.yaml"), PARAMETERS)
+        p = declare_schema(self, SCHEMA.without(*SOFT_PARAMETERS))
         link, cal, cube, baud = p["link"], p["calibration_out"], p["cube_pos"], p["baudrate"]
         initial, torque, calibrated = p["initial_pose"], p["power_on_torque"], p["calibrated"]
         configured, homing, margin = p["configured"], p["homing_error"], p["mechanical_margin"]
         self.mocap, rate = p["mocap"], p["witness_rate"]
         try:
-            soft = declare_soft_object(self, "so101", "so101_emulator.yaml")
+            soft = declare_soft_object(self, SCHEMA, "so101")
             self.emulator = FeetechBusEmulator(
                 baudrate=baud,
                 link=link or None,

@@ -27,9 +27,10 @@ from physai_ros.core.frames.spatial import mats_to_quats
 from physai_ros.errors import PhysaiError
 from physai_ros.nodes._common import (
     LATCHED,
+    ROBOT_PARAMS,
     declare_robot_params,
-    declare_table,
-    node_defaults,
+    declare_schema,
+    load_schema,
     run_node,
     stream_qos,
 )
@@ -55,24 +56,14 @@ def to_msgs(edges: list[Edge], stamp, prefix: str = "", world: str = "world"):
     return out
 
 
-PARAMETERS = {  # config/tf_publisher.yaml: (description, range, read-only)
-    "world_frame": ("fixed frame of the scene, shared by every robot", None, True),
-    "frame_prefix": ("put before every robot frame (left/ for two arms); '' = none", None, True),
-    "object_topics": ("PoseStamped topics of objects to put in the tree", None, True),
-    "object_frames": ("their frame names (after frame_prefix), same order", None, True),
-    "joint_prefix": (
-        "before the model's joint names in joint_states (franka_ros2: panda_ | fr3_); '' = none",
-        None,
-        True,
-    ),
-}
+SCHEMA = load_schema("tf_publisher")  # config/schema/tf_publisher.yaml
 
 
 class TfPublisher(Node):
     def __init__(self) -> None:
         super().__init__("tf_publisher")
-        robot, model_path, base_pos, base_yaw = declare_robot_params(self)
-        p = declare_table(self, node_defaults("tf_publisher.yaml"), PARAMETERS)
+        robot, model_path, base_pos, base_yaw = declare_robot_params(self, SCHEMA)
+        p = declare_schema(self, SCHEMA.without(*ROBOT_PARAMS))
         self.world, self.prefix = p["world_frame"], p["frame_prefix"]
         topics, frames = p["object_topics"], p["object_frames"]
         prefix = p["joint_prefix"]

@@ -34,64 +34,20 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.core.motion.goal_timing import (
-    SHAPE_NAMES,
     GoalPoint,
     GoalPolicy,
     TrajectoryPlanner,
     limits_path,
-    load_trajectory_config,
 )
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.core.motion.planned import PlannedTrajectory
 from physai_ros.core.motion.tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
-from physai_ros.nodes._common import LATCHED, declare_param, run_node, stream_qos
+from physai_ros.nodes._common import LATCHED, declare_schema, load_schema, run_node, stream_qos
 
 FJT = FollowJointTrajectory
 POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")
-PARAMS = {  # name: (description with units, (min, max) or None, read_only); defaults: config/
-    "robot": ("robot (limits file and joints): so101 | panda | fr3", None, True),
-    "joints": ("the controller's joints (limits-file names), its order", None, True),
-    "limits_file": ("limits YAML; '' = config/limits_<robot>.yaml", None, True),
-    "limits_set": ("limit set in that file; '' = its default_set", None, True),
-    "controller_action": ("FollowJointTrajectory action of the controller", None, True),
-    "joint_prefix": ("put before joint names in messages (franka_ros2: panda_)", None, True),
-    "shape": (f"time scaling: {' | '.join(SHAPE_NAMES)}", None, False),
-    "duration": ("total time of an untimed goal [s]; 0 = fastest in limits", (0.0, 3600.0), False),
-    "sample_period": ("spacing of the points sent [s]", (1e-3, 1.0), False),
-    "start_tolerance": ("a t = 0 waypoint may be this far from the state [rad]", (0.0, 1.0), False),
-    "start_delay": ("the controller starts this long after now [s]", (0.0, 10.0), False),
-    "rest_velocity": ("the arm is at rest below this joint speed [rad/s]", (0.0, 10.0), False),
-    "settle_timeout": ("wait this long for rest after a preemption [s]", (0.0, 60.0), False),
-    "server_timeout": (
-        "wait this long for the controller's action server [s]",
-        (0.1, 600.0),
-        False,
-    ),
-    "result_margin": (
-        "wait this long for the result after the end [s, node clock: sim time under use_sim_time]",
-        (0.1, 600.0),
-        False,
-    ),
-    "state_timeout": (
-        "a /joint_states older than this is stale: goals are rejected, a running one aborted "
-        "[s wall]",
-        (0.01, 60.0),
-        False,
-    ),
-    "arrival_tolerance": (
-        "after a success, the report waits for a joint state this close to the goal [rad]",
-        (0.0, 1.0),
-        False,
-    ),
-    "tracking_wait": (
-        "after the result, wait at most this long for the joint states stamped up to it [s wall]",
-        (0.0, 60.0),
-        False,
-    ),
-    "monitor_rate": ("cancel/preempt checks while a goal runs [Hz]", (1.0, 1000.0), False),
-    "progress_period": ("progress log period [s wall]", (0.05, 60.0), False),
-}
+SCHEMA = load_schema("trajectory")  # config/schema/trajectory.yaml
 
 
 def seconds(stamp) -> float:
@@ -111,20 +67,13 @@ class Run:
 class TrajectoryNode(Node):
     def __init__(self) -> None:
         super().__init__("trajectory")
-        cfg = load_trajectory_config()
-        robot = declare_param(self, "robot", cfg["robot"], *PARAMS["robot"])
-        if robot not in cfg["robots"]:
-            raise SystemExit(f"trajectory: unknown robot {robot!r}; choose {list(cfg['robots'])}")
-        for name, entry in cfg["robots"].items():  # declared: a params file may change them
-            entry["joints"] = declare_param(
-                self, f"robots.{name}.joints", entry["joints"], f"{name}'s arm joints", None, True
-            )
-        defaults = cfg | cfg["robots"][robot]
-        self.cfg = v = {"robot": robot} | {
-            name: declare_param(self, name, defaults[name], *spec)
-            for name, spec in PARAMS.items()
-            if name != "robot"
-        }
+        robot = declare_schema(self, SCHEMA.only("robot"))["robot"]
+        robots = declare_schema(self, SCHEMA.under("robots"))  # a params file may change them
+        joints = {name.split(".")[1]: value for name, value in robots.items()}
+        if robot not in joints:
+            raise SystemExit(f"trajectory: unknown robot {robot!r}; choose {list(joints)}")
+        rest = SCHEMA.without("robot", "robots")
+        self.cfg = v = {"robot": robot} | declare_schema(self, rest, {"joints": joints[robot]})
         try:
             path = limits_path(robot, v["limits_file"])
             limits = load_limits(robot, v["limits_set"] or None, path)

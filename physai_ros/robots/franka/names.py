@@ -52,50 +52,9 @@ def franka_profile(name: str) -> FrankaProfile:
     return FRANKA_PROFILES[name]
 
 
-# The sim bridge's parameters for the above: name -> (description with units, range, read_only)
-FRANKA_PARAMETERS = {
-    "franka_profile": (
-        f"franka_ros2's names and limits: {' | '.join(FRANKA_PROFILES)} (the defaults of "
-        "joint_prefix, arm_controller_name, franka_gripper; fr3: config/limits_fr3.yaml on the "
-        "Panda model)",
-        None,
-        True,
-    ),
-    "gripper_controller_name": ("gripper controller: <name>/gripper_cmd", None, True),
-    "franka_hand.default_speed": (
-        "franka_gripper's default_speed: homing and GripperCommand goals [m/s of the width]",
-        (1e-4, 1.0),
-        True,
-    ),
-    "franka_hand.default_grasp_epsilon.inner": (
-        "franka_gripper's epsilon.inner of GripperCommand grasps [m]",
-        (0.0, 0.08),
-        True,
-    ),
-    "franka_hand.default_grasp_epsilon.outer": (
-        "franka_gripper's epsilon.outer of GripperCommand grasps [m]",
-        (0.0, 0.08),
-        True,
-    ),
-    "franka_hand.state_publish_rate": ("<franka_gripper>/joint_states [Hz]", (0.1, 1000.0), True),
-    "franka_hand.feedback_publish_rate": (
-        "franka_gripper action feedback [Hz]",
-        (0.1, 1000.0),
-        True,
-    ),
-}
-PROFILE_PARAMETERS = {  # name: (description, profile field); the profile gives the default
-    "joint_prefix": (
-        "put before the model's joint names in every message (franka_ros2: panda_ | fr3_)",
-        "joint_prefix",
-    ),
-    "arm_controller_name": (
-        "arm controller: <name>/follow_joint_trajectory, /joint_trajectory, /controller_state",
-        "arm_controller",
-    ),
-    "franka_gripper": (
-        "namespace of franka_gripper's homing, move, grasp, gripper_action, stop, joint_states "
-        "(Panda only); '' = not served",
-        "franka_gripper",
-    ),
+# The sim bridge's parameters a profile gives the defaults of: name -> FrankaProfile field
+PROFILE_PARAMETERS = {
+    "joint_prefix": "joint_prefix",
+    "arm_controller_name": "arm_controller",
+    "franka_gripper": "franka_gripper",
 }
