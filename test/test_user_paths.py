@@ -203,8 +203,10 @@ def test_driver_through_ros2_lifecycle_action_and_param(ros2, tmp_path, colcon_i
     kind = "control_msgs/action/FollowJointTrajectory"
     out = ros2_output(ros2("action", "send_goal", action, kind, ARM_GOAL), timeout=90)
     assert "SUCCEEDED" in out and "Goal successfully reached!" in out, out
-    out = ros2_output(ros2("param", "set", "/so101_driver", "grasp.mu", "0.4"))
-    assert "Set parameter successful" in out
+    out = ros2_output(ros2("param", "set", "/so101_driver", "gripper_controller.max_effort", "2.0"))
+    assert "Set parameter successful" in out  # live: the next gripper goal uses it
+    refused = ros2("param", "set", "/so101_driver", "grasp.mu", "0.4").communicate(60)[0]
+    assert "read-only" in refused or "failed" in refused.lower(), refused  # set at start only
     refused = ros2("param", "set", "/so101_driver", "port", "/dev/ttyUSB9").communicate(60)[0]
     assert "read-only" in refused or "failed" in refused.lower(), refused
     described = ros2_output(ros2("param", "describe", "/so101_driver", "loop_rate"))
