@@ -18,13 +18,12 @@ import time
 from dataclasses import dataclass
 
 import rclpy
-import yaml
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from std_msgs.msg import String
 
 from physai_ros import interfaces
 from physai_ros.qos import stream_qos
-from support.paths import REPO_ROOT
+from support.paths import shipped  # noqa: F401  (the tests' one import)
 from support.ros import LATCHED, Spinning, wait
 
 JAWS = {
@@ -34,15 +33,6 @@ JAWS = {
 }
 FRESH_TIMEOUT = 10.0  # [s wall] for a fresh sample after the outcome, on a loaded 2-core machine
 FORCE_WINDOW = 0.5  # [s sim] jaw force: the median of each jaw's fresh samples over this long
-
-
-def shipped(node: str, *path: str):
-    """A node's shipped default, ``config/<node>.yaml``: ``shipped("pick", "min_lift")``."""
-    value = yaml.safe_load((REPO_ROOT / "config" / f"{node}.yaml").read_text())
-    value = value["/**"]["ros__parameters"]
-    for key in path:
-        value = value[key]
-    return value
 
 
 def _seconds(stamp) -> float:
