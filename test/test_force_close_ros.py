@@ -1,7 +1,8 @@
 """``close_mode: force`` over ROS, as users run it: ``ros2 launch physai_ros pick.launch.py
 sim:=true params_file:=…`` (separate processes, the sim bridge in real time) and ``ros2 run
 physai_ros pick --ros-args --params-file …``; the outcome read from ``/pick/outcome`` by a
-watcher in the test process.
+watcher in the test process, and judged again by a witness there (``support.witness``): the
+cube's pose and the jaws' contact wrenches as the sim bridge publishes them.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.witness import JAWS, Witness, shipped
 from test_user_paths import Watcher
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
@@ -31,7 +33,9 @@ def test_force_close_holds_at_its_target_and_refuses_one_beyond_the_cap(
 
     ``ros2 launch … sim:=true params_file:=…``, target 8 N per jaw (a fifth of the 40.9 N the
     cap gives): held (the robot's verdict and a fresh cube pose agree), the final squeeze per
-    jaw within 15 %, never above the band while closing.
+    jaw within 15 %, never above the band while closing; the witness agrees: the cube rose at
+    least min_lift and each jaw's contact force is within 15 % of the target, both fresh after
+    the outcome. The bridge runs at its shipped real_time_factor 1 (the witness's stamps).
 
     ``ros2 run physai_ros pick --ros-args --params-file …`` in namespace ``/bad``, target 45 N,
     above the 2.94 N m / 0.0718 m = 40.9 N the cap can apply: that pick says so as soon as it
@@ -42,6 +46,7 @@ def test_force_close_holds_at_its_target_and_refuses_one_beyond_the_cap(
     ros2("run", "physai_ros", "pick", "--ros-args", "-r", "__ns:=/bad", "--params-file", str(bad),
          log=bad_log)  # fmt: skip
     params = force_params(tmp_path / "force.yaml", target)
+    witness = Witness(ros_context, JAWS["so101"])  # before the graph: sees the cube at rest
     ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", f"params_file:={params}", log=log)
 
     refused = Watcher(ros_context, "/bad/pick/outcome").wait_outcome(60.0)
@@ -69,3 +74,8 @@ def test_force_close_holds_at_its_target_and_refuses_one_beyond_the_cap(
     assert force["peak_while_closing_N"] <= target * (1.0 + TOLERANCE), force
     # far below the cap-based close's 79.7 N (lesson 16) in both jaws together
     assert sum(outcome["jaw_forces_N"]) < 2.0 * target * (1.0 + TOLERANCE), outcome
+    # the outside witness: the sim's own cube pose and jaw wrenches, fresh after the outcome
+    seen, forces = witness.check_pick(shipped("pick", "min_lift"), target, TOLERANCE)
+    print(f"witness: cube rose {100 * seen.rise:.2f} cm, jaw forces {forces}")
+    assert 0.2 < witness.sim_rate() < 1.15, witness.sim_rate()  # real time, as shipped
+    witness.close()

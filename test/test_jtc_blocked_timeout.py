@@ -119,3 +119,31 @@ def test_cmd_timeout_not_above_goal_time_is_disabled():
     ((now, end),) = drive(c, 0.0, 3.0, frozen(Q0))
     assert end.error_string.startswith(GOAL_TIME_ABORT)
     assert now == pytest.approx(2.01)
+
+
+def test_a_stalled_control_loop_does_not_blame_the_joint():
+    """blocked_*, the shipped so101_driver values (0.05 rad, 0.05 rad/s, 0.2 s): the backend's
+    own loop stalls for 0.3 s (a loaded machine starves the driver) while a healthy servo
+    follows every set-point it is sent. No set-point came during the stall, so the arm stood at
+    the last one while the reference ran 0.3 s ahead: that is no blocked joint, and the goal
+    succeeds. A joint that stays frozen after the stall is still blocked, blocked_time later."""
+    shipped = {"blocked_error": 0.05, "blocked_speed": 0.05, "blocked_time": 0.2}
+    c = make_jtc(**shipped)
+    send(c, msg([pt(1.0, [0.1, 0.8, 0.3])]), 0.0, "g")  # b at 1 rad/s
+    state = {"q": Q0.copy()}
+
+    def servo(now, c):  # reaches each set-point within one cycle: the previous reference
+        q, state["q"] = state["q"], c.ref[0].copy()
+        return q, (state["q"] - q) / DT
+
+    ends = drive(c, 0.0, 0.3, servo)
+    ends += drive(c, 0.6, 2.0, servo)  # no cycle, so no set-point, from 0.3 s to 0.6 s
+    assert [e.status for _, e in ends] == ["succeeded"], ends
+
+    c = make_jtc(**shipped)
+    send(c, msg([pt(1.0, [0.1, 0.8, 0.3])]), 0.0, "g")
+    assert drive(c, 0.0, 0.3, servo) == []
+    stuck = state["q"].copy()
+    ends = drive(c, 0.6, 2.0, frozen(stuck))
+    assert [e.error_code for _, e in ends] == [PATH_TOLERANCE_VIOLATED], ends
+    assert 0.6 + 0.2 - DT <= ends[0][0] <= 0.6 + 0.2 + 3 * DT, ends

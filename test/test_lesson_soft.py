@@ -6,7 +6,8 @@ at the square's centre, E 5·10⁴ and 2·10⁵ Pa, at the jaw floor's target (w
 moves, which the laws do not depend on) and a preshape closer to the cube to save CPU.
 Tolerances: the force close's own band, ±15 % of the target; the stiffer cube strains under half
 as much (measured 0.028 vs 0.12, ratio 0.23); jaw force magnitudes equal the bridge's wrenches
-to 1e-9 N.
+to 1e-9 N. One more pick runs the lesson's own configuration unshortened (the shipped
+config/pick.yaml durations and preshape, the planner's target), so what a user runs is tested.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from physai_ros.experiments.lesson_soft import (
     STRAIN_LIMIT,
     PlannedTarget,
     Setting,
+    configs,
     summarise,
     verdict,
 )
@@ -82,6 +84,24 @@ def test_jaw_forces_are_the_bridge_wrench_magnitudes(picks):
     assert min(norms) > 1.0  # still squeezing at the end
     for k, name in enumerate(sim.jaw_names):
         assert norms[k] == pytest.approx(np.linalg.norm(wrenches[name].force), abs=1e-9)
+
+
+def test_the_lesson_as_shipped_holds_the_soft_cube_within_tolerance():
+    """``physai lesson soft``'s planned pick with nothing shortened: the shipped pick config
+    (config/pick.yaml: settle 0.3, pre 1.2, down 0.8, lift 1.0, hold 0.8 s, preshape 0.4 rad)
+    and the grasp planner's target, as ``lesson_soft.configs`` builds it, on the E 5·10⁴ Pa
+    cube at the square's centre: held, squeeze within the band, lifted, not crushed."""
+    material = Material(5.0e4, 0.03)
+    sim = soft_sim(material, CENTRE)
+    jaw = sim.model.joint("gripper")
+    friction = float(sim.model.dof_frictionloss[jaw.dofadr[0]])
+    cfg = configs(load_pick_tree(), material, CONTACT, friction)[0]["planned"]
+    assert cfg.durations == pick_config(load_pick_tree()).durations  # unshortened
+    res = run_soft_pick(sim, cfg)
+    assert res.outcome == "held" and res.closed and res.abort_reason is None, res
+    low, high = cfg.force.band
+    assert low <= res.squeeze_close <= high and low <= res.squeeze <= high, res
+    assert res.lift >= 0.04 and res.strain_peak < STRAIN_LIMIT, res
 
 
 def test_drive_jaw_sets_the_force_range_a_gripper_goal_sets():

@@ -1,12 +1,14 @@
 """The simulated Panda's pick over ROS, as users run it: ``ros2 launch physai_ros pick.launch.py
 sim:=true robot:=panda params_file:=…`` (separate processes, the sim bridge in real time),
 its force close one franka_gripper ``Grasp`` goal served by the sim bridge's Franka Hand; the
-outcome read from ``/pick/outcome`` by a watcher in the test process.
+outcome read from ``/pick/outcome`` by a watcher in the test process and judged again by a
+witness there (``support.witness``: the cube's pose and the fingers' contact wrenches).
 """
 
 from __future__ import annotations
 
 import pytest
+from support.witness import JAWS, Witness, shipped
 from test_force_close_ros import force_params
 from test_user_paths import Watcher
 
@@ -32,6 +34,7 @@ def test_panda_grasp_holds_the_cube_at_its_force_and_refuses_one_beyond_the_cap(
     ros2("run", "physai_ros", "pick", "--ros-args", "-r", "__ns:=/bad", "-p", "robot:=panda",
          "--params-file", str(bad), log=bad_log)  # fmt: skip
     params = force_params(tmp_path / "force.yaml", target)
+    witness = Witness(ros_context, JAWS["panda"])  # before the graph: sees the cube at rest
     ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", "robot:=panda",
          f"params_file:={params}", log=log)  # fmt: skip
 
@@ -56,6 +59,9 @@ def test_panda_grasp_holds_the_cube_at_its_force_and_refuses_one_beyond_the_cap(
     for finger in outcome["jaw_forces_N"]:
         assert abs(finger - target) <= TOLERANCE * target, outcome
     assert force["peak_while_closing_N"] <= target * (1.0 + TOLERANCE), force
+    seen, forces = witness.check_pick(shipped("pick", "min_lift"), target, TOLERANCE)
+    print(f"witness: cube rose {100 * seen.rise:.2f} cm, finger forces {forces}")
+    witness.close()
     text = log.read_text()
     assert "Received Grasping request" in text and "Gripper Grasping succeeded" in text, text[
         -3000:

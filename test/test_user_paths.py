@@ -2,7 +2,9 @@
 ``ros2 lifecycle``, ``ros2 action send_goal``, ``ros2 param`` (ROS 2's own command line,
 ../shared/ros2_python where no ROS 2 install exists), on a colcon-built install.
 
-A client node in the test process only watches (the pick's outcome, the emulator's witness).
+A client node in the test process only watches (the pick's outcome, the emulator's witness);
+the sim picks are judged again by a witness there (``support.witness``: the cube's own pose,
+fresh after the outcome).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 from support.processes import ros2_output
+from support.witness import JAWS, Witness, shipped
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -89,12 +92,19 @@ def start_emulator(ros2, tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_ros2_launch_sim_pick_holds(ros2, ros_context, tmp_path):
+    """The shipped launch, as shipped (the bridge at real_time_factor 1): held by the pick's
+    verdicts and by the witness (the cube rose min_lift, fresh after the outcome)."""
+    witness = Witness(ros_context, JAWS["so101"])  # before the graph: sees the cube at rest
     launch = ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", log=tmp_path / "log")
     outcome = Watcher(ros_context).wait_outcome(120.0)
     assert outcome is not None, (tmp_path / "log").read_text()[-3000:]
     assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
     assert outcome["robot"]["outcome"] == "held"  # the robot's own verdict agrees
     assert launch.poll() is None  # still running, as a launch does
+    seen, _ = witness.check_pick(shipped("pick", "min_lift"))
+    print(f"witness: cube rose {100 * seen.rise:.2f} cm")
+    assert 0.2 < witness.sim_rate() < 1.15, witness.sim_rate()  # real time, as shipped
+    witness.close()
 
 
 def launched(launch, name: str) -> int:
@@ -137,8 +147,11 @@ def test_pick_ends_within_a_second_when_the_sim_bridge_is_killed(ros2, ros_conte
 def test_ros2_launch_two_arms_each_pick_their_own_cube(ros2, ros_context, tmp_path):
     """Two SO-101 side by side (namespaces left/right, one TF tree, a clock each): both hold,
     each judged by its own cube's pose (or by the robot, when that pose came too late to judge),
-    and each cube where that arm's launch put it."""
+    and each cube where that arm's launch put it; each arm's witness sees its cube rise,
+    fresh after that arm's outcome."""
     log = tmp_path / "log"
+    arms = ("left", "right")
+    witnesses = {a: Witness(ros_context, JAWS["so101"], namespace=f"/{a}") for a in arms}
     ros2(
         "launch", "physai_ros", "two_arms.launch.py", "right_cube_x:=0.2", "right_cube_y:=0.03",
         log=log,
@@ -157,6 +170,8 @@ def test_ros2_launch_two_arms_each_pick_their_own_cube(ros2, ros_context, tmp_pa
         assert pose["reason"].startswith(f"TF frame '{arm}/cube'"), outcome
         fresh = pose["outcome"] == "held" and outcome["judged_by"] == "cube_pose"
         assert fresh or "stale" in pose["reason"], (arm, outcome)
+        witnesses[arm].check_pick(shipped("pick", "min_lift"))  # stale or not, the cube rose
+        witnesses[arm].close()
 
 
 def test_ros2_launch_real_arm_graph_on_the_emulator(ros2, ros_context, tmp_path):

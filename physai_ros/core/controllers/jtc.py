@@ -389,6 +389,7 @@ class JointTrajectoryController:
     # --- the control cycle ---------------------------------------------------------------
     def update(self, now: float, q: np.ndarray, qd: np.ndarray) -> list[GoalEnd]:
         """One cycle: measure, sample the reference (``self.ref``), judge the goal."""
+        gap = now - self.time  # since the previous cycle: the last set-point's age
         self._measure(now, q, qd)
         traj = self.traj
         if traj is None or not self.active:
@@ -400,7 +401,7 @@ class JointTrajectoryController:
             t, traj, self.ref[0], self.q, self.qd, self.tolerances, self.ref[1], path=first
         )
         if state.outcome == "running":
-            state = self._blocked(t)
+            state = self._blocked(t, gap)
         if state.outcome == "running":
             late = t - traj.duration
             if self._cmd_timeout() > 0.0 and late > self._cmd_timeout():
@@ -446,14 +447,23 @@ class JointTrajectoryController:
             return 0.0
         return p.cmd_timeout
 
-    def _blocked(self, t: float) -> GoalState:
+    def _blocked(self, t: float, gap: float) -> GoalState:
         """A joint that stopped away from its moving reference (``blocked_*``): more than
         ``blocked_error`` from it and not ``blocked_speed × blocked_time`` closer to it since
         ``blocked_time`` ago. Judged on progress towards the reference, not on one velocity
         reading: a servo chasing a streamed goal moves in spurts, and a joint rattling
-        against an obstacle moves without getting anywhere."""
+        against an obstacle moves without getting anywhere.
+
+        Only over time the backend commanded: after a ``gap`` [s] between cycles longer than
+        half ``blocked_time`` (the backend's loop stalled: a starved driver on a loaded
+        machine) the arm stood at the last set-point it was sent while the reference ran on,
+        so every joint is judged afresh from this cycle. Before, a 0.3 s stall of a healthy
+        arm tripped the shipped 0.2 s check."""
         p = self.p
         if p.blocked_error <= 0.0:
+            return GoalState("running", "")
+        if gap > 0.5 * p.blocked_time:
+            self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
             return GoalState("running", "")
         error = np.abs(self.ref[0] - self.q)
         progress = (self.q - self._anchor_q) * np.sign(self.ref[0] - self.q)
