@@ -34,17 +34,69 @@ FALL = 0.01  # [m] "no fall": the gripper site drops less than this
 STAMP_SLACK = 0.3  # [s] a reading taken as the cable is pulled may go out this much later
 
 
+class Benches:
+    """The module's emulated arm and driver (autostart, as launched), shared by the tests that
+    leave it armed and healthy (each restores what it changed); replaced by a fresh one when a
+    test left it otherwise, so one failure does not fail every later test."""
+
+    def __init__(self, tmp_path_factory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+        self.domain = 1 + (os.getpid() * 37 + 11) % 200
+        self.current: Bench | None = None
+        self.starts = 0
+
+    def start(self) -> Bench:
+        self.close()
+        tmp = self.tmp_path_factory.mktemp("so101")
+        self.current = Bench(tmp, self.domain, driver={"reconnect_period": 0.3})
+        self.starts += 1
+        self.current.wait_active()
+        return self.current
+
+    def unhealthy(self) -> str | None:
+        """Why the current bench cannot serve the next test (None: it can)."""
+        b = self.current
+        if b is None:
+            return "none started"
+        if b.thread.error is not None or not b.thread.is_alive():
+            return f"its client stopped spinning ({b.thread.error!r})"
+        dead = [str(p.args) for p in b.procs if p.poll() is not None]
+        if dead:
+            return f"a process ended: {dead}"
+        try:
+            if not b.wait(lambda: b.state() == "active", 5.0):
+                return f"the driver is {b.state()}, not active"
+            if not all(b.truth()["torque_enabled"]):
+                return "torque is off"
+        except AssertionError as error:  # no answer from the driver or the emulator
+            return f"no answer: {error}"
+        return None
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+
+
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory):
-    """One emulated arm and its driver (autostart, as launched) for the tests that leave it
-    armed and healthy; each test restores what it changed."""
-    domain = 1 + (os.getpid() * 37 + 11) % 200
-    b = Bench(tmp_path_factory.mktemp("so101"), domain, driver={"reconnect_period": 0.3})
+def benches(tmp_path_factory):
+    holder = Benches(tmp_path_factory)
     try:
-        b.wait_active()
-        yield b
+        yield holder
     finally:
-        b.close()
+        holder.close()
+
+
+@pytest.fixture
+def bench(benches):
+    """The shared bench, checked before each test (a few ms) and replaced by a fresh one (a
+    bench start) only when the previous test left it unhealthy; the reason is printed."""
+    why = benches.unhealthy()
+    if why is not None:
+        if benches.current is not None:
+            print(f"fresh bench: the previous one is unusable: {why}")
+        benches.start()
+    return benches.current
 
 
 def test_launch_arms_in_place_with_limits_and_no_eprom_write(bench):
