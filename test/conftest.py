@@ -47,6 +47,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+# --- Test-side ROS clients ---------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def spinners_alive() -> Iterator[None]:
+    """Fail the test during which a test-side spinner (support.ros.Spinner) died of an
+    exception: after it, no sample arrives, and a check over "the samples since" would judge
+    nothing. (support.ros is looked up, not imported: pure tests never load rclpy.)"""
+    ros = sys.modules.get("support.ros")
+    before = len(ros.SPIN_ERRORS) if ros else 0
+    yield
+    ros = sys.modules.get("support.ros")
+    if ros is not None and len(ros.SPIN_ERRORS) > before:
+        pytest.fail(
+            "a test-side ROS client stopped spinning:\n" + "\n".join(ros.SPIN_ERRORS[before:])
+        )
+
+
 # --- DDS isolation ------------------------------------------------------------------------------
 # Every test that talks over DDS gets its own ROS_DOMAIN_ID, and discovery stays on this host,
 # so parallel runs (another CI job, a developer's demo) never see each other's topics.

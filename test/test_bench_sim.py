@@ -42,6 +42,12 @@ def test_listener_option_runs_and_reports(ros_domain: int) -> None:
     row = re.search(r"^\| product defaults \(single executor\) \| (.+) \|$", out, re.M)
     assert "| lever | 0 listeners | 1 listener |" in out and row is not None, out
     ratios = [float(cell.split()[0]) for cell in row.group(1).split(" | ")]
-    assert len(ratios) == 2 and all(0.0 < r < 5.0 for r in ratios), row.group(0)
+    assert len(ratios) == 2, row.group(0)
+    # bounds from the bench's own target (>= 0.5 of raw for the bridge alone): the bridge steps
+    # the same model as raw mj_step and more, so no ratio exceeds 1 beyond the noise of a 0.5 s
+    # run (raw is the mean of a run before and after: 20 % allowed); alone, the bridge keeps at
+    # least half its target (0.25) even on a loaded 2-core machine; a listener only adds work.
+    baseline, listened = ratios
+    assert 0.25 <= baseline <= 1.2 and 0.0 < listened <= 1.2, row.group(0)
     last = out.strip().splitlines()[-1]
     assert re.fullmatch(r"sim_bridge_vs_raw = \d+\.\d{3}", last), last

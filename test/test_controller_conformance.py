@@ -45,6 +45,8 @@ STOP = 0.05  # [rad] largest travel of an arm stopped from <= 0.3 rad/s (cancel,
 JAW_OPEN = 0.85  # [rad] open around the 3 cm cube (config/pick.yaml jaw_open)
 JAW_SHUT = 0.0  # [rad] a closing goal the cube keeps the jaw from
 KEEP = 3000  # samples of each stream kept: > 30 s at 100 Hz, longer than any case
+JOINT_RATE = 100.0  # [Hz] /joint_states of both (sim_bridge.yaml, so101_driver.yaml loop_rate)
+MIN_SHARE = 0.2  # a motion window is judged on at least this share of JOINT_RATE's samples
 STARTUP = 90.0  # [s wall] MuJoCo compile / bus scan + DDS discovery, on a loaded 2-core machine
 
 # control_msgs/action/FollowJointTrajectory result codes and ros2_controllers 5.17.0's strings
@@ -152,9 +154,11 @@ class Backend:
     def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
+            self.thread.check()  # a dead client would wait out every timeout for nothing
             if predicate():
                 return True
             time.sleep(0.02)
+        self.thread.check()
         return bool(predicate())
 
     def result(self, future, timeout: float = 30.0):
@@ -191,11 +195,22 @@ class Backend:
         with self.lock:
             return self.joints[-1][0]
 
-    def motion_during(self, seconds: float) -> float:
-        """Largest change of any arm joint [rad] over the next ``seconds`` of wall time."""
+    def motion_during(self, seconds: float, timeout: float = 15.0) -> float:
+        """Largest change of any arm joint [rad] over the next ``seconds`` of the backend's time
+        (its joint states' stamps: sim time on the bridge), from the latest sample to the first
+        stamped after the window's end. Fails when that one does not arrive within ``seconds``
+        + ``timeout`` of wall time or the window holds fewer than MIN_SHARE of JOINT_RATE's
+        samples: "nothing moved" on no data is no finding."""
         mark = self.joints_total - 1
-        time.sleep(seconds)
-        q = np.array([q for _, q in self.joints_since(mark)])
+        end = self.now() + seconds
+        covered = self.wait(lambda: self.now() >= end, seconds + timeout)
+        assert covered, f"no joint state stamped after {end:.3f} (newest {self.now():.3f})"
+        samples = self.joints_since(mark)
+        needed = max(2, int(seconds * JOINT_RATE * MIN_SHARE))
+        assert len(samples) >= needed, (
+            f"{len(samples)} joint states over {seconds} s, fewer than the {needed} to judge"
+        )
+        q = np.array([q for _, q in samples])
         return float(np.max(np.abs(q - q[0])))
 
     def joints_since(self, total: int) -> list[tuple[float, np.ndarray]]:

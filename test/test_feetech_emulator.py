@@ -34,6 +34,22 @@ from lerobot.motors import Motor, MotorCalibration, MotorNormMode  # noqa: E402
 from lerobot.motors.feetech import FeetechMotorsBus  # noqa: E402
 
 
+def until(predicate, timeout: float, period: float = 0.002):
+    """Poll ``predicate`` until it returns something truthy (returned) or ``timeout`` [s]
+    passes (its last value returned): the emulator answers in its own thread, on a loaded
+    machine later than any fixed sleep would allow."""
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()) and time.monotonic() < deadline:
+        time.sleep(period)
+    return value
+
+
+def replies(port, parser: fp.PacketParser, packets: list):
+    """Poll a serial port: the packets parsed so far (appended to ``packets``)."""
+    packets.extend(parser.feed(port.read(port.in_waiting or 1)))
+    return packets
+
+
 def _bus(port: str, calibration: dict) -> FeetechMotorsBus:
     motors = {j: Motor(i + 1, "sts3215", MotorNormMode.DEGREES) for i, j in enumerate(JOINTS)}
     cal = {j: MotorCalibration(**c) for j, c in calibration.items()}
@@ -72,11 +88,13 @@ def test_lerobot_bus_round_trip_against_the_emulator_process(spawn, tmp_path):
         load = bus.sync_read("Present_Load")
         assert load["shoulder_lift"] != 0  # gravity loads the shoulder: Present_Load is live
         bus.sync_write("Goal_Position", {"shoulder_pan": 20.0, "gripper": 10.0})
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline:
+
+        def arrived():
             now = bus.sync_read("Present_Position")
-            if abs(now["shoulder_pan"] - 20.0) < 0.5 and abs(now["gripper"] - 10.0) < 0.5:
-                break
+            return abs(now["shoulder_pan"] - 20.0) < 0.5 and abs(now["gripper"] - 10.0) < 0.5
+
+        until(arrived, 3.0)
+        now = bus.sync_read("Present_Position")
         assert now["shoulder_pan"] == pytest.approx(20.0, abs=0.5)  # physics moved the joint
         assert now["gripper"] == pytest.approx(10.0, abs=0.5)
     finally:
@@ -135,8 +153,9 @@ def test_overload_flag_reaches_lerobot_and_the_status_register(emulator):
         emulator.servos[5].forced = int(fp.ErrorBit.OVERLOAD)
         with pytest.raises(RuntimeError, match="Overload"):
             bus.read("Present_Load", "gripper")
-        time.sleep(0.05)  # one physics step copies the flags into Status
-        assert bus.sync_read("Status")["gripper"] & int(fp.ErrorBit.OVERLOAD)
+        # one physics step copies the flags into Status
+        overload = int(fp.ErrorBit.OVERLOAD)
+        assert until(lambda: bus.sync_read("Status")["gripper"] & overload, 2.0, 0.01)
     finally:
         emulator.servos[5].forced = 0
         bus.port_handler.closePort()
@@ -168,11 +187,11 @@ def test_a_reply_the_client_stopped_waiting_for_is_never_sent(emulator):
     -- the desync that made another register's bytes read as Status on a starved machine."""
     import serial
 
-    port = serial.Serial(emulator.port, 1_000_000, timeout=0.05)
+    port = serial.Serial(emulator.port, 1_000_000, timeout=0.01)
     try:
         port.write(fp.encode_instruction(1, fp.Instruction.PING))
-        time.sleep(0.02)  # alone on the bus: answered
-        first = fp.PacketParser().feed(port.read(64))
+        parser, first = fp.PacketParser(), []  # alone on the bus: answered
+        until(lambda: replies(port, parser, first), 2.0)
         assert [p.servo_id for p in first] == [1]
         dropped = emulator.stats.late_replies_dropped
         position, status = (fp.REGISTERS_BY_NAME[n] for n in ("Present_Position", "Status"))
@@ -180,9 +199,12 @@ def test_a_reply_the_client_stopped_waiting_for_is_never_sent(emulator):
             fp.encode_instruction(2, fp.Instruction.READ, [position.address, position.size])
             + fp.encode_instruction(2, fp.Instruction.READ, [status.address, status.size])
         )
-        time.sleep(0.02)
-        replies = fp.PacketParser().feed(port.read(64))
-        assert len(replies) == 1 and len(replies[0].params) == 1  # the Status read's one byte
+        parser, answered = fp.PacketParser(), []
+        # both requests handled: the first dropped, the second answered (after the drop)
+        assert until(lambda: emulator.stats.late_replies_dropped > dropped, 2.0)
+        until(lambda: replies(port, parser, answered), 2.0)
+        replies(port, parser, answered)  # anything sent after it
+        assert len(answered) == 1 and len(answered[0].params) == 1  # the Status read's byte
         assert emulator.stats.late_replies_dropped == dropped + 1
     finally:
         port.close()
@@ -192,6 +214,7 @@ def test_the_emulator_node_warns_when_it_falls_behind(spawn, tmp_path, ros_domai
     """The ROS node (own process) says so in its log when replies had to be dropped, so a
     timed-out read in the driver's log is not mistaken for a bus fault."""
     import os
+    import select
     import signal
 
     import serial
@@ -200,24 +223,32 @@ def test_the_emulator_node_warns_when_it_falls_behind(spawn, tmp_path, ros_domai
     proc = spawn(
         "physai_ros.nodes.so101_emulator", "--ros-args", "-p", f"link:={link}", module=True
     )
-    deadline = time.monotonic() + 30.0
-    while not link.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    port = serial.Serial(str(link), 1_000_000, timeout=0.05)
+    assert until(link.exists, 30.0, 0.05), "the emulator node made no port"
+    port = serial.Serial(str(link), 1_000_000, timeout=0.01)
     try:
         status = fp.REGISTERS_BY_NAME["Status"]
         read = fp.encode_instruction(1, fp.Instruction.READ, [status.address, status.size])
         port.write(read + read + read)  # two requests given up on, as after two timeouts
-        time.sleep(0.02)
-        assert len(fp.PacketParser().feed(port.read(64))) == 1
+        parser, answered = fp.PacketParser(), []
+        assert until(lambda: replies(port, parser, answered), 2.0)
+        assert len(answered) == 1
     finally:
         port.close()
-    time.sleep(1.5)  # the node reports once a second
+    # the node reports once a second; summed, in case the report's second ended between the
+    # two drops. Its output is read as it comes until both are reported (or 10 s pass).
+    pattern = r"fell behind real time in the last second: (\d+) late replies"
+    out, fd = bytearray(), proc.stdout.fileno()
+
+    def reported() -> bool:
+        if select.select([fd], [], [], 0)[0]:
+            out.extend(os.read(fd, 65536))
+        return sum(int(n) for n in re.findall(pattern, out.decode(errors="replace"))) >= 2
+
+    until(reported, 10.0, 0.05)
     os.killpg(proc.pid, signal.SIGINT)
-    out, _ = proc.communicate(timeout=10)
-    # once a second; summed, in case the report's second ended between the two drops
-    dropped = re.findall(r"fell behind real time in the last second: (\d+) late replies", out)
-    assert sum(int(n) for n in dropped) == 2, out
+    proc.wait(10)
+    text = out.decode(errors="replace")
+    assert sum(int(n) for n in re.findall(pattern, text)) == 2, text
 
 
 @pytest.fixture(scope="module")
@@ -300,7 +331,17 @@ def test_a_pulled_cable_is_a_lost_port_on_every_call_and_plugging_back_reconnect
         settings = BusSettings(str(emu.link), cal, lo, hi, joint_offsets=tuple(joint_offsets(m)))
         bus = So101Bus(settings)
         bus.open()
-        time.sleep(0.5)  # the held arm settles in its gravity sag
+        # the held arm settles in its gravity sag: until two reads 50 ms apart agree
+        previous = [bus.read_state().position]
+
+        def settled() -> bool:
+            time.sleep(0.05)
+            now = bus.read_state().position
+            still = float(np.max(np.abs(now - previous[0]))) < 1e-3
+            previous[0] = now
+            return still
+
+        assert until(settled, 5.0)
         before = bus.read_state().position
         emu.close_port()
         for call in (bus.silent_ids, bus.read_state, bus.silent_ids, bus.read_state):

@@ -228,5 +228,5 @@ def test_gac_params_defaults_and_hardware_effort():
     assert (p.goal_tolerance, p.stall_velocity_threshold, p.stall_timeout) == (0.01, 0.001, 1.0)
     assert not p.allow_stalling and p.max_effort == 2.94
     assert gac_params({"max_effort": 1.5}, "jaw", 0.0, 1.0, 2.94).max_effort == 1.5
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput, match=r"stall_timeout must be finite and >= 0, got -1\.0"):
         gac_params({"stall_timeout": -1.0}, "jaw", 0.0, 1.0, 2.94)

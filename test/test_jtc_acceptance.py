@@ -137,7 +137,9 @@ def test_rejected_is_an_invalid_input_and_changes_nothing():
     send(c, msg([pt(1.0, [0.5, 0.0, 0.0])]), 0.0, "g1")
     drive(c, 0.0, 0.3)
     traj, ref = c.traj, c.ref.copy()
-    with pytest.raises(InvalidInput):
+    # the rule's own reason (upstream's text), not any rejection
+    reason = r"^Mismatch between joint_names size \(3\) and positions \(2\) at point #0\.$"
+    with pytest.raises(InvalidInput, match=reason):
         c.prepare(msg([pt(1.0, Q0[:2])]), 0.3)
     assert c.goal_id == "g1" and c.traj is traj
     np.testing.assert_array_equal(c.ref, ref)

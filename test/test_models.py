@@ -179,12 +179,24 @@ def test_panda_home_keyframe() -> None:
 
 
 def test_loader_accepts_menagerie_layouts(shared_models: Path) -> None:
+    """Each layout loads the reference itself (its meshes, not the embedded primitives), with
+    what the package relies on: the joints and actuators by name, the gripper body, the jaw,
+    the TCP site and the wrist camera, and the reference's masses (0.644 kg in all)."""
+    ref = reference(shared_models, "so101")
     for path in (
         shared_models,
         shared_models / "robotstudio_so101",
         shared_models / "robotstudio_so101" / "so101.xml",
     ):
-        assert load_robot_spec("so101", path).compile().ngeom > 0
+        model = load_robot_spec("so101", path).compile()
+        assert [model.joint(i).name for i in range(model.njnt)] == list(SO101_JOINTS), path
+        assert [model.actuator(i).name for i in range(model.nu)] == list(SO101_JOINTS), path
+        for body in ("gripper", "moving_jaw_so101_v1"):
+            assert model.body(body).id > 0, (path, body)
+        assert model.site("gripperframe").id >= 0 and model.cam("wrist_cam").id >= 0, path
+        assert model.nmesh == ref.nmesh > 0, path  # the reference's meshes, not primitives
+        np.testing.assert_allclose(model.body_mass, ref.body_mass, rtol=REL_TOL, err_msg=path)
+        assert model.body_mass.sum() == pytest.approx(0.644, abs=1e-3), path
 
 
 def test_loader_errors(tmp_path: Path) -> None:

@@ -141,7 +141,11 @@ def ros_prefix(root: Path) -> dict[str, str]:
     }
 
 
+# dds: it runs test_dds_roundtrip.py (ROS processes on the default domain); realtime: it asserts
+# the rerun's wall time. Both keep it out of make test's parallel half.
 @pytest.mark.slow
+@pytest.mark.dds
+@pytest.mark.realtime
 def test_setup_with_a_sourced_ros_uses_it_and_a_rerun_finishes_an_interrupted_one(tmp_path):
     """ROS mode end to end, interrupted on the way, as a Ctrl-C or a lost SSH would. The set-up
     must take rclpy from the sourced install (installing none of the ROS wheels), generate the

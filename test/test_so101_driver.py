@@ -36,18 +36,81 @@ RECONNECT = shipped("so101_driver", "reconnect_period")  # [s] 1.0
 STAMP_SLACK = 0.3  # [s] a reading taken as the cable is pulled may go out this much later
 
 
+def inside_range(positions: np.ndarray) -> np.ndarray:
+    """``positions`` of the arm joints moved a tick inside their limits: a freshly powered-up
+    arm rests folded on its stops, a hair past a limit, where a goal back to it is refused."""
+    from physai_ros.core.motion.limits import load_limits
+
+    limits = load_limits("so101")
+    index = [list(limits.joint_names).index(j) for j in ARM]
+    lo, hi = limits.position_min[index] + 0.01, limits.position_max[index] - 0.01
+    return np.clip(positions, lo, hi)
+
+
+class Benches:
+    """The module's emulated arm and driver (autostart, as launched, with the shipped settings:
+    reconnect_period 1.0 s, the blocked-joint check on), shared by the tests that
+    leave it armed and healthy (each restores what it changed); replaced by a fresh one when a
+    test left it otherwise, so one failure does not fail every later test."""
+
+    def __init__(self, tmp_path_factory) -> None:
+        self.tmp_path_factory = tmp_path_factory
+        self.domain = 1 + (os.getpid() * 37 + 11) % 200
+        self.current: Bench | None = None
+        self.starts = 0
+
+    def start(self) -> Bench:
+        self.close()
+        tmp = self.tmp_path_factory.mktemp("so101")
+        self.current = Bench(tmp, self.domain)
+        self.starts += 1
+        self.current.wait_active()
+        return self.current
+
+    def unhealthy(self) -> str | None:
+        """Why the current bench cannot serve the next test (None: it can)."""
+        b = self.current
+        if b is None:
+            return "none started"
+        if b.thread.error is not None or not b.thread.is_alive():
+            return f"its client stopped spinning ({b.thread.error!r})"
+        dead = [str(p.args) for p in b.procs if p.poll() is not None]
+        if dead:
+            return f"a process ended: {dead}"
+        try:
+            if not b.wait(lambda: b.state() == "active", 5.0):
+                return f"the driver is {b.state()}, not active"
+            if not all(b.truth()["torque_enabled"]):
+                return "torque is off"
+        except AssertionError as error:  # no answer from the driver or the emulator
+            return f"no answer: {error}"
+        return None
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+
+
 @pytest.fixture(scope="module")
-def bench(tmp_path_factory):
-    """One emulated arm and its driver (autostart, as launched, with the shipped settings:
-    reconnect_period 1.0 s, the blocked-joint check on) for the tests that leave it armed and
-    healthy; each test restores what it changed."""
-    domain = 1 + (os.getpid() * 37 + 11) % 200
-    b = Bench(tmp_path_factory.mktemp("so101"), domain)
+def benches(tmp_path_factory):
+    holder = Benches(tmp_path_factory)
     try:
-        b.wait_active()
-        yield b
+        yield holder
     finally:
-        b.close()
+        holder.close()
+
+
+@pytest.fixture
+def bench(benches):
+    """The shared bench, checked before each test (a few ms) and replaced by a fresh one (a
+    bench start) only when the previous test left it unhealthy; the reason is printed."""
+    why = benches.unhealthy()
+    if why is not None:
+        if benches.current is not None:
+            print(f"fresh bench: the previous one is unusable: {why}")
+        benches.start()
+    return benches.current
 
 
 def test_launch_arms_in_place_with_limits_and_no_eprom_write(bench):
@@ -76,7 +139,7 @@ def test_launch_arms_in_place_with_limits_and_no_eprom_write(bench):
 
 
 def test_goal_moves_the_arm_and_stop_holds_resume_accepts(bench):
-    start = bench.arm_position()
+    start = inside_range(bench.arm_position())
     target = start + np.array([0.3, 0.4, -0.3, 0.2, 0.3])
     handle = bench.send_arm(target, 1.5)
     assert handle.accepted, bench.log()[-3000:]
@@ -261,14 +324,8 @@ def test_a_restarted_driver_names_an_overloaded_servo_and_leaves_its_protection_
     OVERLOAD, the status byte, what to do -- in its log and on /diagnostics, never "do not
     answer"; it refuses to arm and clears nothing itself (torque stays on as the servo left it,
     no EPROM write). Released (the user supporting the arm), it arms again."""
-    from physai_ros.core.motion.limits import load_limits
-
-    # from the folded pose the bench powered up in (earlier tests moved the arm), a tick
-    # inside the range (the folded arm rests on its stops)
-    limits = load_limits("so101")
-    index = [list(limits.joint_names).index(j) for j in ARM]
-    lo, hi = limits.position_min[index] + 0.01, limits.position_max[index] - 0.01
-    folded = np.clip(bench.truth_since(0.0)[0]["positions"][:5], lo, hi)
+    # from the folded pose the bench powered up in (earlier tests moved the arm)
+    folded = inside_range(bench.truth_since(0.0)[0]["positions"][:5])
     handle = bench.send_arm(folded, 1.5)
     assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED, bench.log()
     handle = bench.send_arm(folded + np.array([0.0, 0.3, 0.0, 0.0, 0.0]), 2.0)

@@ -32,13 +32,16 @@ ARM_GOAL = (
 
 
 class Watcher:
-    """Latest pick outcome and emulator witness, seen from another process."""
+    """Latest pick outcome and emulator witness, and every pick state received (the history: a
+    short state may be replaced before a poll reads the latest), seen from another process.
+    Created before the graph, it is matched before the pick's first state."""
 
     def __init__(self, context, outcome_topic: str = "/pick/outcome") -> None:
         self.node = rclpy.create_node("user_path_watcher", context=context)
         self.outcome: dict | None = None
         self.witness: dict | None = None
         self.state: str | None = None
+        self.states: list[str] = []  # every state received, in order
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.node.create_subscription(String, outcome_topic, self._outcome, latched)
         state_topic = outcome_topic.rsplit("/", 1)[0] + "/state"
@@ -55,12 +58,14 @@ class Watcher:
 
     def _state(self, msg) -> None:
         self.state = msg.data
+        self.states.append(msg.data)
 
     def wait_state(self, state: str, timeout: float) -> bool:
+        """Whether ``state`` was received (now or earlier) within ``timeout``."""
         end = time.monotonic() + timeout
-        while self.state != state and time.monotonic() < end:
+        while state not in self.states and time.monotonic() < end:
             self.executor.spin_once(timeout_sec=0.05)
-        return self.state == state
+        return state in self.states
 
     def wait_outcome(self, timeout: float) -> dict | None:
         end = time.monotonic() + timeout
@@ -128,6 +133,8 @@ def test_pick_ends_within_a_second_when_the_sim_bridge_is_killed(ros2, ros_conte
     watcher = Watcher(ros_context)  # before the graph: discovered before the pick can move
     launch = ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", log=tmp_path / "log")
     assert watcher.wait_state("hold", 120.0), (tmp_path / "log").read_text()[-3000:]
+    # seen from before it: the watcher was matched in time (not handed the latched last state)
+    assert watcher.states[0] != "hold", watcher.states
     assert watcher.outcome is None, watcher.outcome  # killed while holding, before the outcome
     os.kill(launched(launch, "sim_bridge"), signal.SIGKILL)
     killed = time.monotonic()

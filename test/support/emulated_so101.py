@@ -35,6 +35,10 @@ from physai_ros.models.joints import SO101_ARM_JOINTS
 from support.ros import spin_in_background
 
 ARM = list(SO101_ARM_JOINTS)
+WITNESS_RATE = 50.0  # [Hz] the emulator's witness_rate (config/so101_emulator.yaml)
+# a window of witness records is judged only with at least this share of the rate (a starved
+# machine delays the timer, never by 5x) and with a record stamped after the window's end
+MIN_WITNESS_SHARE = 0.2
 TRANSITIONS = {
     "configure": Transition.TRANSITION_CONFIGURE,
     "activate": Transition.TRANSITION_ACTIVATE,
@@ -136,9 +140,11 @@ class Bench:
     def wait(self, predicate: Callable[[], bool], timeout: float) -> bool:
         end = time.monotonic() + timeout
         while time.monotonic() < end:
+            self.thread.check()  # a dead client would wait out every timeout for nothing
             if predicate():
                 return True
             time.sleep(0.02)
+        self.thread.check()
         return bool(predicate())
 
     def result(self, future, timeout: float = 20.0):
@@ -152,9 +158,30 @@ class Bench:
         with self.lock:
             return self.witness[-1]
 
-    def truth_since(self, t0: float) -> list[dict]:
+    def truth_since(self, t0: float, timeout: float = 10.0) -> list[dict]:
+        """The witness records stamped from ``t0`` [s, system clock] to now, once a record
+        stamped after now has arrived: the window is covered to its end. Fails (naming the
+        gap) when none arrives in ``timeout`` or the window holds too few records to judge
+        (fewer than MIN_WITNESS_SHARE of the witness rate): "nothing moved" on no data is no
+        finding."""
+        end = time.time()
         with self.lock:
-            return [w for w in self.witness if w["stamp"] >= t0]
+            first = self.witness[0]["stamp"] if self.witness else end
+        covered = self.wait(lambda: self.witness and self.witness[-1]["stamp"] >= end, timeout)
+        with self.lock:
+            records = [w for w in self.witness if w["stamp"] >= t0]
+            newest = self.witness[-1]["stamp"] if self.witness else None
+        assert covered, (
+            f"no witness record stamped after the window's end ({end:.3f}) within {timeout} s; "
+            f"the newest is {newest}"
+        )
+        span = end - max(t0, first)
+        needed = max(2, int(span * WITNESS_RATE * MIN_WITNESS_SHARE))
+        assert len(records) >= needed, (
+            f"{len(records)} witness records over {span:.2f} s since {t0:.3f}, "
+            f"fewer than the {needed} needed to judge"
+        )
+        return records
 
     def state(self) -> str:
         response = self.call(self.get_state, GetState.Request())
@@ -221,13 +248,21 @@ class Bench:
         assert self.call(self.emu_params, request).results[0].successful
 
 
+def _enough(records: list[dict]) -> None:
+    if len(records) < 2:  # one record or none: no motion could be seen, none is claimed
+        raise ValueError(f"{len(records)} witness record(s): too few to judge a motion")
+
+
 def largest_motion(records: list[dict]) -> float:
-    """Largest change of any joint [rad] over witness records."""
+    """Largest change of any joint [rad] over witness records (at least two)."""
+    _enough(records)
     q = np.array([r["positions"] for r in records])
-    return float(np.max(np.abs(q - q[0]))) if len(q) else 0.0
+    return float(np.max(np.abs(q - q[0])))
 
 
 def largest_fall(records: list[dict]) -> float:
-    """Largest drop of the gripper site [m] below its first height over witness records."""
+    """Largest drop of the gripper site [m] below its first height over witness records (at
+    least two)."""
+    _enough(records)
     z = np.array([r["gripper_site"][2] for r in records])
-    return float(z[0] - z.min()) if len(z) else 0.0
+    return float(z[0] - z.min())
