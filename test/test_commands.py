@@ -1,0 +1,103 @@
+"""Every ``physai bench`` and ``physai lesson`` leaf runs here once, in its smallest honest form.
+
+``--help`` (test_package.py) imports a leaf's module but never calls its ``run()``: ``physai bench
+bus`` crashed on a renamed bus method with CI green. Each test here goes through ``physai_ros.cli``
+with small arguments (the options a user has for a quick check), and asserts the printed metric
+line -- a benchmark's last line is ``metric = value`` -- and the files written under ``--output``.
+The numbers themselves are the benchmarks' business, not asserted beyond being sane.
+
+Elsewhere: ``lesson 07`` (test_lesson07.py), ``lesson 13`` (test_lesson13.py), ``bench sim``
+(test_bench_sim.py), ``plan`` (test_grasp_planning_pipeline.py), ``trials --emulated``
+(test_emulated_pick.py), ``bringup`` (test_bringup_cli.py, test_pick_ros.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from physai_ros.cli import main
+
+
+def physai(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """``physai <args>`` in this process; its stdout, after asserting exit status 0."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    return out
+
+
+def metric(out: str, name: str) -> float:
+    """The value of the last line, which must read ``<name> = <value>``."""
+    last = out.strip().splitlines()[-1]
+    found = re.fullmatch(rf"{name} = (\d+(?:\.\d+)?)( \(.*\))?", last)
+    assert found is not None, f"last line {last!r} is not '{name} = <value>'"
+    return float(found.group(1))
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_bench_trajectory(capsys, tmp_path):
+    out = physai(capsys, "bench", "trajectory", "--moves", "5", "--output", str(tmp_path))
+    # the time-optimal move is never longer than the quintic's; the quintic at most ~2x
+    assert 1.0 <= metric(out, "quintic_over_ruckig_duration") < 2.5
+    assert "| ruckig (time-optimal) |" in out
+    rows = csv_rows(tmp_path / "durations.csv")
+    assert len(rows) == 5, rows
+
+
+def test_bench_plan(capsys, tmp_path):
+    out = physai(capsys, "bench", "plan", "--points", "300", "--subset", "20")
+    assert "same triangle True" in out, out  # pruned search == brute force on the subset
+    assert "closing:" in out and "MuJoCo flex" in out
+    assert metric(out, "selection_speedup") > 1.0
+
+
+@pytest.mark.dds
+def test_bench_tf(ros_domain, tmp_path):
+    """A subprocess: the bench runs the TF node's callback under its own ``rclpy.init``."""
+    cmd = [sys.executable, "-m", "physai_ros.cli", "bench", "tf", "--calls", "50"]
+    result = subprocess.run(
+        [*cmd, "--output", str(tmp_path)], capture_output=True, text=True, timeout=90
+    )
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "| tf_publisher: JointState → /tf (whole callback) |" in out, out
+    assert metric(out, "tf_node_message_vs_mj_kinematics") > 1.0
+    rows = csv_rows(tmp_path / "bench_tf.csv")
+    assert len(rows) == 4, rows
+
+
+@pytest.mark.realtime
+def test_bench_bus(capsys):
+    """The driver's So101Bus against the pty servo emulator: opens, cycles, closes."""
+    out = physai(capsys, "bench", "bus", "--cycles", "20")
+    wire = re.search(r"\| max loop rate on the wire alone \| (\d+) Hz \|", out)
+    assert wire is not None and "command-to-servo latency" in out, out
+    # the emulator adds the packets' byte times: no cycle beats the wire
+    assert 0.0 < metric(out, "bus_loop_rate_hz") < float(wire.group(1))
+
+
+def test_bench_bus_refuses_zero_cycles(capsys):
+    assert main(["bench", "bus", "--cycles", "0"]) == 2
+    assert "--cycles must be ≥ 1" in capsys.readouterr().err
+
+
+def test_lesson16_one_sweep(capsys, tmp_path):
+    out = physai(
+        capsys, "lesson", "16", "--sweep", "A", "--positions", "1", "--output", str(tmp_path)
+    )
+    assert "### Sweep nominal" in out and "### Sweep A" in out, out
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {"sweep_nominal.csv", "sweep_A.csv", "sweep_A.md", "lesson16.md"} <= names, names
+    assert {"outcomes_per_mu.png", "success_vs_cone_ratio.png"} <= names, names
+    assert len(csv_rows(tmp_path / "sweep_A.csv")) == 9  # one row per friction μ
+    assert (tmp_path / "lesson16.md").read_text().count("### Sweep") == 2
