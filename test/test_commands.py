@@ -61,6 +61,13 @@ def test_bench_plan(capsys, tmp_path):
     assert metric(out, "selection_speedup") > 1.0
 
 
+def test_bench_pick(capsys):
+    out = physai(capsys, "bench", "pick", "--positions", "1", "--sweeps", "B")
+    assert "grasps: 7," in out, out  # sweep B's 7 rows, one position each
+    assert re.search(r"sweep, 2 jobs: \d+\.\d+ s wall", out), out
+    assert 0.5 < metric(out, "pick_overhead_ratio") < 5.0
+
+
 @pytest.mark.dds
 def test_bench_tf(ros_domain, tmp_path):
     """A subprocess: the bench runs the TF node's callback under its own ``rclpy.init``."""
@@ -101,3 +108,25 @@ def test_lesson16_one_sweep(capsys, tmp_path):
     assert {"outcomes_per_mu.png", "success_vs_cone_ratio.png"} <= names, names
     assert len(csv_rows(tmp_path / "sweep_A.csv")) == 9  # one row per friction μ
     assert (tmp_path / "lesson16.md").read_text().count("### Sweep") == 2
+
+
+def test_lesson_soft_one_setting(capsys, tmp_path):
+    out = physai(
+        capsys,
+        "lesson",
+        "soft",
+        "--positions",
+        "1",
+        "--youngs",
+        "5e4",
+        "--masses",
+        "0.03",
+        "--output",
+        str(tmp_path),
+    )
+    assert re.search(r"^\| 50 \| 30 \| cap \|", out, re.M), out
+    assert re.search(r"^\| 50 \| 30 \| planned \|", out, re.M), out
+    # the lesson's point on its judged cube: the cap crushes it, the planned close holds it
+    assert "planned close does not on E 50 kPa / 30 g (cap: crushed 1/1" in out, out
+    assert {p.name for p in tmp_path.iterdir()} == {"lesson_soft.md", "lesson_soft.png"}
+    assert (tmp_path / "lesson_soft.md").read_text().strip() in out
