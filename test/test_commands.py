@@ -6,9 +6,8 @@ with small arguments (the options a user has for a quick check), and asserts the
 line -- a benchmark's last line is ``metric = value`` -- and the files written under ``--output``.
 The numbers themselves are the benchmarks' business, not asserted beyond being sane.
 
-Elsewhere: ``lesson 07`` (test_lesson07.py), ``lesson 13`` (test_lesson13.py), ``bench sim``
-(test_bench_sim.py), ``plan`` (test_grasp_planning_pipeline.py), ``trials --emulated``
-(test_emulated_pick.py), ``bringup`` (test_bringup_cli.py, test_pick_ros.py).
+``RUN_BY`` at the end names the test that runs each user command, here or elsewhere, and
+``test_every_command_is_run_by_a_test`` keeps it complete.
 """
 
 from __future__ import annotations
@@ -130,3 +129,40 @@ def test_lesson_soft_one_setting(capsys, tmp_path):
     assert "planned close does not on E 50 kPa / 30 g (cap: crushed 1/1" in out, out
     assert {p.name for p in tmp_path.iterdir()} == {"lesson_soft.md", "lesson_soft.png"}
     assert (tmp_path / "lesson_soft.md").read_text().strip() in out
+
+
+# Each user command -> (test file, pattern of the call that runs it there): a new lesson, bench,
+# graph or command fails here until a test runs it.
+RUN_BY = {
+    "bench tf": ("test_commands.py", r'"bench", "tf"'),
+    "bench trajectory": ("test_commands.py", r'"bench", "trajectory"'),
+    "bench sim": ("test_bench_sim.py", r'"bench",\s*"sim"'),
+    "bench pick": ("test_commands.py", r'"bench", "pick"'),
+    "bench bus": ("test_commands.py", r'"bench", "bus", "--cycles", "20"'),
+    "bench plan": ("test_commands.py", r'"bench", "plan"'),
+    "lesson 07": ("test_lesson07.py", r"lesson07\.run\(args\)"),
+    "lesson 13": ("test_lesson13.py", r"lesson13\.run\(args\)"),
+    "lesson 16": ("test_commands.py", r'"lesson", "16"'),
+    "lesson soft": ("test_commands.py", r'"lesson",\s*"soft",\s*"--positions"'),
+    "bringup demo": ("test_bringup_cli.py", r'bringup\(tmp_path, "demo"'),
+    "bringup trajectory": ("test_bringup_cli.py", r'bringup\(tmp_path, "trajectory"'),
+    "bringup hand_pick": ("test_bringup_cli.py", r'bringup\(tmp_path, "hand_pick"'),
+    "bringup pick": ("test_pick_ros.py", r'"bringup",\s*"pick"'),
+    "bringup pick --emulated": ("test_bringup_cli.py", r'"pick",\s*"--emulated"'),
+    "plan": ("test_grasp_planning_pipeline.py", r'main\(\s*\[\s*"plan",\s*"--object"'),
+    "trials --emulated": ("test_emulated_pick.py", r'"trials", "--emulated"'),
+}
+
+
+def test_every_command_is_run_by_a_test():
+    from physai_ros.cli import BENCHMARKS, LESSONS, _available
+    from physai_ros.launching.graph import GRAPHS
+
+    commands = {f"lesson {k}" for k in _available(LESSONS)} | {"plan", "trials --emulated"}
+    commands |= {f"bench {k}" for k in _available(BENCHMARKS)} | {"bringup pick --emulated"}
+    commands |= {f"bringup {k}" for k in GRAPHS}
+    assert commands == set(RUN_BY), f"not run by any test: {sorted(commands - set(RUN_BY))}"
+    here = Path(__file__).parent
+    for command, (name, call) in RUN_BY.items():
+        text = (here / name).read_text().split("\nRUN_BY = {")[0]  # not the patterns themselves
+        assert re.search(call, text), f"{name} does not run physai {command}"
