@@ -7,6 +7,8 @@ printed digit (other columns), whichever is larger. The lesson ran MuJoCo 3.17.0
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 
 import numpy as np
 import pytest
@@ -48,19 +50,25 @@ def _close(measured: float, lesson: float, unit_abs: float) -> bool:
 
 @pytest.fixture(scope="module")
 def results(shared_models, tmp_path_factory):
+    """``physai lesson 13`` itself (``run()``), its tables kept as ``save_outputs`` got them and
+    its printed Markdown as the user reads it."""
     out = tmp_path_factory.mktemp("lesson13")
     parser = argparse.ArgumentParser()
     lesson13.add_arguments(parser)
     args = parser.parse_args(["--model-path", str(shared_models), "--output", str(out)])
-    model = lesson13.load_panda(args.model_path)
-    runs, sweep, cart = (
-        lesson13.table_a(model),
-        lesson13.table_b(model),
-        lesson13.cartesian_vs_joint(model),
-    )
-    lines = lesson13.print_tables(runs, sweep, cart)
-    lesson13.save_outputs(out, runs, sweep, cart, plots=True)
-    return {"runs": runs, "sweep": sweep, "cart": cart, "lines": lines, "out": out}
+    saved = {}
+    real_save = lesson13.save_outputs
+
+    def save_outputs(out_dir, runs, sweep, cart, plots):
+        saved.update(runs=runs, sweep=sweep, cart=cart, plots=plots)
+        return real_save(out_dir, runs, sweep, cart, plots)
+
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
+        patch.setattr(lesson13, "save_outputs", save_outputs)
+        assert lesson13.run(args) == 0
+    assert saved["plots"] is True
+    return {**saved, "lines": printed.getvalue().splitlines(), "out": out}
 
 
 def test_table_a(results):

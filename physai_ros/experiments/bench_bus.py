@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from physai_ros.errors import InvalidInput, PhysaiError
 from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.bus import BusSettings, So101Bus
 from physai_ros.robots.so101.emulator.bus import (
@@ -44,7 +45,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cycles", type=int, default=300, help="bus cycles to time")
 
 
+def _measure(bus: So101Bus, servo, cycles: int) -> tuple[list[float], list[float]]:
+    """Seconds of ``cycles`` read-and-write cycles, then of 50 command-to-servo latencies
+    (``servo``: the emulated first servo, whose Goal_Position is watched)."""
+    goal = bus.read_state().position
+    cycle = []
+    for _ in range(cycles):
+        t0 = time.perf_counter()
+        bus.read_state()
+        bus.send_positions(goal)
+        cycle.append(time.perf_counter() - t0)
+    latency = []
+    for k in range(50):
+        q = goal.copy()
+        q[0] = 0.05 * (1 if k % 2 else -1)
+        before = servo.get("Goal_Position")
+        t0 = time.perf_counter()
+        bus.send_positions(q)
+        while servo.get("Goal_Position") == before:
+            if time.perf_counter() - t0 > 1.0:
+                raise PhysaiError("the emulated servo did not take a new goal within 1 s")
+            time.sleep(0)
+        latency.append(time.perf_counter() - t0)
+    return cycle, latency
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.cycles < 1:
+        raise InvalidInput(f"--cycles must be ≥ 1, got {args.cycles}")
     emulator = FeetechBusEmulator()
     port = emulator.start()
     try:
@@ -54,27 +82,9 @@ def run(args: argparse.Namespace) -> int:
             m = emulator.physics.model
             lo = np.array([m.jnt_range[m.joint(j).id][0] for j in JOINTS])
             hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
-            bus = So101Bus(BusSettings(port, cal, lo, hi, joint_offsets=tuple(joint_offsets(m))))
-            bus.connect()
-            goal = bus.read_state().position
-            cycle = []
-            for _ in range(args.cycles):
-                t0 = time.perf_counter()
-                bus.read_state()
-                bus.send_positions(goal)
-                cycle.append(time.perf_counter() - t0)
-            latency = []
-            servo = emulator.servos[0]
-            for k in range(50):
-                q = goal.copy()
-                q[0] = 0.05 * (1 if k % 2 else -1)
-                before = servo.get("Goal_Position")
-                t0 = time.perf_counter()
-                bus.send_positions(q)
-                while servo.get("Goal_Position") == before:
-                    time.sleep(0)
-                latency.append(time.perf_counter() - t0)
-            bus.disconnect()
+            settings = BusSettings(port, cal, lo, hi, joint_offsets=tuple(joint_offsets(m)))
+            with So101Bus(settings) as bus:
+                cycle, latency = _measure(bus, emulator.servos[0], args.cycles)
     finally:
         emulator.stop()
     cycle_ms = 1e3 * np.median(cycle)

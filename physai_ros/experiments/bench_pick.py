@@ -1,6 +1,6 @@
 """Benchmark: the lesson-16 sweep's wall time against raw ``mj_step`` for the same steps.
 
-``physai bench pick [--model-path DIR] [--positions N]``
+``physai bench pick [--model-path DIR] [--positions N] [--sweeps A,B,C]``
 
 The overhead ratio says how much the Python around the physics (the pure PickMachine, contact
 sensing, IK at plan time) costs on one core; target ≤ 1.3×. The baseline steps each row's own
@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 
 from physai_ros.core.pick.machine import load_pick_config
+from physai_ros.errors import InvalidInput
 from physai_ros.experiments.lesson16.sweep import (
     POSITIONS,
     SWEEPS,
@@ -33,6 +34,11 @@ from physai_ros.experiments.lesson16.sweep import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-path", default=None, help="reference SO-101 folder or scene file")
     parser.add_argument("--positions", type=int, default=POSITIONS, help="cube positions per row")
+    parser.add_argument(
+        "--sweeps",
+        default=",".join(SWEEPS),
+        help="lesson-16 sweeps whose rows are picked, comma-separated (fewer: a quicker check)",
+    )
     parser.add_argument("--output", default="physai_output/bench_pick", help="unused; for symmetry")
 
 
@@ -55,9 +61,15 @@ def _replay(model: mujoco.MjModel, pos, cfg, log: list[np.ndarray]) -> tuple[flo
 
 
 def run(args: argparse.Namespace) -> int:
+    names = [n.strip() for n in args.sweeps.split(",") if n.strip()]
+    if args.positions < 1 or not names or set(names) - set(SWEEPS):
+        raise InvalidInput(
+            f"--positions must be ≥ 1 and --sweeps a list of {sorted(SWEEPS)}, "
+            f"got {args.positions}, {args.sweeps!r}"
+        )
     cfg = load_pick_config()
     positions = cube_positions(args.positions)
-    rows = [row for name in SWEEPS for _, row in sweep_rows(name)]
+    rows = [row for name in names for _, row in sweep_rows(name)]
     jobs = [(args.model_path, row, pos, cfg) for row in rows for pos in positions]
     for row in rows:  # compile outside the timed region, in this process (jobs=1 path)
         model_for(args.model_path, row)

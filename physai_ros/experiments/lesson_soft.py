@@ -1,6 +1,7 @@
 """Lesson soft: the cap-based close against the planned-force close on soft cubes (issue 14).
 
-``physai lesson soft [--positions N] [--jobs N] [--contact N] [--output DIR]``
+``physai lesson soft [--positions N] [--youngs E,..] [--masses M,..] [--jobs N] [--contact N]
+[--output DIR]``
 
 Soft 3 cm cubes (config/scene.yaml ``soft``: MuJoCo flexcomp, 3 vertices per edge) of three
 stiffnesses and two masses, each picked at lesson 16's 10 positions (2×2 cm square around
@@ -282,9 +283,32 @@ def plot(out: Path, stats: Sequence[SettingStats], limit: float = STRAIN_LIMIT) 
     return path
 
 
+def _floats(text: str) -> tuple[float, ...]:
+    """``"2e4,5e4"`` → ``(20000.0, 50000.0)``: a comma-separated option's values."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not comma-separated numbers: {text!r}") from exc
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return values
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--positions", type=int, default=10, help="cube positions per setting")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument(
+        "--youngs",
+        type=_floats,
+        default=YOUNGS,
+        help="cube stiffnesses E [Pa], comma-separated (one: a quicker check)",
+    )
+    parser.add_argument(
+        "--masses",
+        type=_floats,
+        default=MASSES,
+        help="cube masses [kg], comma-separated (one: a quicker check)",
+    )
     parser.add_argument(
         "--contact", type=float, default=CONTACT, help="force close contact squeeze [N per jaw]"
     )
@@ -304,8 +328,8 @@ def run(args: argparse.Namespace) -> int:
     jaw = probe.model.joint(str(tree["so101"]["jaw_joint"]))
     jaw_friction = float(probe.model.dof_frictionloss[jaw.dofadr[0]])
     settings, targets, jobs = [], {}, []
-    for young in YOUNGS:
-        for mass in MASSES:
+    for young in args.youngs:
+        for mass in args.masses:
             material = Material(young, mass)
             cfgs, planned = configs(tree, material, args.contact, jaw_friction)
             print(

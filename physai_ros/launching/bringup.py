@@ -69,7 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--duration",
         type=float,
         default=None,
-        help="demo: how long to watch [s wall time] (default 5); pick: timeout (default 120)",
+        help="demo, trajectory: how long to watch [s wall time] from the first joint state "
+        "(default 5); pick, hand_pick: timeout (default 120)",
     )
     parser.add_argument(
         "--outcome-json",

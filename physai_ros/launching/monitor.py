@@ -96,14 +96,22 @@ def outcome_line(o: dict[str, Any]) -> str:
     )
 
 
+STARTUP = 30.0
+"""[s wall] how long a watched graph may take to publish its first joint state. Its nodes are
+fresh Python processes importing rclpy and MuJoCo: seconds each on a loaded two-core machine,
+where a 3 s watch counted from their start used to end before the first message came."""
+
+
 def watch_graph(
     duration: float,
     procs: list[subprocess.Popen] | None = None,
     pick: tuple[str, str] | None = None,
+    startup: float = STARTUP,
 ) -> GraphReport:
-    """Subscribe to the standard topics for ``duration`` seconds of wall time, or, with
-    ``pick`` (its state and outcome topics), until the pick publishes its outcome (``duration``
-    is then a timeout)."""
+    """Subscribe to the standard topics for ``duration`` seconds of wall time from the first
+    joint state (waiting up to ``startup`` seconds for it), or, with ``pick`` (its state and
+    outcome topics), until the pick publishes its outcome (``duration`` is then a timeout
+    from the start)."""
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
@@ -162,9 +170,13 @@ def watch_graph(
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
         start = time.monotonic()
-        deadline = start + duration
+        waiting = not wait_for_pick  # for the first joint state, then for duration from it
+        deadline = start + (startup if waiting else duration)
         while time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.05)
+            if waiting and report.joint_states:
+                waiting, start = False, time.monotonic()
+                deadline = start + duration
             for p in procs or []:
                 if p.poll() is not None:
                     report.dead.append(" ".join(p.args[2:3]))

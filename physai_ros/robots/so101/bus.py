@@ -394,6 +394,15 @@ class So101Bus:
         if self.bus is not None:
             self._close(self.bus)
 
+    def __enter__(self) -> So101Bus:
+        """``with So101Bus(settings) as bus:`` opens the port and closes it on the way out,
+        whatever happened inside (the port lock is released for the next user)."""
+        self.open()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
     # --- cycle I/O -------------------------------------------------------------------------
     def _guard(self, what: str, call):
         import serial

@@ -1,0 +1,168 @@
+"""Every ``physai bench`` and ``physai lesson`` leaf runs here once, in its smallest honest form.
+
+``--help`` (test_package.py) imports a leaf's module but never calls its ``run()``: ``physai bench
+bus`` crashed on a renamed bus method with CI green. Each test here goes through ``physai_ros.cli``
+with small arguments (the options a user has for a quick check), and asserts the printed metric
+line -- a benchmark's last line is ``metric = value`` -- and the files written under ``--output``.
+The numbers themselves are the benchmarks' business, not asserted beyond being sane.
+
+``RUN_BY`` at the end names the test that runs each user command, here or elsewhere, and
+``test_every_command_is_run_by_a_test`` keeps it complete.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from physai_ros.cli import main
+
+
+def physai(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """``physai <args>`` in this process; its stdout, after asserting exit status 0."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    return out
+
+
+def metric(out: str, name: str) -> float:
+    """The value of the last line, which must read ``<name> = <value>``."""
+    last = out.strip().splitlines()[-1]
+    found = re.fullmatch(rf"{name} = (\d+(?:\.\d+)?)( \(.*\))?", last)
+    assert found is not None, f"last line {last!r} is not '{name} = <value>'"
+    return float(found.group(1))
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_bench_trajectory(capsys, tmp_path):
+    out = physai(capsys, "bench", "trajectory", "--moves", "5", "--output", str(tmp_path))
+    # the time-optimal move is never longer than the quintic's; the quintic at most ~2x
+    assert 1.0 <= metric(out, "quintic_over_ruckig_duration") < 2.5
+    assert "| ruckig (time-optimal) |" in out
+    rows = csv_rows(tmp_path / "durations.csv")
+    assert len(rows) == 5, rows
+
+
+def test_bench_plan(capsys, tmp_path):
+    out = physai(capsys, "bench", "plan", "--points", "300", "--subset", "20")
+    assert "same triangle True" in out, out  # pruned search == brute force on the subset
+    assert "closing:" in out and "MuJoCo flex" in out
+    assert metric(out, "selection_speedup") > 1.0
+
+
+def test_bench_pick(capsys):
+    out = physai(capsys, "bench", "pick", "--positions", "1", "--sweeps", "B")
+    assert "grasps: 7," in out, out  # sweep B's 7 rows, one position each
+    assert re.search(r"sweep, 2 jobs: \d+\.\d+ s wall", out), out
+    assert 0.5 < metric(out, "pick_overhead_ratio") < 5.0
+
+
+@pytest.mark.dds
+def test_bench_tf(ros_domain, tmp_path):
+    """A subprocess: the bench runs the TF node's callback under its own ``rclpy.init``."""
+    cmd = [sys.executable, "-m", "physai_ros.cli", "bench", "tf", "--calls", "50"]
+    result = subprocess.run(
+        [*cmd, "--output", str(tmp_path)], capture_output=True, text=True, timeout=90
+    )
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    assert "| tf_publisher: JointState → /tf (whole callback) |" in out, out
+    assert metric(out, "tf_node_message_vs_mj_kinematics") > 1.0
+    rows = csv_rows(tmp_path / "bench_tf.csv")
+    assert len(rows) == 4, rows
+
+
+@pytest.mark.realtime
+def test_bench_bus(capsys):
+    """The driver's So101Bus against the pty servo emulator: opens, cycles, closes."""
+    out = physai(capsys, "bench", "bus", "--cycles", "20")
+    wire = re.search(r"\| max loop rate on the wire alone \| (\d+) Hz \|", out)
+    assert wire is not None and "command-to-servo latency" in out, out
+    # the emulator adds the packets' byte times: no cycle beats the wire
+    assert 0.0 < metric(out, "bus_loop_rate_hz") < float(wire.group(1))
+
+
+def test_bench_bus_refuses_zero_cycles(capsys):
+    assert main(["bench", "bus", "--cycles", "0"]) == 2
+    assert "--cycles must be ≥ 1" in capsys.readouterr().err
+
+
+def test_lesson16_one_sweep(capsys, tmp_path):
+    out = physai(
+        capsys, "lesson", "16", "--sweep", "A", "--positions", "1", "--output", str(tmp_path)
+    )
+    assert "### Sweep nominal" in out and "### Sweep A" in out, out
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {"sweep_nominal.csv", "sweep_A.csv", "sweep_A.md", "lesson16.md"} <= names, names
+    assert {"outcomes_per_mu.png", "success_vs_cone_ratio.png"} <= names, names
+    assert len(csv_rows(tmp_path / "sweep_A.csv")) == 9  # one row per friction μ
+    assert (tmp_path / "lesson16.md").read_text().count("### Sweep") == 2
+
+
+def test_lesson_soft_one_setting(capsys, tmp_path):
+    out = physai(
+        capsys,
+        "lesson",
+        "soft",
+        "--positions",
+        "1",
+        "--youngs",
+        "5e4",
+        "--masses",
+        "0.03",
+        "--output",
+        str(tmp_path),
+    )
+    assert re.search(r"^\| 50 \| 30 \| cap \|", out, re.M), out
+    assert re.search(r"^\| 50 \| 30 \| planned \|", out, re.M), out
+    # the lesson's point on its judged cube: the cap crushes it, the planned close holds it
+    assert "planned close does not on E 50 kPa / 30 g (cap: crushed 1/1" in out, out
+    assert {p.name for p in tmp_path.iterdir()} == {"lesson_soft.md", "lesson_soft.png"}
+    assert (tmp_path / "lesson_soft.md").read_text().strip() in out
+
+
+# Each user command -> (test file, pattern of the call that runs it there): a new lesson, bench,
+# graph or command fails here until a test runs it.
+RUN_BY = {
+    "bench tf": ("test_commands.py", r'"bench", "tf"'),
+    "bench trajectory": ("test_commands.py", r'"bench", "trajectory"'),
+    "bench sim": ("test_bench_sim.py", r'"bench",\s*"sim"'),
+    "bench pick": ("test_commands.py", r'"bench", "pick"'),
+    "bench bus": ("test_commands.py", r'"bench", "bus", "--cycles", "20"'),
+    "bench plan": ("test_commands.py", r'"bench", "plan"'),
+    "lesson 07": ("test_lesson07.py", r"lesson07\.run\(args\)"),
+    "lesson 13": ("test_lesson13.py", r"lesson13\.run\(args\)"),
+    "lesson 16": ("test_commands.py", r'"lesson", "16"'),
+    "lesson soft": ("test_commands.py", r'"lesson",\s*"soft",\s*"--positions"'),
+    "bringup demo": ("test_bringup_cli.py", r'bringup\(tmp_path, "demo"'),
+    "bringup trajectory": ("test_bringup_cli.py", r'bringup\(tmp_path, "trajectory"'),
+    "bringup hand_pick": ("test_bringup_cli.py", r'bringup\(tmp_path, "hand_pick"'),
+    "bringup pick": ("test_pick_ros.py", r'"bringup",\s*"pick"'),
+    "bringup pick --emulated": ("test_bringup_cli.py", r'"pick",\s*"--emulated"'),
+    "plan": ("test_grasp_planning_pipeline.py", r'main\(\s*\[\s*"plan",\s*"--object"'),
+    "trials --emulated": ("test_emulated_pick.py", r'"trials", "--emulated"'),
+}
+
+
+def test_every_command_is_run_by_a_test():
+    from physai_ros.cli import BENCHMARKS, LESSONS, _available
+    from physai_ros.launching.graph import GRAPHS
+
+    commands = {f"lesson {k}" for k in _available(LESSONS)} | {"plan", "trials --emulated"}
+    commands |= {f"bench {k}" for k in _available(BENCHMARKS)} | {"bringup pick --emulated"}
+    commands |= {f"bringup {k}" for k in GRAPHS}
+    assert commands == set(RUN_BY), f"not run by any test: {sorted(commands - set(RUN_BY))}"
+    here = Path(__file__).parent
+    for command, (name, call) in RUN_BY.items():
+        text = (here / name).read_text().split("\nRUN_BY = {")[0]  # not the patterns themselves
+        assert re.search(call, text), f"{name} does not run physai {command}"
