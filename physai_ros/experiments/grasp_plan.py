@@ -102,7 +102,10 @@ def draw(result: Plan, path: Path) -> Path:
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
     ax.set_zlabel("z [m]")
-    ax.set_title(f"{result.hand}: targets {np.round(r.squeeze, 3).tolist()} N")
+    ax.set_title(
+        f"{result.hand}: simulated squeeze {np.round(r.squeeze, 3).tolist()} N\n"
+        "(arrows: finger forces; colour: deformation)"
+    )
     ax.legend(loc="upper left")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
