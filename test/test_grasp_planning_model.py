@@ -185,6 +185,7 @@ def _squeeze(
     mu: float = 0.6,
     cfg: ClosingConfig | None = None,
     skin_per_edge: int = 2,
+    progress=None,
 ):
     net = build_network(
         box((0.04, 0.04, 0.04), 0.004),
@@ -199,11 +200,18 @@ def _squeeze(
         Finger(np.array([s * (0.02 + radius + 0.004), 0.0, 0.0]), np.array([-s, 0, 0.0]), radius)
         for s in (-1.0, 1.0)
     ]
-    return close(net, fingers, law, cfg)
+    return close(net, fingers, law, cfg, progress)
 
 
 def test_symmetric_grasp_equal_forces_and_friction_cone_at_equilibrium():
-    result = _squeeze(5e4)
+    reports = []
+    result = _squeeze(5e4, progress=reports.append)
+    # what `physai plan` shows: step by step, the weight carried, ending done at the last step
+    assert [r.step for r in reports] == sorted(r.step for r in reports)
+    assert reports[0].step == 1 and reports[0].carried == 0.0 and not reports[0].done
+    assert reports[-1].done and reports[-1].step == result.steps and reports[-1].lifts >= 1
+    assert reports[-1].carried >= ClosingConfig().lift_gate
+    assert not any(r.done for r in reports[:-1])
     f1, f2 = np.linalg.norm(result.finger_forces, axis=1)
     assert f1 == pytest.approx(f2, rel=0.01)
     assert result.squeeze[0] == pytest.approx(result.squeeze[1], rel=0.01)

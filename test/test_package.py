@@ -147,6 +147,19 @@ def test_colcon_build_installs_share_files_and_executables(tmp_path):
     )
     assert run.returncode == 0, run.stderr
     assert Path(run.stdout.strip()).resolve() in {share.resolve(), REPO_ROOT.resolve()}
+    # `ros2 run physai_ros physai --help` runs this file: the console script, from the install.
+    physai = install / "lib" / "physai_ros" / "physai"
+    assert physai.is_file() and os.access(physai, os.X_OK)
+    run = subprocess.run(
+        [str(physai), "--help"],
+        env={**env, "PYTHONPATH": str(site), "AMENT_PREFIX_PATH": str(install)},
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("usage: physai") and "bringup" in run.stdout
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

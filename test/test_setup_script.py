@@ -24,6 +24,7 @@ def setup_env(venv: Path, **env: str) -> dict[str, str]:
     """This process's environment without any ROS, virtual environment or PYTHONPATH."""
     full = {k: v for k, v in os.environ.items() if not k.startswith(("ROS_", "VIRTUAL_ENV"))}
     full.pop("PYTHONPATH", None)
+    full.pop("PHYSAI_SETUP", None)  # the profile: each test says which, or the default
     # No virtual environment on PATH (ours or any other): the script must find Pythons itself.
     full["PATH"] = os.pathsep.join(
         p for p in full["PATH"].split(os.pathsep) if not (Path(p).parent / "pyvenv.cfg").exists()
@@ -109,6 +110,60 @@ def test_no_registry_is_named(tmp_path):
     assert not (tmp_path / "venv" / ".physai-setup-stamp").exists()
 
 
+def plan(profile: str | None, venv: Path) -> list[str]:
+    chosen = {"PHYSAI_SETUP": profile} if profile else {}
+    result = subprocess.run(
+        ["bash", str(SETUP), "--plan"],
+        env=setup_env(venv, PHYSAI_PYTHON="python3.11", **chosen),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_the_demo_profile_installs_no_lerobot_and_no_torch(tmp_path):
+    """`make demo` sets up the demo profile: nothing of the real arm's LeRobot (CPU torch alone
+    is 754 MB) nor the test tools. Checked on the script's plan (the groups its installs are
+    made from), which costs nothing; test_setup_with_a_sourced_ros_… installs both profiles."""
+    demo, full = plan("demo", tmp_path / "venv"), plan("full", tmp_path / "venv")
+    assert not (tmp_path / "venv").exists(), "a plan must not create anything"
+    assert demo == [
+        "ROS 2 Kilted wheels: -r requirements/ros-kilted-wheels.txt",
+        "Python dependencies: -r requirements/base.txt",
+    ]
+    for name in ("ros-kilted-wheels.txt", "base.txt"):
+        pins = (REPO_ROOT / "requirements" / name).read_text().lower()
+        wanted = [line.split("#")[0].strip() for line in pins.splitlines()]
+        assert not [w for w in wanted if w.startswith(("torch", "lerobot", "pytest"))], name
+    assert full[: len(demo)] == demo, "the full profile builds on the demo one"
+    assert full[len(demo) :] == [
+        "test and lint tools: -r requirements/test.txt",
+        "LeRobot motor bus dependencies (CPU torch, Feetech SDK): -r requirements/lerobot.txt",
+        "LeRobot: --no-deps -r requirements/lerobot-nodeps.txt",
+    ]
+    assert plan("full", tmp_path / "venv") == full == plan(None, tmp_path / "venv"), (
+        "full is the default (make setup, make test, a bare scripts/setup.sh)"
+    )
+
+
+def test_an_unknown_profile_is_named(tmp_path):
+    result = run_setup(tmp_path / "venv", PHYSAI_SETUP="real")
+    assert result.returncode == 1
+    assert "PHYSAI_SETUP=real" in result.stderr and "demo" in result.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def imports(venv: Path, env: dict[str, str], module: str) -> bool:
+    return (
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-c", f"import {module}"], env=env, capture_output=True
+        ).returncode
+        == 0
+    )
+
+
 def ros_prefix(root: Path) -> dict[str, str]:
     """A sourced ROS 2 install as a shell sees it. None exists on this machine kind, so one is
     made: a prefix holding rclpy and the message packages (the Kilted wheels, no
@@ -151,12 +206,15 @@ def test_setup_with_a_sourced_ros_uses_it_and_a_rerun_finishes_an_interrupted_on
     must take rclpy from the sourced install (installing none of the ROS wheels), generate the
     missing interfaces, and the package must then talk over DDS with them. (The wheels mode's
     whole set-up is what CI's own `make setup` runs on a clean clone; one interrupted set-up
-    covers the resume, which is the same code in both modes.)"""
+    covers the resume, which is the same code in both modes.) It is set up as `make demo` does
+    (the demo profile: no LeRobot, no torch), then as `make test` does (the full profile), which
+    must add only the rest."""
     sourced = ros_prefix(tmp_path / "ros")
     venv = tmp_path / "venv"
+    demo = {"PHYSAI_PYTHON": "python3.11", "PHYSAI_SETUP": "demo", **sourced}
     proc = subprocess.Popen(
         ["bash", str(SETUP)],
-        env=setup_env(venv, PHYSAI_PYTHON="python3.11", **sourced),
+        env=setup_env(venv, **demo),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -172,15 +230,33 @@ def test_setup_with_a_sourced_ros_uses_it_and_a_rerun_finishes_an_interrupted_on
     assert first.exists(), "the set-up never reached its first install"
     assert not (venv / ".physai-setup-stamp").exists()
 
-    result = run_setup(venv, PHYSAI_PYTHON="python3.11", **sourced)
+    result = run_setup(venv, **demo)
     assert result.returncode == 0, result.stderr
     assert "resuming an unfinished set-up" in result.stderr
-    assert "(ros-kilted, Python 3.11)" in result.stderr
+    assert "(ros-kilted, Python 3.11, the demo profile)" in result.stderr
     assert "ROS 2 Kilted wheels" not in result.stderr, "a sourced ROS must be used, not wheels"
     assert not list((venv / "lib" / "python3.11" / "site-packages").glob("rclpy")), (
         "rclpy must come from the sourced install"
     )
     env = {**setup_env(venv, **sourced)}
+    assert imports(venv, env, "mujoco") and imports(venv, env, "physai_ros_interfaces.srv")
+    # (not pytest: this ROS-mode venv sees the system Python's packages, and this one has it)
+    for absent in ("torch", "lerobot"):
+        assert not imports(venv, env, absent), f"the demo profile installed {absent}"
+
+    full = run_setup(venv, PHYSAI_PYTHON="python3.11", **sourced)  # the default: full
+    assert full.returncode == 0, full.stderr
+    assert "adding LeRobot" in full.stderr and "installing LeRobot" in full.stderr
+    for redone in (
+        "installing Python",
+        "interface packages",
+        "installing physai_ros",
+        "resum",
+        "creat",
+    ):
+        assert redone not in full.stderr, f"the full profile redid the base: {full.stderr}"
+    for present in ("torch", "lerobot.motors.feetech", "pytest"):
+        assert imports(venv, env, present), f"the full profile lacks {present}"
     check = subprocess.run(
         [
             "bash",
@@ -199,7 +275,8 @@ def test_setup_with_a_sourced_ros_uses_it_and_a_rerun_finishes_an_interrupted_on
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]
     assert check.stdout.startswith("3.17.0\n") and " passed" in check.stdout
 
-    start = time.monotonic()
-    again = run_setup(venv, PHYSAI_PYTHON="python3.11", **sourced)
-    assert again.returncode == 0 and again.stderr == ""
-    assert time.monotonic() - start < 10.0, "an up-to-date environment must be a no-op"
+    for profile in ("full", "demo"):  # a full venv is a demo one too
+        start = time.monotonic()
+        again = run_setup(venv, **{**demo, "PHYSAI_SETUP": profile})
+        assert again.returncode == 0 and again.stderr == ""
+        assert time.monotonic() - start < 10.0, "an up-to-date environment must be a no-op"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from physai_ros.core.grasp_planning.closing import ClosingProgress
 from physai_ros.core.grasp_planning.objects import SHAPES, from_mesh, primitive
 from physai_ros.core.grasp_planning.plan import HANDS, Plan, PlanRequest, plan, to_json
 
@@ -101,12 +102,26 @@ def draw(result: Plan, path: Path) -> Path:
     ax.set_xlabel("x [m]")
     ax.set_ylabel("y [m]")
     ax.set_zlabel("z [m]")
-    ax.set_title(f"{result.hand}: targets {np.round(r.squeeze, 3).tolist()} N")
+    ax.set_title(
+        f"{result.hand}: simulated squeeze {np.round(r.squeeze, 3).tolist()} N\n"
+        "(arrows: finger forces; colour: deformation)"
+    )
     ax.legend(loc="upper left")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _show(bar, p: ClosingProgress) -> None:
+    """One closing report on the bar: 100 % only when a lift has held."""
+    bar.n = 100 if p.done else min(round(100 * p.carried), 99)
+    bar.set_postfix_str(
+        f"step {p.step}/{p.max_steps} at most, lifts tried {p.lifts}"
+        + (f", steps retaken {p.refinements}" if p.refinements else ""),
+        refresh=False,
+    )
+    bar.refresh()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,8 +139,16 @@ def run(args: argparse.Namespace) -> int:
         force_margin=args.margin,
         q2_tie=args.q2_tie,
     )
-    with tqdm(desc="closing steps", disable=args.json, unit="step") as bar:
-        result = plan(obj, req, progress=lambda n: bar.update(n - bar.n))
+    # The closing takes nearly all the time and its number of steps is not known up front (see
+    # ClosingProgress): the bar is the share of the weight the tips' friction carries, which
+    # the closing raises until a lift holds; no ETA (a step takes from one to tens of seconds).
+    with tqdm(
+        total=100,
+        desc="closing: weight carried by friction",
+        disable=args.json,
+        bar_format="{desc} {percentage:3.0f}%|{bar}| [{elapsed}{postfix}]",
+    ) as bar:
+        result = plan(obj, req, progress=lambda p: _show(bar, p))
     data = to_json(result)
     picture = draw(result, Path(args.output) / f"plan_{args.hand}_{obj.name}.png")
     data["picture"] = str(picture)

@@ -275,7 +275,9 @@ def plot(out: Path, stats: Sequence[SettingStats], limit: float = STRAIN_LIMIT) 
     for ax in axes:
         ax.set_xticks(x, labels, fontsize=8)
         ax.legend(fontsize=8)
-    fig.suptitle("Soft cubes: cap-based vs planned-force close (SO-101, 10 positions each)")
+    counts = sorted({s.n for s in stats})
+    picks = f"{counts[0]} positions each" if len(counts) == 1 else "positions per setting vary"
+    fig.suptitle(f"Soft cubes: cap-based vs planned-force close (SO-101, {picks})")
     fig.tight_layout()
     path = out / "lesson_soft.png"
     fig.savefig(path, dpi=120)

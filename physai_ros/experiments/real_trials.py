@@ -220,7 +220,7 @@ def plot(rows: list[dict], cubes: list[tuple[float, float]], path: Path) -> None
     ax.set_xticks(range(len(labels)), labels)
     ax.set_ylim(0.0, 1.05)
     ax.set_ylabel("held (Wilson 95 %)")
-    ax.set_title("SO-101 pick trials per cube position")
+    ax.set_title("SO-101 pick trials: fraction held per cube position")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

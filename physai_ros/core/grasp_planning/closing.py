@@ -71,6 +71,24 @@ class ClosingConfig:
     max_refinements: int = 6  # steps taken back when one that held added > 2 force steps
 
 
+class ClosingProgress(NamedTuple):
+    """How far a closing is, for a progress display. Its length is not known up front (the
+    steps adapt, a lift that holds too firmly is taken back and retaken in smaller steps, and a
+    step costs from one to tens of seconds); what measures it is the share of the weight the
+    tips' friction carries: the closing ends once a lift holds, which takes μ ΣN near m g.
+
+    step: the finger step under way (at most ``max_steps``); carried: μ ΣN / m g on the table
+    after the last step (the lift is tried from ``lift_gate``); lifts: lifts tried;
+    refinements: steps taken back; done: the closing has ended (held)."""
+
+    step: int
+    max_steps: int
+    carried: float
+    lifts: int
+    refinements: int
+    done: bool = False
+
+
 class ClosingResult(NamedTuple):
     """Equilibrium of the hand + object (object frame, SI units).
 
@@ -268,9 +286,10 @@ def close(
     fingers: list[Finger],
     law: ContactLaw,
     cfg: ClosingConfig | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[ClosingProgress], None] | None = None,
 ) -> ClosingResult:
-    """Advance the fingers step by step to static equilibrium (see the module docstring)."""
+    """Advance the fingers step by step to static equilibrium (see the module docstring).
+    ``progress`` is told where the closing is at each step and each solve (``ClosingProgress``)."""
     cfg = cfg or ClosingConfig()
     radius = fingers[0].radius
     sim = Statics(net, law, cfg.gravity, None)
@@ -287,10 +306,15 @@ def close(
     z0 = float(np.mean(sim.x[:, 2]))
     previous = 0.0  # squeeze of the last step [N]
     friction = cfg.friction
-    refinements = 0
-    for n_step in range(1, cfg.max_steps + 1):
+    refinements = lifts = 0
+    carried = 0.0  # μ ΣN / m g on the table after the last step
+
+    def report(n_step: int, done: bool = False) -> None:
         if progress is not None:
-            progress(n_step)
+            progress(ClosingProgress(n_step, cfg.max_steps, carried, lifts, refinements, done))
+
+    for n_step in range(1, cfg.max_steps + 1):
+        report(n_step)
         before = (sim.x.copy(), states, offset.copy(), previous)
         offset += step
         tips = starts + offset[:, None] * direction
@@ -299,6 +323,8 @@ def close(
         states, out, _ = _relax(sim, tips, radius, states if friction else None, cfg, z0)
         table = (sim.x.copy(), states)
         capacity = law.mu * sum(float(fn.sum()) for _, fn in out)
+        carried = capacity / weight
+        report(n_step)
         # the step adapts to the squeeze on the table: a failed lift's squeeze is that of a
         # body sliding out of the tips, no measure of what the last step added
         held_squeeze = np.array(
@@ -310,6 +336,8 @@ def close(
             step, previous = step_next, float(held_squeeze.mean())
             continue
         # lift: the weight goes to the fingers; held if the slip stops
+        lifts += 1
+        report(n_step)
         sim.gravity_on(True)
         _, out, drag = _relax(sim, tips, radius, states if friction else None, cfg, z0)
         node_force = sum(net.skin.T @ f for f, _ in out)
@@ -334,6 +362,7 @@ def close(
             step, refinements = step_next, refinements + 1
             continue
         if held:
+            report(n_step, done=True)
             return ClosingResult(
                 finger_forces=np.array([f.sum(axis=0) for f, _ in out]),
                 squeeze=squeeze,

@@ -19,6 +19,7 @@ import numpy as np
 
 from physai_ros.core.grasp_planning.closing import (
     ClosingConfig,
+    ClosingProgress,
     ClosingResult,
     Finger,
     close,
@@ -199,9 +200,12 @@ def _without(obj: SurfaceObject, near: np.ndarray, radius: float) -> SurfaceObje
 
 
 def plan(
-    obj: SurfaceObject, req: PlanRequest, progress: Callable[[int], None] | None = None
+    obj: SurfaceObject,
+    req: PlanRequest,
+    progress: Callable[[ClosingProgress], None] | None = None,
 ) -> Plan:
-    """Run the whole pipeline on ``obj`` (object frame, centre of mass at ``obj.com``)."""
+    """Run the whole pipeline on ``obj`` (object frame, centre of mass at ``obj.com``);
+    ``progress`` is told how far the closing, nearly all of the time, is."""
     _validate(req)
     radius = TIP_RADIUS[req.hand]
     rejected: list[str] = []

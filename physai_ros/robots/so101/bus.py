@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import importlib.util
 import math
 import os
 import termios
@@ -142,23 +143,37 @@ class Health(NamedTuple):
     status: np.ndarray  # ErrorBit flags per servo
 
 
+LEROBOT_MISSING = (
+    "LeRobot's Feetech motor bus is not installed (the real SO-101 needs it; the simulation "
+    "does not, so `make demo` leaves it out): run `make setup` in the checkout (the full "
+    "set-up: LeRobot, CPU torch and the Feetech SDK into .venv), or in your own environment "
+    "`pip install -r requirements/lerobot.txt && pip install --no-deps -r "
+    "requirements/lerobot-nodeps.txt`"
+)
+
+
+def require_lerobot() -> None:
+    """Raise the error naming the set-up command when LeRobot is absent, without importing it
+    (importing it imports torch: seconds)."""
+    if importlib.util.find_spec("lerobot") is None:
+        raise PhysaiError(LEROBOT_MISSING)
+
+
 def _lerobot():
+    require_lerobot()
     try:
         from lerobot.motors import Motor, MotorCalibration, MotorNormMode
         from lerobot.motors.feetech import FeetechMotorsBus
-    except ImportError as exc:
-        raise PhysaiError(
-            "LeRobot's Feetech bus is not installed: pip install -r requirements/lerobot.txt "
-            f"&& pip install --no-deps lerobot==0.4.4 ({exc})"
-        ) from exc
+    except ImportError as exc:  # LeRobot without what it imports (torch, draccus, …)
+        raise PhysaiError(f"{LEROBOT_MISSING} ({exc})") from exc
     return Motor, MotorCalibration, MotorNormMode, FeetechMotorsBus
 
 
 def load_calibration(path: Path) -> dict[str, Any]:
     """LeRobot's calibration file, read as LeRobot reads it (draccus)."""
-    import draccus
-
     _, MotorCalibration, _, _ = _lerobot()
+    import draccus  # LeRobot's dependency: after the check that names what to install
+
     if not path.is_file():
         raise InvalidInput(
             f"calibration file {path} not found: calibrate the arm with LeRobot first "
@@ -176,6 +191,7 @@ class So101Bus:
     """Connect / read / send on the six servos, in radians. Not thread-safe (one bus loop)."""
 
     def __init__(self, settings: BusSettings) -> None:
+        require_lerobot()  # a driver without LeRobot stops at once, naming the set-up command
         self.s = settings
         self.offsets = np.asarray(settings.joint_offsets, dtype=float)
         self.directions = np.asarray(settings.joint_directions, dtype=float)
