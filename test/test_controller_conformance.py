@@ -394,6 +394,7 @@ def test_goal_succeeds_within_goal_tolerance_of_the_last_point(backend):
     np.testing.assert_allclose(backend.position(), target, atol=goal_tol)
 
 
+@pytest.mark.parametrize("backend", ["emulated"], indirect=True)
 def test_normal_goals_succeed_with_the_shipped_blocked_check(backend):
     """The shipped so101_driver config's blocked-joint check (config/so101_driver.yaml:
     blocked_error 0.05 rad, blocked_speed 0.05 rad/s, blocked_time 0.2 s), which the other
@@ -402,8 +403,6 @@ def test_normal_goals_succeed_with_the_shipped_blocked_check(backend):
     the driver's loop stalled; the sim bridge ships the check off.)"""
     from action_msgs.msg import GoalStatus
 
-    if backend.name != "emulated":
-        pytest.skip("the sim bridge ships the blocked-joint check off (config/sim_robots.yaml)")
     constraints = shipped("so101_driver", "arm_controller", "constraints")
     names = ("blocked_error", "blocked_speed", "blocked_time")
     values = {f"arm_controller.constraints.{n}": float(constraints[n]) for n in names}
