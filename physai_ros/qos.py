@@ -22,7 +22,7 @@ def stream_qos(depth: int) -> QoSProfile:
     effort, so a sample lost on the link is simply superseded by the next one. A reliable
     reader delivers in order: one lost sample holds back every later one until the writer
     repairs it (Fast DDS: on its next heartbeat), and the newest state arrives a second or more
-    late -- the stale cube pose of a lossy link (issue 15, docs/qos.md). The publishers stay
+    late -- the stale cube pose of a lossy link (docs/qos.md). The publishers stay
     reliable, so ROS's tools (RViz, robot_state_publisher, ``ros2 topic echo``), which
     subscribe reliable, keep receiving; a reliable writer serves a best-effort reader without
     repairs. ``depth``: samples queued while the executor is busy."""

@@ -20,7 +20,7 @@ single-threaded executor unless ``--executor``), once per listener count of ``--
   starts them through a command (``ip netns exec <ns>``, as ``test/net_bench.py --listeners``
   does for another host across a veth link).
 
-``--levers`` measures, in the same run, each way tried to keep pace with listeners (issue 15):
+``--levers`` measures, in the same run, each way tried to keep pace with listeners:
 the executor kinds, per-topic rate policies, burst length; a table gives each one's ratio to
 raw per listener count.
 
@@ -78,7 +78,7 @@ class Lever:
 
 
 def levers(executor: str) -> list[Lever]:
-    """The product defaults first (``executor``), then each lever of issue 15 on its own."""
+    """The product defaults first (``executor``), then each lever tried on its own."""
     return [
         Lever(f"product defaults ({executor} executor)", executor),
         *(Lever(f"{kind} executor", kind) for kind in EXECUTORS if kind != executor),

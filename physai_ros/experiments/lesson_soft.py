@@ -1,4 +1,4 @@
-"""Lesson soft: the cap-based close against the planned-force close on soft cubes (issue 14).
+"""Lesson soft: the cap-based close against the planned-force close on soft cubes.
 
 ``physai lesson soft [--positions N] [--youngs E,..] [--masses M,..] [--jobs N] [--contact N]
 [--output DIR]``

@@ -311,7 +311,7 @@ def hand_pick_graph(
     real_time_factor: float = 1.0,
     model_path: str = "",
 ) -> list[NodeSpec]:
-    """The seed's pipeline with the Barrett-like hand on the simulated Panda (issue 14): the sim
+    """The seed's pipeline with the Barrett-like hand on the simulated Panda: the sim
     bridge (``panda_barrett`` with the soft object of config/hand_pick.yaml, beside the rigid
     cube), the TF publisher (the object as frame ``HAND_OBJECT_FRAME``), the trajectory node
     (the arm's moves inside the Panda's limits), the grasp planner and the hand pick.

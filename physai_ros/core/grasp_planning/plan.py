@@ -138,7 +138,7 @@ def force_targets(
     (within one force step) at rest. A flat pad has no such upward share and the real lift
     accelerates. So the simulated forces are scaled up, never down, until lesson 16's law
     μ Σ targets ≥ margin × m (g + a) holds; the margin (1.2 by default) keeps a close that
-    stops 15 % short of its target (issue 14's tolerance) inside the friction cone.
+    stops 15 % short of its target (the force close's tolerance) inside the friction cone.
     """
     floor = margin * mass * (g + accel) / mu
     total = float(np.sum(np.abs(squeeze)))
