@@ -155,7 +155,9 @@ class Witness:
         real-time factor: at most its ``real_time_factor``, less when starved)."""
         with self.lock:
             (w0, s0, _), (w1, s1, _) = self.poses[0], self.poses[-1]
-        assert w1 - w0 > 5.0, f"witness: only {w1 - w0:.1f} s of object poses"
+        # 2 s of poses tell 1 from 5 (an RTF-5 bridge) with the receipt jitter (tens of ms) well
+        # inside the bounds; a quiet machine picks in about 4 s of poses
+        assert w1 - w0 > 2.0, f"witness: only {w1 - w0:.1f} s of object poses"
         return (s1 - s0) / (w1 - w0)
 
     def check_pick(
