@@ -19,9 +19,16 @@ from hypothesis import strategies as st
 from support.optional import require
 
 from physai_ros.robots.so101 import protocol as fp
-from physai_ros.robots.so101.bus import BusSettings, PortUnavailable, So101Bus, ping
+from physai_ros.robots.so101.bus import (
+    STALL_TORQUE,
+    BusSettings,
+    PortUnavailable,
+    So101Bus,
+    ping,
+)
 from physai_ros.robots.so101.emulator.bus import (
     JOINTS,
+    LEROBOT_GRIPPER,
     FeetechBusEmulator,
     joint_offsets,
     write_calibration,
@@ -459,6 +466,43 @@ def test_homing_error_is_a_calibration_mismatch_and_margin_widens_the_stops():
     assert high == pytest.approx(1.69 + 0.2)
     with pytest.raises(ValueError, match="unknown joints"):
         FeetechBusEmulator(homing_error={"elbow": 1})
+
+
+@pytest.mark.parametrize("configured", [True, False], ids=["lerobot-eprom", "factory-eprom"])
+def test_arming_never_gives_the_gripper_more_torque_than_its_protection_cap(tmp_path, configured):
+    """The STS3215 firmware is not known to clamp the RAM Torque_Limit to the EPROM
+    Max_Torque_Limit: with an emulator that does not, arming must itself keep the gripper at or
+    under LeRobot's 50 % cap (whether the servo's EPROM holds it yet or only the driver's
+    set-up does), and the other servos at full torque."""
+    emu = FeetechBusEmulator(
+        initial=(0.0,) * 6, power_on_torque=True, configured=configured, clamp_torque_limit=False
+    )
+    emu.start()
+    try:
+        cal = tmp_path / "cal.json"
+        write_calibration(cal, emu.calibration)
+        m = emu.physics.model
+        lo = np.array([m.jnt_range[m.joint(j).id][0] for j in JOINTS])
+        hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
+        settings = BusSettings(
+            emu.port,
+            cal,
+            lo,
+            hi,
+            joint_offsets=tuple(joint_offsets(m)),
+            gripper_setup=dict(LEROBOT_GRIPPER),
+        )
+        with So101Bus(settings) as bus:
+            bus.arm(bus.read_state().position)
+            with emu.lock:
+                limits = [s.get("Torque_Limit") for s in emu.servos]
+                gripper = emu.servos[JOINTS.index("gripper")]
+                _, cap, _ = gripper.command(emu.physics.joint(5)[0], 0.0)
+        assert limits[:5] == [1000] * 5
+        assert limits[5] <= LEROBOT_GRIPPER["Max_Torque_Limit"], limits
+        assert cap <= STALL_TORQUE * LEROBOT_GRIPPER["Max_Torque_Limit"] / 1000 + 1e-9
+    finally:
+        emu.stop()
 
 
 if __name__ == "__main__":

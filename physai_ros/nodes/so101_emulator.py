@@ -86,6 +86,7 @@ class So101Emulator(Node):
                 power_on_torque=torque,
                 homing_error=parse_homing_error(list(homing)),
                 mechanical_margin=margin,
+                clamp_torque_limit=p["clamp_torque_limit"],
             )
         except InvalidInput as exc:
             raise SystemExit(f"so101_emulator: {exc}") from exc

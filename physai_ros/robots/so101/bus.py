@@ -376,13 +376,32 @@ class So101Bus:
         """The servos' present Goal_Position [rad]: what they hold now."""
         return self.to_rad(self._sync_read("Goal_Position"))
 
+    def arm_torque_limits(self) -> dict[str, int]:
+        """Torque_Limit [0.1 % of stall] each servo is armed with: full torque, but never above
+        its protection cap -- the servo's Max_Torque_Limit and, for the gripper, the driver's
+        ``gripper_setup`` one (LeRobot's 500). The STS3215 firmware is not known to clamp the
+        RAM Torque_Limit to Max_Torque_Limit, so the cap is written, not left to the servo."""
+        if self._max_torque is None:  # EPROM: read once per connection
+            self._max_torque = self._read_all("Max_Torque_Limit")
+        limits = {j: min(1000, int(self._max_torque[j])) for j in JOINTS}
+        cap = self.s.gripper_setup.get("Max_Torque_Limit")
+        if cap is not None:
+            limits["gripper"] = min(limits["gripper"], int(cap))
+        return limits
+
     def arm(self, positions: np.ndarray) -> np.ndarray:
         """Arm the servos at ``positions`` [rad]: acceleration profile and full RAM torque
-        limit, goal = ``positions`` (clipped as every goal), then torque on (EPROM locked).
-        Returns the goal sent [rad]. The caller checks ``positions`` against the limits."""
-        ram = {"Acceleration": self.s.acceleration, "Torque_Limit": 1000}
-        for register, value in ram.items():
-            self._guard(f"write {register}", lambda r=register, v=value: self._write_all(r, v))
+        limit (each servo's protection cap: ``arm_torque_limits``), goal = ``positions``
+        (clipped as every goal), then torque on (EPROM locked). Returns the goal sent [rad].
+        The caller checks ``positions`` against the limits."""
+        self._guard(
+            "write Acceleration", lambda: self._write_all("Acceleration", self.s.acceleration)
+        )
+        limits = self.arm_torque_limits()
+        self._guard(
+            "write Torque_Limit",
+            lambda: self.bus.sync_write("Torque_Limit", limits, normalize=False),
+        )
         sent = self.send_positions(positions)
         for _ in range(3):  # sync writes (no replies to lose), then a read to confirm
             self._guard("enable torque", lambda: self._write_all("Torque_Enable", 1))

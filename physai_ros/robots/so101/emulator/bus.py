@@ -175,7 +175,9 @@ class FeetechBusEmulator:
     off and the arm settles for ``SETTLE_TIME`` before the port opens); homing_error: joint →
     steps added to that servo's homing offset, a calibration that differs from the file;
     mechanical_margin [rad]: joint stops this far beyond the calibrated ranges; record_writes:
-    keep every instruction packet received (for the safety tests).
+    keep every instruction packet received (for the safety tests); clamp_torque_limit: the
+    firmware caps Torque_Limit at Max_Torque_Limit (False: Torque_Limit alone sets the output,
+    which a real STS3215 may do as far as known).
     """
 
     def __init__(
@@ -192,6 +194,7 @@ class FeetechBusEmulator:
         mechanical_margin: float = 0.0,
         supply_voltage: float = 12.0,
         record_writes: bool = False,
+        clamp_torque_limit: bool = True,
     ) -> None:
         if baudrate not in fp.BAUDRATES.values():
             raise InvalidInput(f"baudrate {baudrate} not one of {sorted(fp.BAUDRATES.values())}")
@@ -200,7 +203,8 @@ class FeetechBusEmulator:
             raise InvalidInput(f"homing_error names unknown joints {unknown}; valid: {JOINTS}")
         self.physics = So101Physics(scene_kwargs, initial, mechanical_margin)
         self.servos = [
-            EmulatedServo(i, e, supply_voltage) for i, e in zip(IDS, ENCODER_AT_ZERO, strict=True)
+            EmulatedServo(i, e, supply_voltage, clamp_torque_limit)
+            for i, e in zip(IDS, ENCODER_AT_ZERO, strict=True)
         ]
         self.calibration = lerobot_calibration(self.servos, self.physics.model)
         if calibrated:

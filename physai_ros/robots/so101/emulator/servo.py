@@ -11,8 +11,10 @@ what they face):
   no-load speed, 4.71 rad/s); ``Acceleration`` = 0 jumps to the goal. The physics position loop
   (MuJoCo's actuator, kp scaled by P_Coefficient/16) follows the set-point.
 * torque cap = 2.94 N·m × min(Torque_Limit, Max_Torque_Limit)/1000; ``Torque_Enable = 0``
-  makes the joint free (cap 0). Re-enabling torque servos from the present position to the
-  *stored* goal.
+  makes the joint free (cap 0). With ``clamp_torque_limit`` False the cap is Torque_Limit
+  alone: no source found says the STS3215 firmware clamps the RAM Torque_Limit to the EPROM
+  Max_Torque_Limit, so a driver must not rely on it (the tests run both ways). Re-enabling
+  torque servos from the present position to the *stored* goal.
 * load = torque / 2.94 N·m in 0.1 % (sign-magnitude, bit 10); current = |torque| / KT.
 * protections: load above Overload_Torque % for Protection_Time × 10 ms latches OVERLOAD (if
   enabled in Unloading_Condition) and cuts the output to Protective_Torque %; over-current
@@ -72,7 +74,14 @@ def _read_only(address: int) -> bool:
 class EmulatedServo:
     """One STS3215: its control table and the firmware's reactions (see module docstring)."""
 
-    def __init__(self, servo_id: int, encoder_at_zero: int, supply_voltage: float = 12.0) -> None:
+    def __init__(
+        self,
+        servo_id: int,
+        encoder_at_zero: int,
+        supply_voltage: float = 12.0,
+        clamp_torque_limit: bool = True,
+    ) -> None:
+        self.clamp_torque_limit = clamp_torque_limit
         self.mem = bytearray(fp.MEMORY_SIZE)
         for reg in fp.STS3215_REGISTERS:
             self.mem[reg.address : reg.address + reg.size] = fp.to_bytes(reg.default, reg.size)
@@ -178,7 +187,9 @@ class EmulatedServo:
         if not self.get("Torque_Enable") or self.get("Operating_Mode") != 0:
             self.setpoint, self.setpoint_speed = None, 0.0
             return math.nan, 0.0, 1.0
-        limit = min(self.get("Torque_Limit"), self.get("Max_Torque_Limit")) / 1000.0
+        limit = self.get("Torque_Limit") / 1000.0
+        if self.clamp_torque_limit:
+            limit = min(limit, self.get("Max_Torque_Limit") / 1000.0)
         if self.latched & int(ErrorBit.OVERHEAT):
             limit = 0.0
         elif self.latched & int(ErrorBit.OVERLOAD | ErrorBit.OVERCURRENT):
