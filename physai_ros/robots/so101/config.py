@@ -35,7 +35,9 @@ def bus_settings(p: Mapping[str, Any], limits: JointLimits) -> BusSettings:
         raise InvalidInput(f"joint_directions must be six of +1/-1, got {list(directions)}")
     if len(p["joint_offsets"]) != 6:
         raise InvalidInput(f"joint_offsets must be six angles [rad], got {p['joint_offsets']}")
-    # acceleration limit [rad/s²] -> the servos' Acceleration register [100 step/s²]
+    # acceleration limit [rad/s²] -> the servos' Acceleration register [100 step/s²]; an
+    # unlimited set gets LeRobot's 254, never 0: on the STS3215, 0 means no ramp at all (the
+    # set-point jumps to the goal, a full-speed step)
     counts = float(np.min(limits.acceleration)) / (100.0 * STEP_RAD)
     return BusSettings(
         port=p["port"],
@@ -57,7 +59,7 @@ def bus_settings(p: Mapping[str, Any], limits: JointLimits) -> BusSettings:
             "Protection_Current": p["gripper_protection.protection_current"],
             "Overload_Torque": p["gripper_protection.overload_torque"],
         },
-        acceleration=int(min(254, max(1, math.floor(counts)))) if math.isfinite(counts) else 0,
+        acceleration=int(min(254, max(1, math.floor(counts)))) if math.isfinite(counts) else 254,
         read_retries=int(p["read_retries"]),
     )
 
