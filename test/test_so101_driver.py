@@ -313,6 +313,33 @@ def test_overload_aborts_with_the_servo_named_and_needs_a_rearm(bench):
     assert bench.state() == "active"
 
 
+def test_a_failed_encoder_aborts_holds_and_is_named(bench):
+    """A servo reporting a failed magnetic encoder (status bit 0x02) no longer knows its angle:
+    the goal aborts naming the servo and ENCODER, the arm holds where it is (nothing moves on),
+    /diagnostics names it, and new goals are refused."""
+    handle = bench.send_arm(bench.arm_position() + np.array([0.0, 0.3, 0, 0, 0]), 3.0)
+    assert handle.accepted, bench.log()[-3000:]
+    time.sleep(0.3)
+    try:
+        bench.set_emulator("encoder_error_ids", [3])
+        result = bench.arm_result(handle, 10.0)
+        assert result.status == GoalStatus.STATUS_ABORTED, result.result.error_string
+        assert "servo 3 (elbow_flex) ENCODER" in result.result.error_string
+        assert bench.wait(lambda: bench.state() == "inactive", 5.0)  # commands nothing now
+        held = bench.truth()["positions"]
+        time.sleep(0.5)
+        moved = np.max(np.abs(np.array(bench.truth()["positions"]) - np.array(held)))
+        assert moved < STILL, moved
+
+        def named():
+            return any("ENCODER" in s.message for s in bench.diagnostics(DiagnosticStatus.ERROR))
+
+        assert bench.wait(named, 3.0), bench.diag
+        assert not bench.send_arm(bench.arm_position(), 1.0).accepted
+    finally:
+        bench.set_emulator("encoder_error_ids", [0])
+
+
 def test_a_restarted_driver_names_an_overloaded_servo_and_leaves_its_protection_alone(
     bench,
 ):

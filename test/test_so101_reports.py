@@ -35,3 +35,16 @@ def test_a_latched_protection_is_named_with_its_status_byte_and_what_to_do():
     assert quiet[4].level == "warn" and quiet[4].message == servo_error(4, 0x01)
     assert servo_error(4, 0x01) == "servo 5 (wrist_roll) reports VOLTAGE (status 0x01)"
     assert [s.level for s in quiet] == ["ok", "ok", "error", "ok", "warn", "ok"]
+
+
+def test_a_failed_encoder_is_an_error_naming_the_sensor_and_voltage_stays_a_warning():
+    """The magnetic-encoder bit (0x02) is a fault of its own: the servo's line is an error
+    naming ENCODER and saying the sensor failed (re-arming would command it blind), not the
+    torque-cycle way out of a protection; VOLTAGE alone stays a warning."""
+    from physai_ros.robots.so101.loop import ENCODER_FAILED
+
+    lines = reports(snapshot([0, 0x02, 0, 0, 0x01, 0]), rearm_needed=False, stopped=False)[1:]
+    assert [s.level for s in lines] == ["ok", "error", "ok", "ok", "warn", "ok"]
+    assert lines[1].message == (
+        f"servo 2 (shoulder_lift) reports ENCODER (status 0x02): {ENCODER_FAILED}"
+    )

@@ -22,8 +22,9 @@ pulled as the driver next reads it, once), ``power`` (false = supply lost: servo
 limp, the arm falls; true = back, reset with torque off), ``mute_ids`` (servos that stop
 answering), ``corrupt_every`` (bad checksum every n-th reply), ``wrong_data_every`` (zeros with
 a right checksum in every n-th sync read: a desynchronised bus), ``overload_ids`` (latch
-OVERLOAD), ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way;
-[0.0] removes it).
+OVERLOAD), ``encoder_error_ids`` (those servos report a failed encoder; [0] = none),
+``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way; [0.0] removes
+it).
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ class So101Emulator(Node):
                 (emulator.power_on if value else emulator.power_off)()
             elif name == "overload_ids":
                 emulator.force_overload(int(i) for i in value if int(i) > 0)
+            elif name == "encoder_error_ids":
+                emulator.force_encoder_error(int(i) for i in value if int(i) > 0)
             elif name == "obstacle":
                 try:
                     if len(value) == 4:

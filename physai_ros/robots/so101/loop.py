@@ -18,8 +18,10 @@ Faults, and what they do (a fault never re-energises anything):
   the goal the servos already have -- nothing moves until the next goal;
 * servos silent: the same; when they answer again with torque off (their power was lost and
   came back: the arm fell), the driver refuses goals until re-armed (``rearm_needed``);
-* a servo's error flags (overload, overheat, over-current), or an exception in the cycle
-  itself: goals aborted, the servos hold the present pose, re-arm needed;
+* a servo's error flags (overload, overheat, over-current, a failed magnetic encoder), or an
+  exception in the cycle itself: goals aborted, the servos hold the present pose, re-arm
+  needed (a servo whose encoder failed does not know where it is: it is never commanded on);
+  a voltage flag alone is a warning;
 * a servo found at configure under a latched protection (the driver was killed and the servo
   tripped holding the arm): it answers, so it is named with its status byte, never taken for
   a missing one; activation is refused while it holds torque, and the loop never clears the
@@ -58,7 +60,10 @@ from physai_ros.robots.so101.bus import (
 from physai_ros.robots.so101.jaw_estimate import JawContactEstimator, JawEstimate, JawModel
 
 Log = Callable[[str, str], None]  # (level: info | warn | error, message)
-FAULT_FLAGS = fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT | fp.ErrorBit.OVERCURRENT
+# the servo's own latched protections (torque off and on clears them)
+PROTECTION_FLAGS = fp.ErrorBit.OVERLOAD | fp.ErrorBit.OVERHEAT | fp.ErrorBit.OVERCURRENT
+# flags that fault the driver: the protections and a failed encoder (VOLTAGE only warns)
+FAULT_FLAGS = PROTECTION_FLAGS | fp.ErrorBit.ENCODER
 KNOWN_FLAGS = sum(int(bit) for bit in fp.ErrorBit)  # bits the STS3215 documents (0x2f)
 MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
 BEYOND_RANGE = 0.5  # [rad] no joint rests further beyond its range: further = a garbled read
@@ -111,6 +116,20 @@ CLEAR_PROTECTION = (
     "servos can hold it (folded) or remove what blocks it, then activate again (switching "
     "torque on clears the protection)"
 )
+
+
+# What a person does about a failed magnetic encoder: the servo no longer knows its angle, so
+# re-arming would command it blind.
+ENCODER_FAILED = (
+    "the servo's position sensor failed: support the arm, call ~/release, and check the "
+    "servo (its magnet, cable and power) or replace it before activating again"
+)
+
+
+def what_to_do(flags: int) -> str:
+    """The way out of a servo's faulting ``flags``: the encoder first (re-arming clears no
+    sensor failure), else the latched protection's."""
+    return ENCODER_FAILED if int(flags) & int(fp.ErrorBit.ENCODER) else CLEAR_PROTECTION
 
 
 def servo_error(index: int, flags: int) -> str:
@@ -282,7 +301,8 @@ class ServoLoop:
             held = [i for i, f in enumerate(flags) if f and torque[i]]
             if held:  # a servo holding torque under a latched protection: release it first
                 names = "; ".join(servo_error(i, flags[i]) for i in held)
-                raise Refused(f"servo errors: {names}: {CLEAR_PROTECTION}")
+                advice = what_to_do(int(np.bitwise_or.reduce(flags[held])))
+                raise Refused(f"servo errors: {names}: {advice}")
             q = np.clip(reading.position, bus.lower, bus.upper)
             try:
                 self.sent = bus.arm(q)
@@ -629,8 +649,8 @@ class Report(NamedTuple):
 
 
 def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
-    """The driver's state, then each servo's health. A servo's own latched protection
-    (overload, overheat, over-current) is named first, with what to do; then a fault of the
+    """The driver's state, then each servo's health. A servo's own fault (a latched overload,
+    overheat or over-current; a failed encoder) is named first, with what to do; then a fault of the
     driver, then a stale state, then the servo's other error flags."""
     if snap.fault:
         level, message = "error", snap.fault + ("; re-arm needed" if rearm_needed else "")
@@ -646,7 +666,7 @@ def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
         flags = 0 if h is None else int(h.status[i])
         level, message = "ok", "ok"
         if flags & FAULT_FLAGS:
-            level, message = "error", f"{servo_error(i, flags)}: {CLEAR_PROTECTION}"
+            level, message = "error", f"{servo_error(i, flags)}: {what_to_do(flags)}"
         elif snap.fault:
             level, message = "error", snap.fault
         elif snap.reading is None:

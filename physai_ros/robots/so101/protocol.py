@@ -46,7 +46,7 @@ class ErrorBit(IntFlag):
     """Error byte of a status packet (and the Status register 65 of an STS servo)."""
 
     VOLTAGE = 0x01
-    ANGLE = 0x02  # magnetic sensor
+    ENCODER = 0x02  # magnetic encoder (angle sensor)
     OVERHEAT = 0x04
     OVERCURRENT = 0x08
     OVERLOAD = 0x20

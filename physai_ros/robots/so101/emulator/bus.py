@@ -23,11 +23,12 @@ in time to be flushed by that request.
 Faults a test injects at run time (the adversary): servo ids that do not answer, every n-th
 reply with a bad checksum, the client's baud rate (read from the pty's termios) differing from
 the bus's (no servo hears a valid packet, as with real framing errors), an error flag forced on
-a servo, an overload latched on servos, power lost and restored (servos silent and limp, the
-arm falls; then they come back reset: torque off, RAM at defaults), the cable pulled and
-plugged back (the pty closes / a new one opens behind the same link; physics runs on), and a
-box obstacle moved into the arm's way. ``witness()`` reports what really happened (true joint
-angles, cube pose, EPROM writes) for tests to compare with what the driver says.
+a servo, an overload latched on servos, a failed encoder on servos, power lost and restored
+(servos silent and limp, the arm falls; then they come back reset: torque off, RAM at
+defaults), the cable pulled and plugged back (the pty closes / a new one opens behind the same
+link; physics runs on), and a box obstacle moved into the arm's way. ``witness()`` reports what
+really happened (true joint angles, cube pose, EPROM writes) for tests to compare with what the
+driver says.
 
 Pure: numpy/mujoco and the standard library; never rclpy (``nodes/so101_emulator.py`` adds
 the ROS side).
@@ -375,6 +376,18 @@ class FeetechBusEmulator:
             for servo in self.servos:
                 if servo.servo_id in chosen:
                     servo.latched |= int(ErrorBit.OVERLOAD)
+
+    def force_encoder_error(self, ids: Iterable[int]) -> None:
+        """Servos ``ids`` report a failed magnetic encoder (ENCODER in their status and every
+        reply) until called again without them: a sensor fault, which torque does not clear."""
+        chosen = set(ids)
+        bit = int(ErrorBit.ENCODER)
+        with self.lock:
+            for servo in self.servos:
+                if servo.servo_id in chosen:
+                    servo.forced |= bit
+                else:
+                    servo.forced &= ~bit
 
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
         """Put a box (half edge [m]) at ``centre`` (world [m]); None removes it."""
