@@ -234,6 +234,31 @@ def test_first_point_at_time_zero_must_be_within_start_tolerance():
     np.testing.assert_allclose(c.ref[0], first)
 
 
+def test_first_point_at_time_zero_is_checked_against_the_measured_position():
+    """Deviation: starting from the reference (interpolate_from_desired_state), a first point
+    at t = 0 on that reference but 0.2 rad from where the joint is measured would command a
+    0.2 rad step: rejected naming the joint and its measured position; one within
+    start_tolerance of both is accepted."""
+    c = make_jtc(interpolate_from_desired_state=True)
+    away = Q0 + np.array([0.0, 0.2, 0.0])
+    c.update(0.01, away, ZERO)  # the joint sagged / was pushed: the reference stayed at Q0
+    text = rejection(c, msg([pt(0.0, Q0), pt(1.0, Q0)]), 0.01)
+    assert "puts b 0.2000 away from its measured position" in text, text
+    c.update(0.02, Q0 + np.array([0.0, 0.01, 0.0]), ZERO)
+    c.prepare(msg([pt(0.0, Q0), pt(1.0, Q0)]), 0.02)
+
+
+def test_first_point_at_time_zero_is_a_step_the_velocity_limit_judges():
+    """Deviation (limits): a first point at t = 0 is commanded at once, so its distance from
+    the measured position is a step in one limit period like any other: with a start
+    tolerance raised to 3.2 rad, a 1 rad step (100 rad/s at 10 ms, limit 4.71) is still
+    rejected; a 0.01 rad one (1 rad/s) is accepted."""
+    c = make_arm(start_tolerance=3.2)
+    text = rejection(c, msg([pt(0.0, [1.0, 0, 0, 0, 0]), pt(2.0, [1.0, 0, 0, 0, 0])], ARM), 0.0)
+    assert "step of 1.0000 for shoulder_pan" in text and "velocity limit" in text, text
+    c.prepare(msg([pt(0.0, [0.01, 0, 0, 0, 0]), pt(2.0, [0.5, 0, 0, 0, 0])], names=ARM), 0.0)
+
+
 def test_limits_reject_fast_goals_naming_the_limit():
     """Deviation: with ``limits`` a goal is sampled at limit_period; a linear 1 rad in 0.1 s
     (10 rad/s > 4.71) fails on velocity, a cubic 0.5 rad in 0.25 s (peak 48 rad/s² > 38.96,

@@ -313,6 +313,14 @@ def test_overload_aborts_with_the_servo_named_and_needs_a_rearm(bench):
     assert bench.state() == "active"
 
 
+def test_start_tolerance_cannot_be_raised_while_the_driver_runs(bench):
+    """``ros2 param set /so101_driver arm_controller.start_tolerance 3.2`` is refused: with it
+    a goal's first point at t = 0 could step the real arm; it is set at start only."""
+    result = bench.set_driver("arm_controller.start_tolerance", 3.2)
+    assert not result.successful
+    assert "read-only" in result.reason or "read only" in result.reason, result.reason
+
+
 def test_a_failed_encoder_aborts_holds_and_is_named(bench):
     """A servo reporting a failed magnetic encoder (status bit 0x02) no longer knows its angle:
     the goal aborts naming the servo and ENCODER, the arm holds where it is (nothing moves on),

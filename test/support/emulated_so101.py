@@ -102,6 +102,7 @@ class Bench:
         self.arm = ActionClient(node, FollowJointTrajectory, interfaces.FOLLOW_JOINT_TRAJECTORY)
         self.gripper = ActionClient(node, GripperCommand, interfaces.GRIPPER_COMMAND)
         self.emu_params = node.create_client(SetParameters, "/so101_emulator/set_parameters")
+        self.driver_params = node.create_client(SetParameters, "/so101_driver/set_parameters")
         self.services = {
             name: node.create_client(Trigger, f"/so101_driver/{name}")
             for name in ("stop", "resume", "release")
@@ -246,6 +247,13 @@ class Bench:
             )
         request = SetParameters.Request(parameters=[Parameter(name=name, value=pv)])
         assert self.call(self.emu_params, request).results[0].successful
+
+    def set_driver(self, name: str, value: float):
+        """``ros2 param set /so101_driver <name> <value>`` (a double); returns the result
+        (``successful``, ``reason``)."""
+        pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(value))
+        request = SetParameters.Request(parameters=[Parameter(name=name, value=pv)])
+        return self.call(self.driver_params, request).results[0]
 
 
 def _enough(records: list[dict]) -> None:

@@ -13,9 +13,10 @@ each documented in docs/controllers.md:
 
 * goals are checked against the joint position ranges and, when ``limits`` is given, against
   velocity and acceleration limits at the control period (``physai_ros.core.motion.limits``);
-* a first point at t = 0 farther than ``start_tolerance`` from the current position, duplicate
-  joint names, and accelerations without velocities are rejected (upstream jumps, accepts, and
-  commands zeros, respectively);
+* a first point at t = 0 farther than ``start_tolerance`` from the current position (the
+  measured one too when starting from the reference) or, with ``limits``, a step from it faster
+  than the velocity limit over one limit period, duplicate joint names, and accelerations
+  without velocities are rejected (upstream jumps, accepts, and commands zeros, respectively);
 * a trajectory stamped in the past (a goal that arrived late) starts now from the current
   state, its points keeping their times (upstream samples the spline mid-way: a jump);
 * path and goal *velocity* tolerances are enforced (our backends measure velocity), acceleration
@@ -270,7 +271,13 @@ class JointTrajectoryController:
         start_time, points = self._time_base(msg.stamp, now, points)
         try:
             traj = plan_trajectory(
-                self.ranges, names, points, self._point_before(), self._start_tolerance()
+                self.ranges,
+                names,
+                points,
+                self._point_before(),
+                self._start_tolerance(),
+                measured=self.q.copy(),
+                max_step=self._max_step(),
             )
             self._check_limits(traj)
         except InvalidInput as exc:
@@ -522,6 +529,12 @@ class JointTrajectoryController:
             return StartState(self.ref[0].copy(), self.ref[1].copy(), self.ref[2].copy())
         n = len(self.p.joints)
         return StartState(self.q.copy(), self.qd.copy(), np.zeros(n))
+
+    def _max_step(self) -> np.ndarray | None:
+        """What the velocity limits allow in one limit period [rad] (None: no limits)."""
+        if self.p.limits is None:
+            return None
+        return self.p.limits.select(self.p.joints).velocity * self.p.limit_period
 
     def _start_tolerance(self) -> float:
         return self.p.start_tolerance if self.p.start_tolerance > 0.0 else 1e-9

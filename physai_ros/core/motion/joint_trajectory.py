@@ -229,6 +229,8 @@ def plan_trajectory(
     points: Sequence[TrajectoryPoint],
     start: StartState,
     start_tolerance: float,
+    measured: np.ndarray | None = None,
+    max_step: np.ndarray | None = None,
 ) -> TimedTrajectory:
     """Validate a goal and interpolate it from ``start`` (robot order) at t = 0.
 
@@ -240,12 +242,19 @@ def plan_trajectory(
             ``start_tolerance`` [rad] of the start (a larger jump would be a step command).
         start: current state at t = 0, robot order.
         start_tolerance: [rad or m] see above.
+        measured: the measured position (robot order) when ``start`` is not it (a controller
+            that starts from its last reference): a first point at t = 0 must lie within
+            ``start_tolerance`` of it too -- it is where the joint really is.
+        max_step: [rad or m] per joint, what the velocity limit allows in one control period:
+            a first point at t = 0 is commanded at once, a step from the measured position (or
+            ``start``) that must stay under it like any other step.
 
     Raises:
         InvalidInput: empty/unknown/missing/duplicate joints, no points, wrong field lengths,
             velocities/accelerations given for some points only (or accelerations without
             velocities), NaN/Inf, times not increasing.
-        LimitViolation: a waypoint outside its joint's range; a jump at t = 0.
+        LimitViolation: a waypoint outside its joint's range; a jump at t = 0 (from the start,
+            from the measured position, or faster than ``max_step`` allows).
     """
     perm = ranges.order(joint_names)
     names = list(joint_names)
@@ -302,6 +311,21 @@ def plan_trajectory(
             raise LimitViolation(
                 f"point 0 at t = 0 puts {ranges.names[j]} {jump[j]:.4f} away from its current "
                 f"position {q0[j]:.4f} (start tolerance {start_tolerance:g}): give it a time > 0"
+            )
+        here = q0 if measured is None else np.asarray(measured, dtype=float)
+        jump = np.abs(q[0] - here)
+        if measured is not None and np.any(jump > start_tolerance):
+            j = int(np.argmax(jump))
+            raise LimitViolation(
+                f"point 0 at t = 0 puts {ranges.names[j]} {jump[j]:.4f} away from its measured "
+                f"position {here[j]:.4f} (start tolerance {start_tolerance:g}): give it a time > 0"
+            )
+        if max_step is not None and np.any(jump > max_step):
+            j = int(np.argmax(jump - max_step))
+            raise LimitViolation(
+                f"point 0 at t = 0 is a step of {jump[j]:.4f} for {ranges.names[j]} from its "
+                f"position {here[j]:.4f}, more than its velocity limit allows in one control "
+                f"period ({max_step[j]:.4f}): give it a time > 0"
             )
         q0, v0, a0 = q[0], v_all[0], a_all[0]
         q, v_all, a_all, times = q[1:], v_all[1:], a_all[1:], times[1:]
