@@ -321,6 +321,21 @@ def test_start_tolerance_cannot_be_raised_while_the_driver_runs(bench):
     assert "read-only" in result.reason or "read only" in result.reason, result.reason
 
 
+def test_path_and_goal_tolerances_can_only_be_lowered_while_the_driver_runs(bench):
+    """A joint's path or goal tolerance set at run time may tighten the check (the conformance
+    cases do), never loosen it: raising the path tolerance to 10 rad or switching it off (0)
+    is refused naming the joint; lowering it and setting it back are accepted."""
+    name = "arm_controller.constraints.shoulder_pan.trajectory"
+    start = 0.5  # config/so101_driver.yaml constraints.trajectory
+    for loose in (10.0, start + 0.1, 0.0):
+        result = bench.set_driver(name, loose)
+        assert not result.successful, loose
+        assert "shoulder_pan's trajectory tolerance" in result.reason, result.reason
+    assert not bench.set_driver("arm_controller.constraints.wrist_flex.goal", 1.0).successful
+    assert bench.set_driver(name, 0.1).successful
+    assert bench.set_driver(name, start).successful
+
+
 def test_a_failed_encoder_aborts_holds_and_is_named(bench):
     """A servo reporting a failed magnetic encoder (status bit 0x02) no longer knows its angle:
     the goal aborts naming the servo and ENCODER, the arm holds where it is (nothing moves on),

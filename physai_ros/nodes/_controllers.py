@@ -206,6 +206,7 @@ class ControllerServers:
         state_rate: float,
         arm_name: str = interfaces.ARM_CONTROLLER,
         names: JointPrefix | None = None,
+        tighten_only: bool = False,
     ) -> None:
         if not grippers:
             raise InvalidInput("ControllerServers needs at least one gripper controller")
@@ -216,6 +217,9 @@ class ControllerServers:
                     "between parts; not starting with a digit)"
                 )
         self.node, self.arm, self.lock = node, arm, lock
+        # tighten_only (a real arm): per-joint path and goal tolerances may only be lowered at
+        # run time, never raised above their values at start nor switched off (0)
+        self.ceiling = (arm.p.trajectory.copy(), arm.p.goal.copy()) if tighten_only else None
         self.grippers = tuple(grippers)
         self.gripper = self.grippers[0].controller
         self.now, self.to_loop_time, self.ros_stamp = now, to_loop_time, ros_stamp
@@ -470,7 +474,21 @@ class ControllerServers:
                 for (joint, kind), value in constraint.items():
                     if joint not in p.joints or kind not in ("trajectory", "goal"):
                         continue
-                    (trajectory if kind == "trajectory" else goal)[p.joints.index(joint)] = value
+                    j = p.joints.index(joint)
+                    if self.ceiling is not None:
+                        top = self.ceiling[0 if kind == "trajectory" else 1][j]
+                        lowered = value > 0.0 and (top <= 0.0 or value <= top)  # 0 = off
+                        if not (lowered or value == top):
+                            return SetParametersResult(
+                                successful=False,
+                                reason=(
+                                    f"{joint}'s {kind} tolerance is a safety setting of the real "
+                                    f"arm: at run time it may only be lowered (0 < value <= "
+                                    f"{top:g} rad, its value at start); set it higher at start "
+                                    "(params file or -p)"
+                                ),
+                            )
+                    (trajectory if kind == "trajectory" else goal)[j] = value
                 new_arm = dataclasses.replace(p, trajectory=trajectory, goal=goal, **arm_changes)
                 new_grips = {
                     i: dataclasses.replace(self.grippers[i].controller.p, **changes)

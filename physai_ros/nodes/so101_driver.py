@@ -104,6 +104,7 @@ class So101Driver(LifecycleNode):
             ros_stamp=self._ros_stamp,
             monitor_rate=p["arm_controller.action_monitor_rate"],
             state_rate=p["arm_controller.state_publish_rate"],
+            tighten_only=True,
         )
         self.pub_js = self.create_publisher(JointState, interfaces.JOINT_STATES, 10)
         self.pub_jaw = {
