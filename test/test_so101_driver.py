@@ -389,6 +389,35 @@ def test_power_loss_is_never_re_energised(bench):
     assert largest_motion(bench.truth_since(armed)) < STILL
 
 
+def test_a_failed_rearm_of_a_holding_arm_keeps_it_holding(bench):
+    """The arm held lifted (deactivated: torque on, holding), then activated again while the
+    bus loses the replies to the arming's torque check: activation fails, saying why, and the
+    servos that held torque keep holding -- nothing is switched off, the arm does not fall.
+    The next activation arms it."""
+    folded = inside_range(bench.truth_since(0.0)[0]["positions"][:5])
+    lifted = folded + np.array([0.0, 0.5, -1.0, 0.0, 0.0])  # released here, it falls ~17 cm
+    handle = bench.send_arm(lifted, 2.5)
+    assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED, bench.log()[-3000:]
+    assert bench.transition("deactivate")
+    start = len(bench.log())
+    # of the next Torque_Enable reads, the one before arming is answered; the arming's own
+    # check and its retry are lost
+    bench.set_emulator("lose_reads", "Torque_Enable 1 2")
+    t0 = time.time()
+    try:
+        assert not bench.transition("activate")
+        assert "activation failed" in bench.log()[start:], bench.log()[start:]
+        time.sleep(1.0)
+        records = bench.truth_since(t0)
+    finally:
+        bench.set_emulator("lose_reads", "")
+    assert all(all(r["torque_enabled"]) for r in records), records[-1]
+    assert largest_fall(records) < FALL
+    assert bench.transition("activate"), bench.log()[-3000:]
+    handle = bench.send_arm(folded, 2.5)
+    assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED, bench.log()[-3000:]
+
+
 def test_release_drops_torque_and_says_so(bench):
     response = bench.service("release")
     assert response.success and "torque off" in response.message

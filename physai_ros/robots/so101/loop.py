@@ -279,27 +279,31 @@ class ServoLoop:
                 )
             flags = self._latched_flags(bus.read_health().status.astype(int))
             torque = bus.torque_enabled()
-            held = [i for i, f in enumerate(flags) if f and torque[i]]
+            held = [i for i, f in enumerate(flags) if f & FAULT_FLAGS and torque[i]]
             if held:  # a servo holding torque under a latched protection: release it first
                 names = "; ".join(servo_error(i, flags[i]) for i in held)
                 raise Refused(f"servo errors: {names}: {CLEAR_PROTECTION}")
             q = np.clip(reading.position, bus.lower, bus.upper)
             try:
                 self.sent = bus.arm(q)
-            except BusError:  # half-armed: back to how it was (torque off), then say why
+            except BusError:  # half-armed: back to how it was, then say why
                 with contextlib.suppress(BusError):
-                    bus.release()
+                    self._unarm(torque)
                 raise
-            # arming clears latched protections
-            flags = self._latched_flags(bus.read_health().status.astype(int))
+            # arming clears latched protections; the voltage bit is no fault (it never was one
+            # to refuse on: a servo keeps working on a sagging supply)
+            flags = self._latched_flags(bus.read_health().status.astype(int)) & FAULT_FLAGS
             if flags.any():
-                bus.release()
+                self._unarm(torque)
                 names = [
                     f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(f)}"
                     for i, f in enumerate(flags)
                     if f
                 ]
-                raise Refused(f"servo errors persist after arming: {names}; released again")
+                raise Refused(
+                    f"servo errors persist after arming: {names}; back to how they were "
+                    "(torque off where it was off; servos that held torque hold on)"
+                )
             self.commanded = self.sent.copy()
             self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
             self.grip_limit = bus.set_torque_limit(5, self.grip_requested)
@@ -309,6 +313,15 @@ class ServoLoop:
             self.mode, self.armed, self.stopped = "active", True, False
             self.fault, self.rearm_needed = "", False
             return f"armed at {np.round(self.sent, 4).tolist()} rad"
+
+    def _unarm(self, torque_before: np.ndarray) -> None:
+        """A failed arming undone: torque off again only on the servos that had it off. A
+        servo that held torque before (a re-activation, a restarted driver taking over a
+        holding arm) keeps holding: switching it off would drop the arm it carries."""
+        off = [i for i in range(6) if not torque_before[i]]
+        if off:
+            self.bus.release(off)
+            self.armed = False
 
     def deactivate(self, reason: str = "") -> str:
         """Stop following and hold: the servos keep the present pose if torque is on."""

@@ -109,6 +109,16 @@ def joint_offsets(model: mujoco.MjModel) -> list[float]:
     return [float(np.mean(model.jnt_range[model.joint(j).id])) for j in JOINTS]
 
 
+def parse_lose_reads(spec: str) -> tuple[str, int, int]:
+    """("Torque_Enable", 1, 2) from "Torque_Enable 1 2" (see ``Faults.lose_reads``)."""
+    try:
+        name, skip, count = spec.split()
+        fp.register(name)
+        return name, int(skip), int(count)
+    except ValueError as exc:
+        raise InvalidInput(f"lose_reads must be 'REGISTER SKIP COUNT', got {spec!r}") from exc
+
+
 @dataclass
 class Faults:
     """What a test breaks on purpose (all off by default)."""
@@ -121,6 +131,9 @@ class Faults:
     # the cable is pulled as the next read of this register arrives ('' = never; once): a
     # pull that lands in whichever transfer the driver makes, not only in its state read
     pull_at_read: str = ""
+    # replies lost on the wire: "REGISTER SKIP COUNT" = of the next reads of REGISTER, SKIP
+    # are answered, then COUNT go unanswered ('' = never; once)
+    lose_reads: str = ""
 
 
 @dataclass
@@ -431,7 +444,7 @@ class FeetechBusEmulator:
             self.stats.corrupt_requests += 1
             return
         self.stats.requests += 1
-        if self._pull_here(packet):
+        if self._pull_here(packet) or self._lose_here(packet):
             return
         if self.record_writes and packet.code in (
             Instruction.WRITE,
@@ -474,6 +487,23 @@ class FeetechBusEmulator:
             return False
         self.faults.pull_at_read = ""
         self.close_port()
+        return True
+
+    def _lose_here(self, packet: fp.Packet) -> bool:
+        """Lose the replies to ``packet`` if ``faults.lose_reads`` says so (see ``Faults``)."""
+        spec = self.faults.lose_reads
+        if not spec:
+            return False
+        name, skip, count = parse_lose_reads(spec)
+        _, code, params = packet
+        if code not in (Instruction.READ, Instruction.SYNC_READ) or not params:
+            return False
+        if params[0] != fp.register(name).address:
+            return False
+        if skip > 0:
+            self.faults.lose_reads = f"{name} {skip - 1} {count}"
+            return False
+        self.faults.lose_reads = f"{name} 0 {count - 1}" if count > 1 else ""
         return True
 
     def _servo(self, servo_id: int) -> EmulatedServo | None:
