@@ -555,8 +555,25 @@ class ServoLoop:
         if hold and self.armed and self.bus.connected:
             try:
                 self._hold_present()
-            except BusError as exc:
-                self.log("error", f"hold after the fault failed: {exc}")
+            except Exception as exc:  # any failure: say so (the servos keep their goal)
+                self.log(
+                    "error",
+                    f"hold after the fault failed ({type(exc).__name__}: {exc}): the servos keep "
+                    "their last goal",
+                )
+
+    def watchdog(self, reason: str, timeout: float = 0.2) -> bool:
+        """The bus thread stopped cycling (``reason``; called from another thread): a fault
+        that aborts goals and holds the present pose. False when the loop's lock stays taken
+        for ``timeout`` [s] (the bus thread is stuck inside a transfer): nothing can command
+        the servos then; they keep their last goal."""
+        if not self.lock.acquire(timeout=timeout):
+            return False
+        try:
+            self._fault(reason, hold=True)
+            return True
+        finally:
+            self.lock.release()
 
     def _hold_present(self) -> None:
         """Hold where the arm is: a fresh reading, or the last good one if the fresh one
