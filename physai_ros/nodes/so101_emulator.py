@@ -19,7 +19,9 @@ it touches both jaws and each jaw's true normal force on it [N].
 Faults, set at run time with ``ros2 param set /so101_emulator <name> <value>``:
 ``port_connected`` (false = cable pulled), ``pull_at_read`` (a register name: the cable is
 pulled as the driver next reads it, once), ``lose_reads`` ("REGISTER SKIP COUNT": of its
-next reads SKIP are answered, then COUNT replies are lost, once), ``power`` (false = supply
+next reads SKIP are answered, then COUNT replies are lost, once), ``garble`` ("AFTER TARGET
+ID RAW": after the next read of AFTER, the next sync read of TARGET gives servo ID the raw
+value RAW, once), ``power`` (false = supply
 lost: servos silent and limp, the arm falls; true = back, reset with torque off),
 ``mute_ids`` (servos that stop
 answering), ``corrupt_every`` (bad checksum every n-th reply), ``wrong_data_every`` (zeros with
@@ -47,6 +49,7 @@ from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
 from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.emulator.bus import (
     FeetechBusEmulator,
+    parse_garble,
     parse_lose_reads,
     write_calibration,
 )
@@ -144,6 +147,13 @@ class So101Emulator(Node):
                     except InvalidInput as exc:
                         return SetParametersResult(successful=False, reason=str(exc))
                 emulator.faults.lose_reads = value
+            elif name == "garble":
+                if value:
+                    try:
+                        parse_garble(value)
+                    except InvalidInput as exc:
+                        return SetParametersResult(successful=False, reason=str(exc))
+                emulator.faults.garble, emulator.faults.garble_armed = value, False
             elif name == "power":
                 (emulator.power_on if value else emulator.power_off)()
             elif name == "overload_ids":

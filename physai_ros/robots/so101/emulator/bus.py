@@ -109,6 +109,17 @@ def joint_offsets(model: mujoco.MjModel) -> list[float]:
     return [float(np.mean(model.jnt_range[model.joint(j).id])) for j in JOINTS]
 
 
+def parse_garble(spec: str) -> tuple[str, str, int, int]:
+    """("Max_Position_Limit", "Present_Position", 5, 0) from "Max_Position_Limit
+    Present_Position 5 0" (see ``Faults.garble``)."""
+    try:
+        after, target, sid, raw = spec.split()
+        fp.register(after), fp.register(target)
+        return after, target, int(sid), int(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"garble must be 'AFTER TARGET ID RAW', got {spec!r}") from exc
+
+
 def parse_lose_reads(spec: str) -> tuple[str, int, int]:
     """("Torque_Enable", 1, 2) from "Torque_Enable 1 2" (see ``Faults.lose_reads``)."""
     try:
@@ -134,6 +145,10 @@ class Faults:
     # replies lost on the wire: "REGISTER SKIP COUNT" = of the next reads of REGISTER, SKIP
     # are answered, then COUNT go unanswered ('' = never; once)
     lose_reads: str = ""
+    # one servo's value garbled: "AFTER TARGET ID RAW" = after the next read of AFTER, the next
+    # sync read of TARGET hands servo ID the raw value RAW, well formed ('' = never; once)
+    garble: str = ""
+    garble_armed: bool = False  # AFTER was read: the next read of TARGET is garbled
 
 
 @dataclass
@@ -506,6 +521,19 @@ class FeetechBusEmulator:
         self.faults.lose_reads = f"{name} 0 {count - 1}" if count > 1 else ""
         return True
 
+    def _garbled(self, address: int) -> tuple[int, int] | None:
+        """(servo id, raw value) if this sync read of ``address`` is the one ``faults.garble``
+        names (see ``Faults``), else None; arms the fault on a read of its AFTER register."""
+        if not self.faults.garble:
+            return None
+        after, target, sid, raw = parse_garble(self.faults.garble)
+        if self.faults.garble_armed and address == fp.register(target).address:
+            self.faults.garble, self.faults.garble_armed = "", False
+            return sid, raw
+        if address == fp.register(after).address:
+            self.faults.garble_armed = True
+        return None
+
     def _servo(self, servo_id: int) -> EmulatedServo | None:
         if not self.powered:
             return None
@@ -571,10 +599,13 @@ class FeetechBusEmulator:
             self._sync_reads += 1
             every = self.faults.wrong_data_every
             wrong = bool(every) and self._sync_reads % every == 0
+            garbled = self._garbled(sync.address)
             for target in sync.ids:
                 servo = self._servo(target)
                 if servo is not None:
                     data = bytes(sync.length) if wrong else servo.read(sync.address, sync.length)
+                    if garbled is not None and target == garbled[0]:
+                        data = garbled[1].to_bytes(sync.length, "little")
                     yield self._status(servo, data)
             self.stats.wrong_data_replies += wrong
         self._apply_bus_changes()
