@@ -153,6 +153,44 @@ def test_silent_servo_and_corrupt_replies_are_reported(emulator):
         bus.port_handler.closePort()
 
 
+def test_lost_reads_skip_then_lose_then_answer_again(emulator):
+    """``lose_reads`` "Torque_Enable 1 2": the next Torque_Enable read is answered, the two
+    after it are not (a reply lost on the wire), then reads are answered again; other
+    registers are never touched."""
+    bus = _bus(emulator.port, emulator.calibration)
+    bus.connect(handshake=False)
+    try:
+        emulator.faults.lose_reads = "Torque_Enable 1 2"
+        assert bus.sync_read("Present_Position", normalize=False)
+        assert bus.sync_read("Torque_Enable", normalize=False)
+        for _ in range(2):
+            with pytest.raises(ConnectionError, match="no status packet"):
+                bus.sync_read("Torque_Enable", normalize=False)
+        assert emulator.faults.lose_reads == ""
+        assert bus.sync_read("Torque_Enable", normalize=False)
+    finally:
+        emulator.faults.lose_reads = ""
+        bus.port_handler.closePort()
+
+
+def test_garble_hands_one_servo_a_raw_value_after_the_named_read(emulator):
+    """``garble`` "Torque_Enable Present_Position 5 2700": a Present_Position read before any
+    Torque_Enable read is true; the first after it gives servo 5 (wrist_roll) 2700, once."""
+    bus = _bus(emulator.port, emulator.calibration)
+    bus.connect(handshake=False)
+    try:
+        emulator.faults.garble = "Torque_Enable Present_Position 5 2700"
+        true = bus.sync_read("Present_Position", normalize=False)["wrist_roll"]
+        assert true != 2700
+        bus.sync_read("Torque_Enable", normalize=False)
+        assert bus.sync_read("Present_Position", normalize=False)["wrist_roll"] == 2700
+        assert emulator.faults.garble == ""
+        assert bus.sync_read("Present_Position", normalize=False)["wrist_roll"] == true
+    finally:
+        emulator.faults.garble = ""
+        bus.port_handler.closePort()
+
+
 def test_overload_flag_reaches_lerobot_and_the_status_register(emulator):
     bus = _bus(emulator.port, emulator.calibration)
     bus.connect(handshake=False)

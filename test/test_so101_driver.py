@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 from action_msgs.msg import GoalStatus
 from diagnostic_msgs.msg import DiagnosticStatus
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
 from support.emulated_so101 import ARM, Bench, largest_fall, largest_motion
 from support.optional import require
 from support.paths import shipped
@@ -34,6 +36,10 @@ STILL = 0.05  # [rad] "moves nothing": no joint of the witness moves more than t
 FALL = 0.01  # [m] "no fall": the gripper site drops less than this
 RECONNECT = shipped("so101_driver", "reconnect_period")  # [s] 1.0
 STAMP_SLACK = 0.3  # [s] a reading taken as the cable is pulled may go out this much later
+
+
+def string_value(text: str) -> ParameterValue:
+    return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=text)
 
 
 def inside_range(positions: np.ndarray) -> np.ndarray:
@@ -437,6 +443,79 @@ def test_power_loss_is_never_re_energised(bench):
     assert bench.transition("activate"), bench.log()[-2000:]
     time.sleep(0.5)
     assert largest_motion(bench.truth_since(armed)) < STILL
+
+
+def test_a_failed_rearm_of_a_holding_arm_keeps_it_holding(bench):
+    """The arm held lifted (deactivated: torque on, holding), then activated again while the
+    bus loses the replies to the arming's torque check: activation fails, saying why, and the
+    servos that held torque keep holding -- nothing is switched off, the arm does not fall.
+    The next activation arms it."""
+    folded = inside_range(bench.truth_since(0.0)[0]["positions"][:5])
+    lifted = folded + np.array([0.0, 0.5, -1.0, 0.0, 0.0])  # released here, it falls ~17 cm
+    handle = bench.send_arm(lifted, 2.5)
+    assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED, bench.log()[-3000:]
+    assert bench.transition("deactivate")
+    start = len(bench.log())
+    # of the next Torque_Enable reads, the one before arming is answered; the arming's own
+    # check and its retry are lost
+    bench.set_emulator("lose_reads", "Torque_Enable 1 2")
+    t0 = time.time()
+    try:
+        assert not bench.transition("activate")
+        assert "activation failed" in bench.log()[start:], bench.log()[start:]
+        time.sleep(1.0)
+        records = bench.truth_since(t0)
+    finally:
+        bench.set_emulator("lose_reads", "")
+    assert all(all(r["torque_enabled"]) for r in records), records[-1]
+    assert largest_fall(records) < FALL
+    assert bench.transition("activate"), bench.log()[-3000:]
+    handle = bench.send_arm(folded, 2.5)
+    assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED, bench.log()[-3000:]
+
+
+def test_activation_arms_at_two_agreeing_reads_not_one_garbled(bench):
+    """The first pose read at activation garbled, well formed: wrist_roll reads about 1 rad
+    away from where it is (raw 2700, inside its range: no range check can tell). Armed at
+    that one read, the wrist would swing there; armed at two agreeing reads, nothing moves."""
+    assert bench.transition("deactivate")
+    # the calibration check's last read comes right before the pose's, under the same lock
+    bench.set_emulator("garble", "Max_Position_Limit Present_Position 5 2700")
+    t0 = time.time()
+    try:
+        assert bench.transition("activate"), bench.log()[-3000:]
+        time.sleep(1.0)
+    finally:
+        bench.set_emulator("garble", "")
+    assert largest_motion(bench.truth_since(t0)) < STILL
+
+
+def test_a_fault_holds_the_last_good_pose_not_a_garbled_read(bench):
+    """An overload faults the driver; the pose read for its hold is garbled, well formed:
+    wrist_roll about 1 rad away (raw 2700, inside its range). The hold keeps the last good
+    reading -- the same jump check as every cycle -- and the wrist does not swing."""
+    request = SetParameters.Request(
+        parameters=[  # in one request: the health check's Status reads arm the garble
+            Parameter(name="garble", value=string_value("Status Present_Position 5 2700")),
+            Parameter(
+                name="overload_ids",
+                value=ParameterValue(
+                    type=ParameterType.PARAMETER_INTEGER_ARRAY, integer_array_value=[2]
+                ),
+            ),
+        ]
+    )
+    t0 = time.time()
+    try:
+        assert all(r.successful for r in bench.call(bench.emu_params, request).results)
+        assert bench.wait(lambda: bench.state() == "inactive", 5.0), bench.log()[-3000:]
+        time.sleep(1.0)
+        wrist = [r["positions"][4] for r in bench.truth_since(t0)]
+    finally:
+        bench.set_emulator("garble", "")
+    assert max(wrist) - min(wrist) < STILL, (min(wrist), max(wrist))
+    assert bench.service("release").success  # clears the overload (as the user would)
+    assert bench.transition("activate"), bench.log()[-3000:]
 
 
 def test_release_drops_torque_and_says_so(bench):

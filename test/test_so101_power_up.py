@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 import pytest
+from diagnostic_msgs.msg import DiagnosticStatus
 from support.emulated_so101 import ARM, Bench, largest_fall, largest_motion
 from support.optional import require
 
@@ -134,5 +135,87 @@ def test_driver_killed_mid_goal_the_arm_holds_and_a_restarted_driver_takes_over_
         assert largest_motion(bench.truth_since(restarted)) < STILL
         assert largest_fall(bench.truth_since(restarted)) < FALL
         assert bench.truth()["eprom_writes"] == 0
+    finally:
+        bench.close()
+
+
+# Loaded by the driver's process only (its PYTHONPATH) as it starts: once the loop's module is
+# imported (not at start-up: the site module is not ready for scipy), ServoLoop.take_ends meets
+# an exception nobody expected in the bus thread (outside the loop's own cycle) as soon as the
+# file PHYSAI_TEST_BOOM names exists.
+BOOM = """
+import importlib.abc, importlib.util, os, sys, threading
+
+TRIGGER, MODULE = os.environ.get("PHYSAI_TEST_BOOM", ""), "physai_ros.robots.so101.loop"
+
+
+class Boom(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != MODULE:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        exec_module = spec.loader.exec_module
+
+        def patched(module):
+            exec_module(module)
+            take_ends = module.ServoLoop.take_ends
+
+            def boom(loop):
+                if threading.current_thread().name == "so101-bus" and os.path.exists(TRIGGER):
+                    raise ZeroDivisionError("injected by the test")
+                return take_ends(loop)
+
+            module.ServoLoop.take_ends = boom
+
+        spec.loader.exec_module = patched
+        return spec
+
+
+if TRIGGER:
+    sys.meta_path.insert(0, Boom())
+"""
+
+
+def test_an_unexpected_exception_kills_no_bus_thread_silently(tmp_path, ros_domain):
+    """An exception nobody expected in the bus thread, mid-move: the goal is aborted naming
+    it, /diagnostics says ERROR with its name (not the last good snapshot), the arm holds
+    where it is (torque on, no fall, nothing moves after) and activation is refused: the
+    driver must be restarted."""
+    hook, trigger = tmp_path / "hook", tmp_path / "boom"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(BOOM)
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(hook), os.environ.get("PYTHONPATH", "")]),
+        "PHYSAI_TEST_BOOM": str(trigger),
+    }
+    bench = Bench(tmp_path / "bench", ros_domain, driver_env=env)
+    try:
+        bench.wait_active()
+        limits = load_limits("so101")
+        index = [list(limits.joint_names).index(j) for j in ARM]
+        lo, hi = limits.position_min[index] + 0.01, limits.position_max[index] - 0.01
+        goal = np.clip(bench.arm_position(), lo, hi) + np.array([0.0, 0.5, -1.0, 0.0, 0.0])
+        handle = bench.send_arm(goal, 2.5)
+        assert handle.accepted, bench.log()
+        time.sleep(1.5)
+        trigger.touch()
+        result = bench.arm_result(handle, 10.0)
+        assert "ZeroDivisionError" in result.result.error_string, result.result.error_string
+
+        def named() -> bool:
+            errors = bench.diagnostics(DiagnosticStatus.ERROR)
+            return any("ZeroDivisionError" in s.message for s in errors)
+
+        assert bench.wait(named, 5.0), bench.diag
+        time.sleep(0.5)
+        held = time.time()
+        time.sleep(1.0)
+        records = bench.truth_since(held)
+        assert all(all(r["torque_enabled"]) for r in records), records[-1]
+        assert largest_fall(records) < FALL and largest_motion(records) < STILL
+        assert bench.wait(lambda: bench.state() == "inactive", 5.0)
+        assert not bench.transition("activate")
+        assert "restart the driver" in bench.log(), bench.log()[-3000:]
     finally:
         bench.close()

@@ -25,6 +25,7 @@ import dataclasses
 import os
 import threading
 import time
+import traceback
 
 import rclpy
 from builtin_interfaces.msg import Time
@@ -61,6 +62,7 @@ LEVELS = {
 }
 JAW_FRAMES = {"fixed_jaw": "gripper", "moving_jaw": "moving_jaw_so101_v1"}
 SCHEMA = load_schema("so101_driver")  # config/schema/so101_driver.yaml
+BUS_STALL = 1.0  # [s] no bus cycle for this long: the bus thread is stuck (the watchdog acts)
 
 
 class So101Driver(LifecycleNode):
@@ -119,6 +121,9 @@ class So101Driver(LifecycleNode):
         self.create_timer(0.1, self._supervise)
         self.snapshot: Snapshot | None = None
         self.running = True
+        self.bus_death = ""  # the exception that ended the bus thread ('' = none)
+        self.watchdog_held: bool | None = None  # the watchdog's hold (None = not acted)
+        self.stale_stamp: float | None = None  # an old snapshot's stamp the watchdog saw
         self.thread = threading.Thread(target=self._bus_thread, name="so101-bus", daemon=True)
         self.thread.start()
         self.autostart = p["autostart"]
@@ -164,6 +169,10 @@ class So101Driver(LifecycleNode):
         return OK
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        if problem := self._bus_problem():
+            self.get_logger().error(f"activation refused: {problem}; restart the driver")
+            self._activation_retries = 0
+            return FAILURE
         try:
             self.get_logger().info(self.loop.activate(time.monotonic()))
         except Refused as exc:  # the arm is not safe to arm: a person must act
@@ -229,6 +238,23 @@ class So101Driver(LifecycleNode):
 
     # --- the bus thread ------------------------------------------------------------------
     def _bus_thread(self) -> None:
+        """The bus loop; an unexpected exception ends it as a fault named after it (the
+        watchdog holds the arm), never a silent death."""
+        try:
+            self._bus_cycles()
+        except Exception as exc:
+            if not self.running or not rclpy.ok(context=self.context):
+                return  # shutting down
+            self.bus_death = f"{type(exc).__name__}: {exc}"
+            self.get_logger().error(
+                f"bus thread stopped by {self.bus_death}\n{traceback.format_exc()}"
+            )
+            try:  # hold now; the goals' ends are delivered from the executor
+                self._watchdog()
+            except Exception as again:  # the diagnostics timer tries again
+                self.get_logger().error(f"watchdog failed: {type(again).__name__}: {again}")
+
+    def _bus_cycles(self) -> None:
         period = 1.0 / self.p["loop_rate"]
         next_t = time.monotonic()
         while self.running and rclpy.ok(context=self.context):
@@ -268,13 +294,53 @@ class So101Driver(LifecycleNode):
             msg.wrench.force.z = snap.jaw.normal_n * (1.0 if jaw == "fixed_jaw" else -1.0)
             self.pub_jaw[jaw].publish(msg)
 
+    def _bus_problem(self) -> str:
+        """Why the bus thread does not cycle ('' = it does)."""
+        if self.bus_death:
+            return f"bus thread stopped by {self.bus_death}"
+        if not self.thread.is_alive():
+            return "bus thread stopped"
+        snap = self.snapshot
+        # the same old snapshot at two diagnostics ticks: one old snapshot alone may be a cycle
+        # that waited for a lifecycle step (activation holds the loop for a while)
+        if snap is not None and snap.stamp == self.stale_stamp:
+            return f"bus thread stuck: no bus cycle for {time.monotonic() - snap.stamp:.1f} s"
+        return ""
+
+    def _watchdog(self) -> str:
+        """The bus thread stopped or stuck: once, a fault that aborts goals and holds the
+        present pose (retried while the stuck thread keeps the loop's lock). Returns the
+        /diagnostics message ('' = the thread cycles)."""
+        snap = self.snapshot
+        old = snap is not None and time.monotonic() - snap.stamp > BUS_STALL
+        problem = self._bus_problem()
+        self.stale_stamp = snap.stamp if old else None
+        if not problem:
+            self.watchdog_held = None
+            return ""
+        if not self.watchdog_held:
+            self.watchdog_held = self.loop.watchdog(problem)
+        effect = (
+            "the servos hold the present pose"
+            if self.watchdog_held
+            else "cannot command the servos (they keep their last goal)"
+        )
+        return f"{problem}: {effect}; joint_states stopped; restart the driver"
+
     def _publish_diagnostics(self) -> None:
         snap = self.snapshot
         if snap is None:
             return
+        if problem := self._watchdog():  # the snapshot is old: say so, not what it said
+            snap = snap._replace(fault=problem, reading=None)
+            if self.watchdog_held:  # (else the stuck thread holds the loop's lock)
+                self.servers.deliver(self.loop.take_ends())
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
+        age = time.monotonic() - snap.stamp
         for report in reports(snap, self.loop.rearm_needed, self.loop.stopped):
+            if report.name == "so101/driver":
+                report = report._replace(values={**report.values, "state_age_s": age})
             status = DiagnosticStatus(
                 name=report.name,
                 hardware_id=report.hardware_id,

@@ -18,8 +18,12 @@ it touches both jaws and each jaw's true normal force on it [N].
 
 Faults, set at run time with ``ros2 param set /so101_emulator <name> <value>``:
 ``port_connected`` (false = cable pulled), ``pull_at_read`` (a register name: the cable is
-pulled as the driver next reads it, once), ``power`` (false = supply lost: servos silent and
-limp, the arm falls; true = back, reset with torque off), ``mute_ids`` (servos that stop
+pulled as the driver next reads it, once), ``lose_reads`` ("REGISTER SKIP COUNT": of its
+next reads SKIP are answered, then COUNT replies are lost, once), ``garble`` ("AFTER TARGET
+ID RAW": after the next read of AFTER, the next sync read of TARGET gives servo ID the raw
+value RAW, once), ``power`` (false = supply
+lost: servos silent and limp, the arm falls; true = back, reset with torque off),
+``mute_ids`` (servos that stop
 answering), ``corrupt_every`` (bad checksum every n-th reply), ``wrong_data_every`` (zeros with
 a right checksum in every n-th sync read: a desynchronised bus), ``overload_ids`` (latch
 OVERLOAD), ``encoder_error_ids`` (those servos report a failed encoder; [0] = none),
@@ -44,7 +48,12 @@ from physai_ros.errors import InvalidInput
 from physai_ros.nodes._common import declare_schema, load_schema, run_node
 from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
 from physai_ros.robots.so101 import protocol as fp
-from physai_ros.robots.so101.emulator.bus import FeetechBusEmulator, write_calibration
+from physai_ros.robots.so101.emulator.bus import (
+    FeetechBusEmulator,
+    parse_garble,
+    parse_lose_reads,
+    write_calibration,
+)
 from physai_ros.robots.so101.emulator.physics import JOINTS
 
 
@@ -133,6 +142,20 @@ class So101Emulator(Node):
                     except InvalidInput as exc:
                         return SetParametersResult(successful=False, reason=str(exc))
                 emulator.faults.pull_at_read = value
+            elif name == "lose_reads":
+                if value:
+                    try:
+                        parse_lose_reads(value)
+                    except InvalidInput as exc:
+                        return SetParametersResult(successful=False, reason=str(exc))
+                emulator.faults.lose_reads = value
+            elif name == "garble":
+                if value:
+                    try:
+                        parse_garble(value)
+                    except InvalidInput as exc:
+                        return SetParametersResult(successful=False, reason=str(exc))
+                emulator.faults.garble, emulator.faults.garble_armed = value, False
             elif name == "power":
                 (emulator.power_on if value else emulator.power_off)()
             elif name == "overload_ids":

@@ -55,8 +55,9 @@ class Bench:
     """Emulator + the real-arm graph (driver only, or the whole pick graph) + a client.
 
     ``driver``: extra driver parameters (written into the graph's spec as a launch file or a
-    params file would pass them); ``emulator``: emulator parameters (faults at power-up);
-    ``pick_spec``: the pick node's spec from (port, calibration file), in place of the graph's.
+    params file would pass them); ``driver_env``: extra environment of the driver's process;
+    ``emulator``: emulator parameters (faults at power-up); ``pick_spec``: the pick node's spec
+    from (port, calibration file), in place of the graph's.
     """
 
     def __init__(
@@ -65,6 +66,7 @@ class Bench:
         domain: int,
         *,
         driver: dict | None = None,
+        driver_env: dict[str, str] | None = None,
         emulator: dict | None = None,
         pick: bool = False,
         cube: tuple[float, float] = (0.22, 0.0),
@@ -77,6 +79,7 @@ class Bench:
             sim=False, port=port, calibration_file=cal, cube_x=cube[0], cube_y=cube[1]
         )
         specs[0].parameters.update(driver or {})
+        specs[0].env.update(driver_env or {})
         if pick_spec is not None:  # (port, calibration file) -> the pick node's spec
             specs[-1] = pick_spec(port, cal)
         self.specs = specs if pick else specs[:1]

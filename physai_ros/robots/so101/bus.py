@@ -556,14 +556,20 @@ class So101Bus:
         )
         return counts * STALL_TORQUE / 1000.0
 
-    def release(self) -> None:
-        """Torque off on every servo: the arm goes limp (and falls if unsupported). Sync
-        writes, then a read to confirm: it must work on servos reporting an error (an
-        overload), whose every reply LeRobot would otherwise take as a failed write."""
+    def release(self, joints: Sequence[int] = range(6)) -> None:
+        """Torque off on the servos of ``joints`` (default every one): the arm goes limp (and
+        falls if unsupported). Sync writes, then a read to confirm: it must work on servos
+        reporting an error (an overload), whose every reply LeRobot would otherwise take as a
+        failed write."""
+        names = [JOINTS[j] for j in joints]
         for _ in range(3):
-            self._guard("disable torque", lambda: self._write_all("Torque_Enable", 0))
-            self._guard("unlock EPROM", lambda: self._write_all("Lock", 0))
-            on = self.torque_enabled()
+            for register in ("Torque_Enable", "Lock"):  # torque off, then unlock the EPROM
+                values = dict.fromkeys(names, 0)
+                self._guard(
+                    f"write {register} 0",
+                    lambda r=register, v=values: self.bus.sync_write(r, v, normalize=False),
+                )
+            on = self.torque_enabled() & np.isin(np.arange(6), list(joints))
             if not on.any():
                 return
         raise ServoSilent(f"torque still on at {[JOINTS[i] for i in np.flatnonzero(on)]}")

@@ -67,6 +67,7 @@ FAULT_FLAGS = PROTECTION_FLAGS | fp.ErrorBit.ENCODER
 KNOWN_FLAGS = sum(int(bit) for bit in fp.ErrorBit)  # bits the STS3215 documents (0x2f)
 MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
 BEYOND_RANGE = 0.5  # [rad] no joint rests further beyond its range: further = a garbled read
+AGREE = 0.02  # [rad] two reads of a resting arm agree this well: arming needs two such reads
 GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
 # (closing onto the jaw's own stop is how a pick closes)
 
@@ -289,7 +290,7 @@ class ServoLoop:
                     f"calibration differs from the servos: {mismatches}; recalibrate, use the "
                     "right file, or configure with write_calibration:=true"
                 )
-            reading = bus.read_state()
+            reading = self._agreeing_reading()
             outside = self.outside_limits(reading.position)
             if outside:
                 raise Refused(
@@ -298,7 +299,7 @@ class ServoLoop:
                 )
             flags = self._latched_flags(bus.read_health().status.astype(int))
             torque = bus.torque_enabled()
-            held = [i for i, f in enumerate(flags) if f and torque[i]]
+            held = [i for i, f in enumerate(flags) if f & FAULT_FLAGS and torque[i]]
             if held:  # a servo holding torque under a latched protection: release it first
                 names = "; ".join(servo_error(i, flags[i]) for i in held)
                 advice = what_to_do(int(np.bitwise_or.reduce(flags[held])))
@@ -306,20 +307,24 @@ class ServoLoop:
             q = np.clip(reading.position, bus.lower, bus.upper)
             try:
                 self.sent = bus.arm(q)
-            except BusError:  # half-armed: back to how it was (torque off), then say why
+            except BusError:  # half-armed: back to how it was, then say why
                 with contextlib.suppress(BusError):
-                    bus.release()
+                    self._unarm(torque)
                 raise
-            # arming clears latched protections
-            flags = self._latched_flags(bus.read_health().status.astype(int))
+            # arming clears latched protections; the voltage bit is no fault (it never was one
+            # to refuse on: a servo keeps working on a sagging supply)
+            flags = self._latched_flags(bus.read_health().status.astype(int)) & FAULT_FLAGS
             if flags.any():
-                bus.release()
+                self._unarm(torque)
                 names = [
                     f"servo {IDS[i]} ({JOINTS[i]}) {flag_names(f)}"
                     for i, f in enumerate(flags)
                     if f
                 ]
-                raise Refused(f"servo errors persist after arming: {names}; released again")
+                raise Refused(
+                    f"servo errors persist after arming: {names}; back to how they were "
+                    "(torque off where it was off; servos that held torque hold on)"
+                )
             self.commanded = self.sent.copy()
             self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
             self.grip_limit = bus.set_torque_limit(5, self.grip_requested)
@@ -329,6 +334,32 @@ class ServoLoop:
             self.mode, self.armed, self.stopped = "active", True, False
             self.fault, self.rearm_needed = "", False
             return f"armed at {np.round(self.sent, 4).tolist()} rad"
+
+    def _unarm(self, torque_before: np.ndarray) -> None:
+        """A failed arming undone: torque off again only on the servos that had it off. A
+        servo that held torque before (a re-activation, a restarted driver taking over a
+        holding arm) keeps holding: switching it off would drop the arm it carries."""
+        off = [i for i in range(6) if not torque_before[i]]
+        if off:
+            self.bus.release(off)
+            self.armed = False
+
+    def _agreeing_reading(self, tries: int = 4) -> JointReading:
+        """A reading of the pose that the one before it repeats within ``AGREE``: one garbled
+        read (a well-formed reply with wrong data, as a desynchronised bus delivers) must not
+        be armed at -- the servos would go there. ``BusError`` after ``tries`` reads."""
+        last = self.bus.read_state()
+        for _ in range(tries - 1):
+            reading = self.bus.read_state()
+            jump = np.abs(reading.position - last.position)
+            if np.all(jump <= AGREE):
+                return reading
+            last = reading
+        j = int(np.argmax(jump))
+        raise BusError(
+            f"the pose reads differently on successive reads ({JOINTS[j]} by {jump[j]:.3f} rad, "
+            f"{tries} reads): not armed at a garbled reading; activate again"
+        )
 
     def deactivate(self, reason: str = "") -> str:
         """Stop following and hold: the servos keep the present pose if torque is on."""
@@ -447,20 +478,25 @@ class ServoLoop:
         reply, also right after a silence: holding or resuming toward such a reading would
         throw the arm. A jump within the ranges that persists past ``stale_timeout`` is
         believed (the arm was moved)."""
-        beyond = self._beyond_range(reading.position)
-        if beyond:
-            self.log("warn", f"reading dropped: {beyond}")
-            return True
+        why = self._why_implausible(reading.position, now)
+        if why:
+            self.log("warn", f"reading dropped: {why}")
+        return bool(why)
+
+    def _why_implausible(self, position: np.ndarray, now: float) -> str:
+        """Why ``position`` [rad] at ``now`` cannot be the arm's ('' if it can): beyond the
+        range, or a jump from the last good reading faster than ``MAX_SPEED`` (not checked
+        once the last good reading is older than ``stale_timeout``)."""
+        beyond = self._beyond_range(position)
         last = self.reading
-        if last is None or now - self.last_good > self.s.stale_timeout:
-            return False
+        if beyond or last is None or now - self.last_good > self.s.stale_timeout:
+            return beyond
         reach = MAX_SPEED * max(now - self.last_good, 0.0) + 0.05
-        jump = np.abs(reading.position - last.position)
+        jump = np.abs(position - last.position)
         if not np.any(jump > reach):
-            return False
+            return ""
         j = int(np.argmax(jump))
-        self.log("warn", f"reading dropped: {JOINTS[j]} jumped {jump[j]:.3f} rad in one cycle")
-        return True
+        return f"{JOINTS[j]} jumped {jump[j]:.3f} rad in one cycle"
 
     def _beyond_range(self, position: np.ndarray) -> str:
         """Why ``position`` [rad] cannot be the arm's ('' if it can): a joint further than
@@ -562,14 +598,34 @@ class ServoLoop:
         if hold and self.armed and self.bus.connected:
             try:
                 self._hold_present()
-            except BusError as exc:
-                self.log("error", f"hold after the fault failed: {exc}")
+            except Exception as exc:  # any failure: say so (the servos keep their goal)
+                self.log(
+                    "error",
+                    f"hold after the fault failed ({type(exc).__name__}: {exc}): the servos keep "
+                    "their last goal",
+                )
+
+    def watchdog(self, reason: str, timeout: float = 0.2) -> bool:
+        """The bus thread stopped cycling (``reason``; called from another thread): a fault
+        that aborts goals and holds the present pose. False when the loop's lock stays taken
+        for ``timeout`` [s] (the bus thread is stuck inside a transfer): nothing can command
+        the servos then; they keep their last goal."""
+        if not self.lock.acquire(timeout=timeout):
+            return False
+        try:
+            self._fault(reason, hold=True)
+            return True
+        finally:
+            self.lock.release()
 
     def _hold_present(self) -> None:
         """Hold where the arm is: a fresh reading, or the last good one if the fresh one
-        cannot be the arm's (holding a garbled reading would throw the arm)."""
+        cannot be the arm's -- beyond the range, or a jump the cycle would drop (holding a
+        garbled reading would throw the arm)."""
         present = self.bus.read_state().position
-        if self._beyond_range(present) and self.reading is not None:
+        now = self.last_cycle if self.last_cycle is not None else self.last_good
+        if self.reading is not None and (why := self._why_implausible(present, now)):
+            self.log("warn", f"holding the last good reading: the fresh one is garbled ({why})")
             present = self.reading.position
         self.sent = self.bus.send_positions(present)
         self.commanded = self.sent.copy()

@@ -110,6 +110,27 @@ def joint_offsets(model: mujoco.MjModel) -> list[float]:
     return [float(np.mean(model.jnt_range[model.joint(j).id])) for j in JOINTS]
 
 
+def parse_garble(spec: str) -> tuple[str, str, int, int]:
+    """("Max_Position_Limit", "Present_Position", 5, 0) from "Max_Position_Limit
+    Present_Position 5 0" (see ``Faults.garble``)."""
+    try:
+        after, target, sid, raw = spec.split()
+        fp.register(after), fp.register(target)
+        return after, target, int(sid), int(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"garble must be 'AFTER TARGET ID RAW', got {spec!r}") from exc
+
+
+def parse_lose_reads(spec: str) -> tuple[str, int, int]:
+    """("Torque_Enable", 1, 2) from "Torque_Enable 1 2" (see ``Faults.lose_reads``)."""
+    try:
+        name, skip, count = spec.split()
+        fp.register(name)
+        return name, int(skip), int(count)
+    except ValueError as exc:
+        raise InvalidInput(f"lose_reads must be 'REGISTER SKIP COUNT', got {spec!r}") from exc
+
+
 @dataclass
 class Faults:
     """What a test breaks on purpose (all off by default)."""
@@ -122,6 +143,13 @@ class Faults:
     # the cable is pulled as the next read of this register arrives ('' = never; once): a
     # pull that lands in whichever transfer the driver makes, not only in its state read
     pull_at_read: str = ""
+    # replies lost on the wire: "REGISTER SKIP COUNT" = of the next reads of REGISTER, SKIP
+    # are answered, then COUNT go unanswered ('' = never; once)
+    lose_reads: str = ""
+    # one servo's value garbled: "AFTER TARGET ID RAW" = after the next read of AFTER, the next
+    # sync read of TARGET hands servo ID the raw value RAW, well formed ('' = never; once)
+    garble: str = ""
+    garble_armed: bool = False  # AFTER was read: the next read of TARGET is garbled
 
 
 @dataclass
@@ -448,7 +476,7 @@ class FeetechBusEmulator:
             self.stats.corrupt_requests += 1
             return
         self.stats.requests += 1
-        if self._pull_here(packet):
+        if self._pull_here(packet) or self._lose_here(packet):
             return
         if self.record_writes and packet.code in (
             Instruction.WRITE,
@@ -492,6 +520,36 @@ class FeetechBusEmulator:
         self.faults.pull_at_read = ""
         self.close_port()
         return True
+
+    def _lose_here(self, packet: fp.Packet) -> bool:
+        """Lose the replies to ``packet`` if ``faults.lose_reads`` says so (see ``Faults``)."""
+        spec = self.faults.lose_reads
+        if not spec:
+            return False
+        name, skip, count = parse_lose_reads(spec)
+        _, code, params = packet
+        if code not in (Instruction.READ, Instruction.SYNC_READ) or not params:
+            return False
+        if params[0] != fp.register(name).address:
+            return False
+        if skip > 0:
+            self.faults.lose_reads = f"{name} {skip - 1} {count}"
+            return False
+        self.faults.lose_reads = f"{name} 0 {count - 1}" if count > 1 else ""
+        return True
+
+    def _garbled(self, address: int) -> tuple[int, int] | None:
+        """(servo id, raw value) if this sync read of ``address`` is the one ``faults.garble``
+        names (see ``Faults``), else None; arms the fault on a read of its AFTER register."""
+        if not self.faults.garble:
+            return None
+        after, target, sid, raw = parse_garble(self.faults.garble)
+        if self.faults.garble_armed and address == fp.register(target).address:
+            self.faults.garble, self.faults.garble_armed = "", False
+            return sid, raw
+        if address == fp.register(after).address:
+            self.faults.garble_armed = True
+        return None
 
     def _servo(self, servo_id: int) -> EmulatedServo | None:
         if not self.powered:
@@ -558,10 +616,13 @@ class FeetechBusEmulator:
             self._sync_reads += 1
             every = self.faults.wrong_data_every
             wrong = bool(every) and self._sync_reads % every == 0
+            garbled = self._garbled(sync.address)
             for target in sync.ids:
                 servo = self._servo(target)
                 if servo is not None:
                     data = bytes(sync.length) if wrong else servo.read(sync.address, sync.length)
+                    if garbled is not None and target == garbled[0]:
+                        data = garbled[1].to_bytes(sync.length, "little")
                     yield self._status(servo, data)
             self.stats.wrong_data_replies += wrong
         self._apply_bus_changes()
