@@ -27,7 +27,8 @@ import numpy as np
 
 from physai_ros.core.pick.contact import jaws_touch
 from physai_ros.core.pick.grip import pick_outcome
-from physai_ros.core.pick.machine import PickConfig, PickMachine, PickSensing, arm_ik
+from physai_ros.core.pick.machine import PickCommand, PickConfig, PickMachine, PickSensing
+from physai_ros.sim.lockstep_pick import pose_arm_at_home, run_lockstep_pick
 from physai_ros.sim.mujoco_sim import MujocoSim
 from physai_ros.sim.scene import scene_soft_object
 
@@ -82,77 +83,94 @@ def jaw_forces(sim: MujocoSim) -> tuple[float, float]:
     return fixed, moving
 
 
+class SoftObjectWorld:
+    """``sim``'s soft object for :func:`~physai_ros.sim.lockstep_pick.run_lockstep_pick`, driven
+    as the sim bridge drives it: arm targets written each step, jaw goals through the bridge's
+    servo (``MujocoSim.drive_jaw``), the jaw forces read as the pick node reads them.
+
+    The cap close reads contacts only when they can end it; the force close reads the forces in
+    close and, after a grip, through lift and hold (its law runs on: it keeps the squeeze).
+    """
+
+    def __init__(self, sim: MujocoSim, cfg: PickConfig) -> None:
+        m, d = sim.model, sim.data
+        rob = cfg.robot
+        self.sim, self.cfg, self.model, self.data = sim, cfg, m, d
+        self.arm_act = [m.actuator(n).id for n in rob["arm_joints"]]
+        self.home = pose_arm_at_home(m, d, cfg)
+        d.ctrl[self.arm_act] = self.home
+        mujoco.mj_forward(m, d)
+        self.jaw_q = m.joint(rob["jaw_joint"]).qposadr[0]
+        self.jaw_v = m.joint(rob["jaw_joint"]).dofadr[0]
+        self.touch = float(cfg.ros["touch_force"])
+        self.warnings = [d.warning[w].number for w in _DIVERGED]
+        # the jaw goals the pick node sends: the cap close is one goal to jaw_closed, which the
+        # bridge ramps (gripper_ramp_time = close_ramp), not the machine's per-step ramp
+        self.cap_close = cfg.close_mode == "cap"
+        self.peak = 0.0  # largest edge strain so far
+        self.squeeze_close = math.nan  # [N] mean per jaw when close ended
+        self.holding = False  # a force close's grip: its law runs on through lift and hold
+        self._idle = PickSensing()
+
+    def actuate(self, machine: PickMachine, command: PickCommand) -> None:
+        self.data.ctrl[self.arm_act] = command.arm
+        close = machine.state == "close" and self.cap_close
+        goal = self.cfg.jaw_closed if close else command.jaw
+        self.sim.drive_jaw(goal, 0.0 if math.isnan(command.effort) else command.effort)
+
+    def after_step(self) -> str | None:
+        if [self.data.warning[w].number for w in _DIVERGED] != self.warnings:
+            return "MuJoCo reset the state"
+        self.peak = max(self.peak, self.sim.soft_object_strain())
+        return None
+
+    def sense(self, machine: PickMachine, state: str) -> PickSensing:
+        d = self.data
+        if state == "settle":
+            return PickSensing(cube_pos=self.sim.soft_object_pose()[0], cube_stamp=d.time)
+        if state == "close" or (self.holding and state in ("lift", "hold")):
+            speed = float(d.qvel[self.jaw_v])
+            wanted = state != "close" or machine.wants_contacts(d.time, speed)
+            forces = jaw_forces(self.sim) if wanted else (0.0, 0.0)
+            return PickSensing(
+                both_touch=jaws_touch(forces, self.touch),
+                jaw_speed=speed,
+                jaw=float(d.qpos[self.jaw_q]),
+                jaw_forces=forces,
+            )
+        return self._idle
+
+    def close_ended(self, machine: PickMachine) -> None:
+        self.squeeze_close = float(np.mean(jaw_forces(self.sim)))
+        self.holding = machine.closed and machine.force_close is not None
+
+
 def run_soft_pick(sim: MujocoSim, cfg: PickConfig) -> SoftPickResult:
     """One pick of ``sim``'s soft object from rest, lockstep; ``cfg.close_mode`` picks the close
     (``cap``: lesson 16's; ``force``: squeeze to ``cfg.force.target``)."""
-    m, d = sim.model, sim.data
-    rob = cfg.robot
-    arm = list(rob["arm_joints"])
-    arm_act = [m.actuator(n).id for n in arm]
-    home = np.asarray(rob["home"], dtype=float)
-    d.qpos[[m.joint(n).qposadr[0] for n in arm]] = home
-    d.ctrl[arm_act] = home
-    mujoco.mj_forward(m, d)
-    jaw_q = m.joint(rob["jaw_joint"]).qposadr[0]
-    jaw_v = m.joint(rob["jaw_joint"]).dofadr[0]
-    touch = float(cfg.ros["touch_force"])
-    size = sim.soft.size
-    warnings = [d.warning[w].number for w in _DIVERGED]
-    machine = PickMachine(cfg, arm_ik(m, cfg), home, t0=d.time)
-    idle = PickSensing()
-    # the jaw goals the pick node sends: the cap close is one goal to jaw_closed, which the
-    # bridge ramps (gripper_ramp_time = close_ramp), not the machine's per-step ramp
-    cap_close = cfg.close_mode == "cap"
-    steps, peak, squeeze_close = 0, 0.0, math.nan
-    holding = False  # a force close's grip: its law runs on through lift and hold
-    while not machine.finished:
-        cmd = machine.command(d.time)
-        d.ctrl[arm_act] = cmd.arm
-        goal = cfg.jaw_closed if machine.state == "close" and cap_close else cmd.jaw
-        sim.drive_jaw(goal, 0.0 if math.isnan(cmd.effort) else cmd.effort)
-        mujoco.mj_step(m, d)
-        steps += 1
-        if [d.warning[w].number for w in _DIVERGED] != warnings:  # MuJoCo reset the state
-            return _diverged(machine, steps, peak)
-        peak = max(peak, sim.soft_object_strain())
-        state = machine.state
-        if state == "settle":
-            sensed = PickSensing(cube_pos=sim.soft_object_pose()[0], cube_stamp=d.time)
-        elif state == "close" or (holding and state in ("lift", "hold")):
-            # the cap close reads contacts only when they can end it; the force close reads
-            # the forces in close and, after a grip, through lift and hold (it keeps them)
-            speed = float(d.qvel[jaw_v])
-            wanted = state != "close" or machine.wants_contacts(d.time, speed)
-            forces = jaw_forces(sim) if wanted else (0.0, 0.0)
-            sensed = PickSensing(
-                both_touch=jaws_touch(forces, touch),
-                jaw_speed=speed,
-                jaw=float(d.qpos[jaw_q]),
-                jaw_forces=forces,
-            )
-        else:
-            sensed = idle
-        if machine.update(d.time, sensed) != "close" and state == "close":
-            squeeze_close = float(np.mean(jaw_forces(sim)))
-            holding = machine.closed and machine.force_close is not None
+    world = SoftObjectWorld(sim, cfg)
+    run = run_lockstep_pick(world, cfg, world.home)
+    machine = run.machine
+    if run.stopped is not None:
+        return _diverged(machine, run.steps, world.peak, run.stopped)
     forces = jaw_forces(sim)
-    lift = float(sim.soft_object_pose()[0][2] - size / 2.0)
+    lift = float(sim.soft_object_pose()[0][2] - sim.soft.size / 2.0)
     return SoftPickResult(
-        outcome=pick_outcome(lift, jaws_touch(forces, touch), machine.closed, cfg.min_lift),
+        outcome=pick_outcome(lift, jaws_touch(forces, world.touch), machine.closed, cfg.min_lift),
         closed=machine.closed,
         lift=lift,
         close_s=machine.close_s,
-        squeeze_close=squeeze_close,
+        squeeze_close=world.squeeze_close,
         squeeze=float(np.mean(forces)),
-        strain_peak=peak,
+        strain_peak=world.peak,
         strain=sim.soft_object_strain(),
         abort_reason=machine.abort_reason,
-        steps=steps,
+        steps=run.steps,
     )
 
 
-def _diverged(machine: PickMachine, steps: int, peak: float) -> SoftPickResult:
+def _diverged(machine: PickMachine, steps: int, peak: float, why: str) -> SoftPickResult:
     """A pick whose physics went non-finite (MuJoCo reset it): nothing after it is measured."""
-    reason = f"simulation diverged in {machine.state} (MuJoCo reset the state)"
+    reason = f"simulation diverged in {machine.state} ({why})"
     nan = math.nan
     return SoftPickResult("diverged", machine.closed, nan, nan, nan, nan, peak, nan, reason, steps)

@@ -15,13 +15,9 @@ import numpy as np
 
 from physai_ros.core.pick.contact import JawContactSensor, contact_force_on, jaws_touch
 from physai_ros.core.pick.grip import OUTCOMES, G, cone_use, pick_outcome
-from physai_ros.core.pick.machine import (
-    PickConfig,
-    PickMachine,
-    PickSensing,
-    arm_ik,
-)
+from physai_ros.core.pick.machine import PickCommand, PickConfig, PickMachine, PickSensing
 from physai_ros.core.stats import wilson
+from physai_ros.sim.lockstep_pick import pose_arm_at_home, run_lockstep_pick
 from physai_ros.sim.scene import build_scene
 
 # The lesson's set-up: one place for its numbers.
@@ -122,6 +118,72 @@ class TouchTest:
         return jaws_touch(sums[1:].tolist())
 
 
+class RigidCubeWorld:
+    """The lesson's scene for :func:`~physai_ros.sim.lockstep_pick.run_lockstep_pick`: the cube
+    at ``cube_pos`` and the arm at home, at rest; arm and jaw targets written straight to their
+    position servos (the jaw at its torque cap).
+
+    It reads only what the machine needs in the current state (the cube pose while settling;
+    the jaw speed while closing, and the jaw contacts only when ``PickMachine.wants_contacts``
+    says they can matter): a sweep is 650 000 steps, and the Python around ``mj_step`` is what
+    ``physai bench pick`` measures.
+
+    ctrl_log: if given, every step's ``data.ctrl`` is appended (benchmarks replay it).
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        cube_pos: Sequence[float],
+        cfg: PickConfig,
+        ctrl_log: list[np.ndarray] | None = None,
+    ) -> None:
+        rob = cfg.robot
+        self.model, self.data = model, mujoco.MjData(model)
+        data = self.data
+        cube_q = model.joint("cube").qposadr[0]
+        self.cube_body = model.body("cube").id
+        data.qpos[cube_q : cube_q + 3] = cube_pos
+        self.home = pose_arm_at_home(model, data, cfg)
+        arm_act = [model.actuator(n).id for n in rob["arm_joints"]]
+        if arm_act == list(range(arm_act[0], arm_act[0] + len(arm_act))):
+            arm_act = slice(arm_act[0], arm_act[0] + len(arm_act))  # a view, no fancy indexing
+        self.arm_act = arm_act
+        self.jaw_act = model.actuator(rob["jaw_joint"]).id
+        self.jaw_dof = model.joint(rob["jaw_joint"]).dofadr[0]
+        mujoco.mj_forward(model, data)
+        self.start = data.xpos[self.cube_body].copy()
+        self.sensor = JawContactSensor(model, "cube", rob["fixed_jaw_body"], rob["moving_jaw_body"])
+        self.both_touch = TouchTest(model, self.sensor)
+        self.ctrl_log = ctrl_log
+        self.squeeze = math.nan  # [N] N1 + N2 when close ended
+        self._idle = PickSensing()
+
+    def actuate(self, machine: PickMachine, command: PickCommand) -> None:
+        ctrl = self.data.ctrl
+        ctrl[self.arm_act] = command.arm
+        ctrl[self.jaw_act] = command.jaw
+        if self.ctrl_log is not None:
+            self.ctrl_log.append(ctrl.copy())
+
+    def after_step(self) -> None:
+        return None
+
+    def sense(self, machine: PickMachine, state: str) -> PickSensing:
+        data = self.data
+        if state == "close":
+            speed = float(data.qvel[self.jaw_dof])
+            touch = machine.wants_contacts(data.time, speed) and self.both_touch(data)
+            return PickSensing(both_touch=touch, jaw_speed=speed)
+        if state == "settle":  # the plan at its end needs the cube pose
+            return PickSensing(cube_pos=data.xpos[self.cube_body].copy(), cube_stamp=data.time)
+        return self._idle
+
+    def close_ended(self, machine: PickMachine) -> None:
+        reading = self.sensor.read(self.data)
+        self.squeeze = reading.fixed_normal + reading.moving_normal
+
+
 def run_pick(
     model: mujoco.MjModel,
     cube_pos: Sequence[float],
@@ -131,58 +193,14 @@ def run_pick(
     """One scripted pick from rest, lockstep with MuJoCo; returns its measured outcome.
 
     ctrl_log: if given, every step's ``data.ctrl`` is appended (benchmarks replay it).
-
-    The per-step loop reads only what the machine needs in the current state (the cube pose
-    while settling; the jaw speed while closing, and the jaw contacts only when
-    ``PickMachine.wants_contacts`` says they can matter): a sweep is 650 000 steps, and the
-    Python around ``mj_step`` is what ``physai bench pick`` measures.
     """
-    rob = cfg.robot
-    arm = list(rob["arm_joints"])
-    data = mujoco.MjData(model)
-    cube_q = model.joint("cube").qposadr[0]
-    cube_body = model.body("cube").id
-    data.qpos[cube_q : cube_q + 3] = cube_pos
-    home = np.asarray(rob["home"], dtype=float)
-    arm_q = [model.joint(n).qposadr[0] for n in arm]
-    data.qpos[arm_q] = home
-    arm_act = [model.actuator(n).id for n in arm]
-    if arm_act == list(range(arm_act[0], arm_act[0] + len(arm_act))):
-        arm_act = slice(arm_act[0], arm_act[0] + len(arm_act))  # a view, no fancy indexing
-    jaw_act = model.actuator(rob["jaw_joint"]).id
-    jaw_dof = model.joint(rob["jaw_joint"]).dofadr[0]
-    mujoco.mj_forward(model, data)
-    start = data.xpos[cube_body].copy()
-    sensor = JawContactSensor(model, "cube", rob["fixed_jaw_body"], rob["moving_jaw_body"])
-    both_touch = TouchTest(model, sensor)
-    machine = PickMachine(cfg, arm_ik(model, cfg), home, t0=data.time)
-    ctrl, qvel, step = data.ctrl, data.qvel, mujoco.mj_step
-    idle = PickSensing()
-    steps, squeeze = 0, math.nan
-    while not machine.finished:
-        cmd = machine.command(data.time)
-        ctrl[arm_act] = cmd.arm
-        ctrl[jaw_act] = cmd.jaw
-        if ctrl_log is not None:
-            ctrl_log.append(ctrl.copy())
-        step(model, data)
-        steps += 1
-        state = machine.state
-        if state == "close":
-            speed = float(qvel[jaw_dof])
-            touch = machine.wants_contacts(data.time, speed) and both_touch(data)
-            sensed = PickSensing(both_touch=touch, jaw_speed=speed)
-        elif state == "settle":  # the plan at its end needs the cube pose
-            sensed = PickSensing(cube_pos=data.xpos[cube_body].copy(), cube_stamp=data.time)
-        else:
-            sensed = idle
-        if machine.update(data.time, sensed) != "close" and state == "close":
-            reading = sensor.read(data)
-            squeeze = reading.fixed_normal + reading.moving_normal
+    world = RigidCubeWorld(model, cube_pos, cfg, ctrl_log)
+    run = run_lockstep_pick(world, cfg, world.home)
+    machine, data, sensor = run.machine, world.data, world.sensor
     reading = sensor.read(data)
-    lift = float(data.xpos[cube_body][2] - CUBE_SIZE / 2)
+    lift = float(data.xpos[world.cube_body][2] - CUBE_SIZE / 2)
     outcome = pick_outcome(lift, reading.both_touch, machine.closed, cfg.min_lift)
-    moved = float(np.linalg.norm(data.xpos[cube_body][:2] - start[:2]))
+    moved = float(np.linalg.norm(data.xpos[world.cube_body][:2] - world.start[:2]))
     mu = float(model.geom_friction[sensor.object_geom][0])
     uses = [
         cone_use(contact_force_on(model, data, k, sensor.object_geom)[0], mu)
@@ -195,9 +213,9 @@ def run_pick(
         closed=machine.closed,
         lift=lift,
         close_s=machine.close_s,
-        squeeze=squeeze,
+        squeeze=world.squeeze,
         forces=(reading.fixed_normal, reading.moving_normal),
-        steps=steps,
+        steps=run.steps,
         ik_error=machine.ik_error,
         abort_reason=machine.abort_reason,
         lift_force=reading.lift_force,
