@@ -1,14 +1,16 @@
 """``physai``: the user-facing command.
 
     physai lesson 07|13|16|soft [...]   a lesson's tables as Markdown (CSV/PNG under --output)
-    physai bench <area> [...]      benchmark ratios measured in one run (last line: metric = value)
+    physai bench <area> [...]      benchmark ratios measured in one run (last line: metric = value),
+                                   or a judged trial bench (tables with Wilson intervals)
     physai bringup <graph> [...]   start a node graph where launch_ros is absent
     physai trials [...]            record pick trials (real or emulated arm) with Wilson intervals
     physai plan [...]              plan a grasp of a soft object (seed 003)
 
-Lessons and benchmarks are modules in ``physai_ros.experiments`` exposing
-``add_arguments(parser)`` and ``run(args) -> int``; they are mounted here by name so the CLI
-grows with the package without editing this file's logic.
+Lessons, benchmarks and trial benches are modules in ``physai_ros.experiments`` (the trial
+benches in ``physai_ros.experiments.trials``) exposing ``add_arguments(parser)`` and
+``run(args) -> int``; they are mounted here by name so the CLI grows with the package without
+editing this file's logic.
 """
 
 from __future__ import annotations
@@ -35,6 +37,28 @@ BENCHMARKS = {
     "bus": ("physai_ros.experiments.bench_bus", "servo bus loop rate vs byte-time limit"),
     "plan": ("physai_ros.experiments.bench_plan", "contact selection vs brute force, closing cost"),
 }
+TRIALS = {
+    "crash": (
+        "physai_ros.experiments.trials.crash",
+        "SIGKILL each node of the sim pick graph at each state; how it rejoins",
+    ),
+    "force-close": (
+        "physai_ros.experiments.trials.force_close",
+        "planned-force vs cap closes of the soft cube over ROS (SO-101 or Panda)",
+    ),
+    "hand-pick": (
+        "physai_ros.experiments.trials.hand_pick",
+        "three-finger hand picks of the soft sphere over ROS",
+    ),
+    "so101-force": (
+        "physai_ros.experiments.trials.so101_force",
+        "force picks of the soft cube by the SO-101 on the bus emulator",
+    ),
+    "net": (
+        "physai_ros.experiments.trials.net",
+        "the pick split across two network namespaces: loss sweep, listeners (root)",
+    ),
+}
 
 
 def _available(table: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
@@ -55,7 +79,7 @@ def _mount(subparsers: argparse._SubParsersAction, name: str, module: str, help_
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command tree (imports each available lesson/benchmark module)."""
+    """The whole command tree (imports each available lesson/benchmark/trial module)."""
     from physai_ros.launching import bringup
 
     parser = argparse.ArgumentParser(
@@ -73,13 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser(
         "bench",
-        help="run a benchmark (ratios against a baseline in the same run)",
+        help="run a speed benchmark (ratios) or a judged trial bench (Wilson intervals)",
         description=(
-            "Benchmarks print ratios measured in one run; the last line is 'metric = value'."
+            f"Speed benchmarks ({', '.join(BENCHMARKS)}) print ratios measured in one run against "
+            "a baseline; their last line is 'metric = value'. Judged trial benches "
+            f"({', '.join(TRIALS)}) run the product's node graphs trial after trial and print "
+            "tables, with Wilson 95 % intervals where a rate is judged."
         ),
     )
     areas = bench.add_subparsers(dest="area", metavar="AREA", required=True)
-    for name, (module, help_) in _available(BENCHMARKS).items():
+    for name, (module, help_) in _available(BENCHMARKS | TRIALS).items():
         _mount(areas, name, module, help_)
 
     up = commands.add_parser(

@@ -6,8 +6,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${PHYSAI_VENV:-$ROOT/.venv}
 SHARED="$ROOT/../shared/ros2_python"
-# The two-host tests (test/support/netns.py) make network namespaces with `ip` and drop packets on
-# their veth link with `iptables`: as root on a Debian-like system (CI), install what is missing.
+# The two-host tests and `physai bench net` (physai_ros/experiments/trials/netns.py) make network
+# namespaces with `ip` and drop packets on their veth link with `iptables`: as root on a
+# Debian-like system (CI), install what is missing.
 MISSING=""
 command -v ip >/dev/null 2>&1 || MISSING="$MISSING iproute2"
 command -v iptables >/dev/null 2>&1 || MISSING="$MISSING iptables"

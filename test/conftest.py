@@ -48,15 +48,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # --- Test-side ROS clients ---------------------------------------------------------------------
+SPINNING = "physai_ros.experiments.trials.spinning"  # the spinners' module: SPIN_ERRORS
+
+
 @pytest.fixture(autouse=True)
 def spinners_alive() -> Iterator[None]:
-    """Fail the test during which a test-side spinner (support.ros.Spinner) died of an
-    exception: after it, no sample arrives, and a check over "the samples since" would judge
-    nothing. (support.ros is looked up, not imported: pure tests never load rclpy.)"""
-    ros = sys.modules.get("support.ros")
+    """Fail the test during which a test-side spinner (``physai_ros.experiments.trials.spinning
+    .Spinner``) died of an exception: after it, no sample arrives, and a check over "the samples
+    since" would judge nothing. (The module is looked up, not imported: pure tests never load
+    rclpy.)"""
+    ros = sys.modules.get(SPINNING)
     before = len(ros.SPIN_ERRORS) if ros else 0
     yield
-    ros = sys.modules.get("support.ros")
+    ros = sys.modules.get(SPINNING)
     if ros is not None and len(ros.SPIN_ERRORS) > before:
         pytest.fail(
             "a test-side ROS client stopped spinning:\n" + "\n".join(ros.SPIN_ERRORS[before:])

@@ -7,7 +7,10 @@ line -- a benchmark's last line is ``metric = value`` -- and the files written u
 The numbers themselves are the benchmarks' business, not asserted beyond being sane.
 
 ``RUN_BY`` at the end names the test that runs each user command, here or elsewhere, and
-``test_every_command_is_run_by_a_test`` keeps it complete.
+``test_every_command_is_run_by_a_test`` keeps it complete. The judged trial benches
+(``physai bench crash`` …, minutes to hours each) are only mounted and asked for ``--help`` here;
+their representative runs are tests of their own (test_crash_rejoin.py, test_force_bench.py,
+test_net_hosts.py, …).
 """
 
 from __future__ import annotations
@@ -129,6 +132,40 @@ def test_lesson_soft_one_setting(capsys, tmp_path):
     assert "planned close does not on E 50 kPa / 30 g (cap: crushed 1/1" in out, out
     assert {p.name for p in tmp_path.iterdir()} == {"lesson_soft.md", "lesson_soft.png"}
     assert (tmp_path / "lesson_soft.md").read_text().strip() in out
+
+
+# Each judged trial bench -> options its --help must list (a new bench fails here until listed).
+TRIAL_OPTIONS = {
+    "crash": ("--nodes", "--states", "--domain", "--keep"),
+    "force-close": (
+        "--runs", "--modes", "--robot", "--young", "--strain-limit", "--domain", "--keep",
+        "--json", "--table", "--gain",
+    ),
+    "hand-pick": ("--runs", "--half", "--domain", "--keep", "--json", "--table"),
+    "so101-force": (
+        "--runs", "--target", "--contact", "--planned", "--band", "--positions", "--timeout",
+        "--keep",
+    ),
+    "net": ("--loss", "--picks", "--domain", "--keep", "--listeners", "--seconds", "--levers"),
+}  # fmt: skip
+
+
+def test_every_trial_bench_is_mounted_under_bench():
+    from physai_ros.cli import TRIALS, _available
+
+    assert set(_available(TRIALS)) == set(TRIAL_OPTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(TRIAL_OPTIONS))
+def test_trial_bench_help_lists_its_options(name, capsys):
+    """``physai bench <name> --help`` exits 0 without starting anything and lists its options."""
+    with pytest.raises(SystemExit) as done:
+        main(["bench", name, "--help"])
+    out, err = capsys.readouterr()
+    assert done.value.code == 0, err
+    assert out.startswith(f"usage: physai bench {name}"), out
+    missing = [option for option in TRIAL_OPTIONS[name] if option not in out]
+    assert not missing, f"physai bench {name} --help lacks {missing}:\n{out}"
 
 
 # Each user command -> (test file, pattern of the call that runs it there): a new lesson, bench,

@@ -1,5 +1,5 @@
-"""Issue 15's crashed nodes, the representative run in CI (the whole table:
-``python test/crash_bench.py``, docs/faults.md): on the simulated pick graph, the TF publisher
+"""Crashed nodes, the representative run in CI (the whole table: ``physai bench crash``,
+docs/faults.md): on the simulated pick graph, the TF publisher
 SIGKILLed mid-pick, then the pick node SIGKILLed mid-close, both started again; and the
 trajectory node's controller killed under a running goal.
 """
@@ -12,11 +12,16 @@ import time
 
 import pytest
 import rclpy
-from support.graph import Graph
-from support.observers import Observer, TrajectoryClient, latched_rejoin, start_pick_observed
-from support.ros import wait
 
+from physai_ros.experiments.trials.observers import (
+    Observer,
+    TrajectoryClient,
+    latched_rejoin,
+    start_pick_observed,
+)
+from physai_ros.experiments.trials.spinning import wait
 from physai_ros.launching.graph import pick_graph, trajectory_graph
+from physai_ros.launching.process_graph import Graph
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
-"""The force bench's pure parts (``support/force_runs.py``, used by ``test/force_bench.py``):
-its positions, its Wilson intervals, its pass rule, its table and its command line. The sweep
-itself is not run in CI."""
+"""The force-close bench's pure parts (``physai_ros.experiments.trials.force_runs``, used by
+``physai bench force-close``): its positions, its Wilson intervals, its pass rule, its table and
+its command line. The sweep itself is not run in CI."""
 
 from __future__ import annotations
 
@@ -8,7 +8,17 @@ import json
 import math
 
 import pytest
-from support.force_runs import BAND, HALF_SQUARE, Run, load_runs, parse, positions, table, wilson
+
+from physai_ros.cli import main
+from physai_ros.experiments.trials.force_runs import (
+    BAND,
+    HALF_SQUARE,
+    Run,
+    load_runs,
+    positions,
+    table,
+    wilson,
+)
 
 
 def test_positions_are_deterministic_distinct_reachable_and_inside_the_square():
@@ -86,8 +96,10 @@ def test_the_table_gives_each_modes_rates_with_intervals_and_every_run(tmp_path)
     assert table(load_runs(saved), 0.25) == text  # --table FILE prints the same table
 
 
-@pytest.mark.parametrize("argv", [["--runs", "0"], ["--strain-limit", "1.5"], ["--gain", "0"]])
+@pytest.mark.parametrize(
+    "argv", [["--runs", "0"], ["--strain-limit", "1.5"], ["--gain", "0"], ["--young", "0.5"]]
+)
 def test_bad_arguments_are_refused(argv, capsys):
-    with pytest.raises(SystemExit):
-        parse(argv)
+    """Refused before anything starts (the arguments are checked first)."""
+    assert main(["bench", "force-close", *argv]) == 2
     assert "must be" in capsys.readouterr().err

@@ -1,5 +1,5 @@
-"""The pick across two hosts (issue 15): the sim bridge in one network namespace, the TF
-publisher and the pick in another, joined by a veth link (``netns.two_hosts``).
+"""The pick across two hosts: the sim bridge in one network namespace, the TF publisher and the
+pick in another, joined by a veth link (``netns.two_hosts``).
 
 Each host starts its share of ``pick_graph(sim=True)`` with the product's own command,
 ``physai bringup pick --only sim_bridge`` on A and ``--skip sim_bridge`` on B, so the nodes,
@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import netns, two_host_pick
+
+from physai_ros.experiments.trials import netns, two_host_pick
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -67,9 +68,9 @@ def test_split_pick_holds_with_static_peers(hosts, tmp_path):
 
 
 def test_split_pick_holds_at_ten_percent_loss(hosts, tmp_path):
-    """10 % of the packets crossing the link dropped, both ways (the issue's lossy link):
-    state streams are read best effort and reliable goals are repaired within 0.1 s
-    (docs/qos.md), so the pick holds as on one host."""
+    """10 % of the packets crossing the link dropped, both ways: state streams are read best
+    effort and reliable goals are repaired within 0.1 s (docs/qos.md), so the pick holds as on
+    one host."""
     a, b = hosts
     b.set_loss(0.10)
     outcome = split_pick(a, b, tmp_path)

@@ -10,11 +10,11 @@ import time
 
 import pytest
 import rclpy
-from support.graph import Graph
-from support.observers import TrajectoryClient
-from support.ros import wait
 
+from physai_ros.experiments.trials.observers import TrajectoryClient
+from physai_ros.experiments.trials.spinning import wait
 from physai_ros.launching.graph import trajectory_graph
+from physai_ros.launching.process_graph import Graph
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 

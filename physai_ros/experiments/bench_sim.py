@@ -10,14 +10,14 @@ SIM-time rate (/clock, /joint_states, tracking error, controller state, cube pos
 markers only go out when subscribed), spun as ``run_node`` spins it (its DDS profile, a
 single-threaded executor unless ``--executor``), once per listener count of ``--listeners``:
 
-- 0: the bridge's own cost, the measure the sim-bridge issue sets the target on (>= 0.5 of raw
+- 0: the bridge's own cost, the measure the sim bridge's target is set on (>= 0.5 of raw
   for the SO-101);
 - N > 0: N listener processes, each an rclpy node subscribed to every stream the way the
   standard consumers subscribe (/clock best effort depth 1 like rclpy's and rclcpp's time
   source, /joint_states with the sensor-data profile like robot_state_publisher, the rest
   reliable depth 10 like RViz), so every message is really sent and delivered N times. They
   run on the same cores (2 here); their CPU share is printed with them. ``--listener-prefix``
-  starts them through a command (``ip netns exec <ns>``, as ``test/net_bench.py --listeners``
+  starts them through a command (``ip netns exec <ns>``, as ``physai bench net --listeners``
   does for another host across a veth link).
 
 ``--levers`` measures, in the same run, each way tried to keep pace with listeners:

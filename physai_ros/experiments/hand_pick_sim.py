@@ -7,10 +7,9 @@ object's centre of mass and largest edge strain), the hand's gripper controllers
 command a goal of its ``f<k>_controller``, as the node sends them), the arm's joint trajectory
 controller (each arm move one goal: a quintic to the target in the move's duration, what the
 trajectory node sends for a timed one-point goal) and the pure
-:class:`~physai_ros.core.pick.hand_machine.HandPickMachine`. Nothing runs between a command and the
-step
-that acts on it, so a pick is deterministic for a given plan and place. For tests and sweeps;
-the judged runs are over ROS (``test/hand_bench.py``).
+:class:`~physai_ros.core.pick.hand_machine.HandPickMachine`. Nothing runs between a command and
+the step that acts on it, so a pick is deterministic for a given plan and place. For tests and
+sweeps; the judged runs are over ROS (``physai bench hand-pick``).
 """
 
 from __future__ import annotations

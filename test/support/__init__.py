@@ -1,7 +1,8 @@
-"""Shared test code: helpers that test modules and the trial benches import.
+"""Shared test code: helpers that only test modules import (what the trial benches share with
+the tests lives in the product, ``physai_ros.experiments.trials`` and
+``physai_ros.launching.process_graph``).
 
-``test/`` is on ``sys.path`` (pytest's rootdir conftest insertion; a bench run as
-``python test/<bench>.py`` has it as its script folder), so this package imports as
+``test/`` is on ``sys.path`` (pytest's rootdir conftest insertion), so this package imports as
 ``support``: ``from support.ros import spin_in_background``. Fixtures and hooks stay in
 ``test/conftest.py``; nothing imports from conftest.
 """

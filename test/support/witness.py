@@ -22,9 +22,9 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from std_msgs.msg import String
 
 from physai_ros import interfaces
-from physai_ros.qos import stream_qos
+from physai_ros.experiments.trials.spinning import Spinning, wait
+from physai_ros.qos import LATCHED, stream_qos
 from support.paths import shipped  # noqa: F401  (the tests' one import)
-from support.ros import LATCHED, Spinning, wait
 
 JAWS = {
     "so101": ("fixed_jaw", "moving_jaw"),

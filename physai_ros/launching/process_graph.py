@@ -1,5 +1,6 @@
 """A graph of the product's node processes (``physai_ros.launching.bringup.start``) run by a
-test or a bench: one that can lose a node and start it again, or one run until an outcome."""
+trial bench or a test: one that can lose a node and start it again (``physai bench crash``), or
+one run until an outcome (``physai bench force-close``, ``physai bench hand-pick``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""What a user's tools see of a running graph, from a client node in the test's process: the
-pick's states, outcome, joint states and cube (``Observer``), the trajectory node as its action
-client (``TrajectoryClient``), and how soon a fresh subscriber gets the latched topics."""
+"""What a user's tools see of a running graph, from a client node in the bench's (or a test's)
+process: the pick's states, outcome, joint states and cube (``Observer``), the trajectory node as
+its action client (``TrajectoryClient``), and how soon a fresh subscriber gets the latched
+topics."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
+from physai_ros.experiments.trials.spinning import Spinning, wait
+from physai_ros.launching.process_graph import Graph
 from physai_ros.models.joints import SO101_ARM_JOINTS
-from physai_ros.qos import stream_qos
-from support.graph import Graph
-from support.ros import LATCHED, Spinning, wait
+from physai_ros.qos import LATCHED, stream_qos
 
 ARM = SO101_ARM_JOINTS
 START_TIMEOUT = 120.0  # [s wall] graph start-up + the pick up to the state (loaded machine)

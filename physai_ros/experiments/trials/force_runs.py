@@ -1,11 +1,9 @@
-"""The pure parts of the force bench, ``test/force_bench.py`` (tested by
-``test_force_bench.py``; ``test/hand_bench.py`` shares the positions, the intervals and the
-progress bar): the positions over a square, Wilson intervals, one run's numbers and its pass
-rule, the table, and the bench's command line."""
+"""The pure parts of the force-close bench, ``physai bench force-close`` (``physai bench
+hand-pick`` shares the positions, the intervals and the progress bar): the positions over a
+square, Wilson intervals, one run's numbers and its pass rule, the table."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -17,15 +15,11 @@ from pathlib import Path
 
 from physai_ros.core import stats
 
-DESCRIPTION = (
-    "Issue 14's judged run as a bench: planned-force vs cap-based closes of the soft cube, "
-    "over ROS."
-)
 MODES = ("force", "cap")
 HALF_SQUARE = 0.01  # [m] positions in ±1 cm around the soft cube's place, as lesson 16's
 # sweeps; those the pick's IK cannot reach (the square's far corner, 24 cm out) are skipped
 STRAIN_LIMIT = 0.25  # [m/m] largest edge strain at the bench's SOFT_COUNT 3 (docs/force_close.md)
-BAND = 0.15  # accepted final squeeze: planned target · (1 ∓ BAND) (issue 14)
+BAND = 0.15  # accepted final squeeze: planned target · (1 ∓ BAND)
 
 
 def positions(
@@ -164,39 +158,6 @@ def load_runs(path: Path) -> list[Run]:
     return [
         Run(**{k: v for k, v in row.items() if k in names}) for row in json.loads(path.read_text())
     ]
-
-
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=DESCRIPTION)
-    parser.add_argument("--runs", type=int, default=10, help="positions per mode")
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
-    parser.add_argument("--robot", choices=("so101", "panda"), default="so101")
-    parser.add_argument(
-        "--young", type=float, default=None, help="soft cube Young's modulus [Pa] (scene.yaml's)"
-    )
-    parser.add_argument("--strain-limit", type=float, default=STRAIN_LIMIT, help="[m/m]")
-    parser.add_argument("--domain", type=int, default=79, help="ROS_DOMAIN_ID of the graphs")
-    parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
-    parser.add_argument("--json", type=Path, default=None, help="write every run's numbers here")
-    parser.add_argument(
-        "--table", type=Path, default=None, help="print the table of a --json file; run nothing"
-    )
-    parser.add_argument(
-        "--gain",
-        type=float,
-        default=None,
-        help="force.gain of the force runs (default: pick.yaml's)",
-    )
-    args = parser.parse_args(argv)
-    if args.runs < 1:
-        parser.error(f"--runs must be at least 1, got {args.runs}")
-    if args.young is not None and not 1.0 <= args.young <= 1e9:
-        parser.error(f"--young must be in [1, 1e9] Pa, got {args.young}")
-    if args.gain is not None and not 0.0 < args.gain <= 1.0:
-        parser.error(f"--gain must be in (0, 1], got {args.gain}")
-    if not 0.0 < args.strain_limit < 1.0:
-        parser.error(f"--strain-limit must be in (0, 1), got {args.strain_limit}")
-    return args
 
 
 def progress(done: int, total: int, started: float, last: Run | None) -> None:

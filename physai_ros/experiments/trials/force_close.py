@@ -1,4 +1,5 @@
-"""Issue 14's judged run as a bench: planned-force vs cap-based closes of the soft cube, over ROS.
+"""The force close's judged run as a bench: planned-force vs cap-based closes of the soft cube,
+over ROS.
 
 Each run starts a fresh pick graph, the nodes ``ros2 launch physai_ros pick.launch.py sim:=true``
 starts (``pick_graph(sim=True)``, each in a process of its own with the product's parameters,
@@ -25,13 +26,14 @@ wrenches. A force run passes when the pick held the cube, its final squeeze per 
 under ``--strain-limit`` (stated at the bridge's ``soft_count``). The table gives the pass,
 held and within-band rates with Wilson 95 % intervals, and each run's numbers::
 
-    python test/force_bench.py --runs 10               # both modes, 30-40 s a run at load 5-8
-    python test/force_bench.py --runs 3 --modes force --keep /tmp/force_bench
-    python test/force_bench.py --robot panda --young 5e5 --runs 10
+    physai bench force-close --runs 10         # both modes, 30-40 s a run at load 5-8
+    physai bench force-close --runs 3 --modes force --keep /tmp/force_bench
+    physai bench force-close --robot panda --young 5e5 --runs 10
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -43,10 +45,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from support.force_runs import Run, load_runs, parse, positions, progress, table
-from support.graph import run_graph
 
+from physai_ros.errors import InvalidInput
+from physai_ros.experiments.trials.force_runs import (
+    MODES,
+    STRAIN_LIMIT,
+    Run,
+    load_runs,
+    positions,
+    progress,
+    table,
+)
 from physai_ros.launching.graph import NodeSpec, pick_graph
+from physai_ros.launching.process_graph import run_graph
 from physai_ros.sim.scene import cube_world_pos, load_scene_config
 
 SOFT_COUNT = 3  # the soft cube's resolution (vertices per edge): STRAIN_LIMIT's (force_runs)
@@ -56,6 +67,40 @@ RIGID_AWAY = {  # [m] the rigid cube, base frame, out of the way: 18 / 25 cm fro
     "panda": (0.5, -0.15),
 }
 TIMEOUT = 240.0  # [s wall] graph start + plan + pick on a loaded machine
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs", type=int, default=10, help="positions per mode")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--robot", choices=("so101", "panda"), default="so101")
+    parser.add_argument(
+        "--young", type=float, default=None, help="soft cube Young's modulus [Pa] (scene.yaml's)"
+    )
+    parser.add_argument("--strain-limit", type=float, default=STRAIN_LIMIT, help="[m/m]")
+    parser.add_argument("--domain", type=int, default=79, help="ROS_DOMAIN_ID of the graphs")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
+    parser.add_argument("--json", type=Path, default=None, help="write every run's numbers here")
+    parser.add_argument(
+        "--table", type=Path, default=None, help="print the table of a --json file; run nothing"
+    )
+    parser.add_argument(
+        "--gain",
+        type=float,
+        default=None,
+        help="force.gain of the force runs (pick.yaml's if not given)",
+    )
+
+
+def check(args: argparse.Namespace) -> None:
+    """Refuse arguments out of their range (InvalidInput, naming the option)."""
+    if args.runs < 1:
+        raise InvalidInput(f"--runs must be at least 1, got {args.runs}")
+    if args.young is not None and not 1.0 <= args.young <= 1e9:
+        raise InvalidInput(f"--young must be in [1, 1e9] Pa, got {args.young}")
+    if args.gain is not None and not 0.0 < args.gain <= 1.0:
+        raise InvalidInput(f"--gain must be in (0, 1], got {args.gain}")
+    if not 0.0 < args.strain_limit < 1.0:
+        raise InvalidInput(f"--strain-limit must be in (0, 1), got {args.strain_limit}")
 
 
 def pick_reach(robot: str = "so101") -> Callable[[float, float], bool]:
@@ -241,8 +286,8 @@ def one_run(
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
+def run(args: argparse.Namespace) -> int:
+    check(args)
     if args.table is not None:
         print(table(load_runs(args.table), args.strain_limit))
         return 0
@@ -282,7 +327,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nload {load[0]:.1f} at start, {load_end[0]:.1f} at end; "
           f"{time.monotonic() - started:.0f} s for {len(runs)} runs")  # fmt: skip
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

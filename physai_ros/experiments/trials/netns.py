@@ -1,7 +1,8 @@
-"""Two hosts on one machine for the multi-host tests: network namespaces joined by a veth pair.
+"""Two hosts on one machine for the multi-host bench and tests: network namespaces joined by a
+veth pair.
 
 Each ``two_hosts()`` makes namespaces ``physai-<pid>-<n>-a`` and ``…-b`` (the creating
-process's pid in the name: parallel test runs never collide, and a run that crashed before its
+process's pid in the name: parallel runs never collide, and a run that crashed before its
 tear-down leaves namespaces whose pid is dead, which the next run deletes first). The link is
 ``veth0`` in both, 10.77.0.1/24 ↔ 10.77.0.2/24 (every pair has its own namespaces, so the
 same addresses serve them all), with the multicast route DDS discovery needs and ``lo`` up.
@@ -36,7 +37,7 @@ class Host:
     domain: int
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """This process's environment with the host's DDS settings: the test's domain,
+        """This process's environment with the host's DDS settings: the run's domain,
         discovery over the subnet, UDP only. ``extra`` overrides (e.g. static peers)."""
         return {
             **os.environ,
@@ -113,7 +114,7 @@ def remove_leftovers() -> list[str]:
 
 
 def _kill_processes_in(netns: str) -> None:
-    """SIGKILL whatever still runs in ``netns`` (a test's processes the test did not stop)."""
+    """SIGKILL whatever still runs in ``netns`` (processes the bench or test did not stop)."""
     pids = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True)
     for pid in pids.stdout.split():
         with suppress(ProcessLookupError):

@@ -1,4 +1,4 @@
-"""Issue 14's judged three-finger run as a bench: the Barrett-like hand on the simulated Panda
+"""The three-finger pick's judged run as a bench: the Barrett-like hand on the simulated Panda
 picks the soft sphere at ``--runs`` positions, over ROS.
 
 Each run starts the graph ``ros2 launch physai_ros hand_pick.launch.py`` starts
@@ -17,9 +17,9 @@ largest edge strain under the limit); the table gives the held rate with its Wil
 interval and each run's rise, final and peak finger forces against the planned targets, strain
 and close time::
 
-    python test/hand_bench.py --runs 10
-    python test/hand_bench.py --runs 3 --keep /tmp/hand_bench --json /tmp/hand.json
-    python test/hand_bench.py --table /tmp/hand.json
+    physai bench hand-pick --runs 10
+    physai bench hand-pick --runs 3 --keep /tmp/hand_bench --json /tmp/hand.json
+    physai bench hand-pick --table /tmp/hand.json
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from support.force_runs import positions, progress, wilson
-from support.graph import run_graph
-from support.ros import Spinning
-
+from physai_ros.errors import InvalidInput
+from physai_ros.experiments.trials.force_runs import positions, progress, wilson
+from physai_ros.experiments.trials.spinning import Spinning
 from physai_ros.launching.graph import hand_pick_defaults, hand_pick_graph
+from physai_ros.launching.process_graph import run_graph
 
 HALF = 0.02  # [m] positions in ±2 cm around the object's place
 TIMEOUT = 420.0  # [s wall] graph start + (first) plan + pick on a loaded machine
@@ -99,7 +99,7 @@ def table(runs: list[Run]) -> str:
 
 
 class Watcher:
-    """A client node spun on a thread (``support.ros.Spinning``): the hand pick's outcome."""
+    """A client node spun on a thread (``spinning.Spinning``): the hand pick's outcome."""
 
     def __init__(self, context) -> None:
         import rclpy
@@ -152,8 +152,7 @@ def one_run(context, x: float, y: float, log_dir: Path) -> Run:
     )
 
 
-def parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=10, help="positions")
     parser.add_argument("--half", type=float, default=HALF, help="half side of the square [m]")
     parser.add_argument("--domain", type=int, default=81, help="ROS_DOMAIN_ID of the graphs")
@@ -162,16 +161,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--table", type=Path, default=None, help="print the table of a --json file; run nothing"
     )
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.runs < 1:
-        parser.error(f"--runs must be at least 1, got {args.runs}")
+        raise InvalidInput(f"--runs must be at least 1, got {args.runs}")
     if not 0.0 <= args.half <= 0.05:
-        parser.error(f"--half must be in [0, 0.05] m, got {args.half}")
-    return args
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
+        raise InvalidInput(f"--half must be in [0, 0.05] m, got {args.half}")
     if args.table is not None:
         print(table([Run(**row) for row in json.loads(args.table.read_text())]))
         return 0
@@ -209,7 +205,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nload {load[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
           f"{time.monotonic() - started:.0f} s for {len(runs)} runs")  # fmt: skip
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

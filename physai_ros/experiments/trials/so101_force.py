@@ -1,5 +1,5 @@
-"""Force-controlled picks of the soft cube by the SO-101 on the bus emulator (issue 14, "How it
-is judged", second bullet: ≥ 8/10 held, squeeze within 25 % of the target).
+"""Force-controlled picks of the soft cube by the SO-101 on the bus emulator, judged: ≥ 8/10
+held, squeeze within 25 % of the target.
 
 The target is a parameter (``--target``, 2 N per jaw), or with ``--planned`` the planner's: the
 pick asks a ``grasp_planner`` node (started beside the graph, discovering as it does) for the
@@ -26,8 +26,8 @@ within ``--band`` of it, the strain at the end and the largest seen, and how oft
 emulator's physics fell more than 100 ms behind real time (its own warning: a busy machine,
 which a real arm's servos never are); then k/n with Wilson 95 % intervals.
 
-    python test/so101_force_bench.py --runs 10            # ≈ 40 s a run on 2 shared cores
-    python test/so101_force_bench.py --runs 3 --target 3 --positions 0.22,0.08
+    physai bench so101-force --runs 10            # ≈ 40 s a run on 2 shared cores
+    physai bench so101-force --runs 3 --target 3 --positions 0.22,0.08
 """
 
 from __future__ import annotations
@@ -36,19 +36,14 @@ import argparse
 import json
 import os
 import re
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import String
-
 from physai_ros import interfaces
 from physai_ros.core.stats import wilson
+from physai_ros.errors import InvalidInput
 from physai_ros.launching.bringup import start_emulated, stop
 from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
 
@@ -146,6 +141,11 @@ class Observer:
     """The pick's latched outcome and the emulator's witness, as a user's tools see them."""
 
     def __init__(self) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from std_msgs.msg import String
+
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node("so101_force_bench", context=self.context)
@@ -163,10 +163,10 @@ class Observer:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
 
-    def _outcome(self, msg: String) -> None:
+    def _outcome(self, msg) -> None:
         self.outcome = json.loads(msg.data)
 
-    def _witness(self, msg: String) -> None:
+    def _witness(self, msg) -> None:
         self.trace.append(msg.data)
         if self.done:
             return
@@ -191,6 +191,8 @@ class Observer:
             self.executor.spin_once(timeout_sec=0.05)
 
     def close(self) -> None:
+        import rclpy
+
         self.executor.remove_node(self.node)
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
@@ -268,10 +270,7 @@ def table(runs: list[Run], target: float, band: float) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=10, help="picks, each a fresh graph")
     parser.add_argument("--target", type=float, default=2.0, help="[N] force.target per jaw")
     parser.add_argument("--contact", type=float, default=1.5, help="[N] force.contact per jaw")
@@ -290,9 +289,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=float, default=150.0, help="[s wall] per run")
     parser.add_argument("--keep", type=Path, default=None, help="keep each run's logs here")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.runs < 1:
-        parser.error("--runs must be >= 1")
+        raise InvalidInput("--runs must be >= 1")
     positions = [tuple(float(v) for v in p.split(",")) for p in args.positions]
     from tqdm import tqdm
 
@@ -312,7 +313,3 @@ def main(argv: list[str] | None = None) -> int:
     print(f"started {started}; ended {machine()}")
     print("\n".join(table(runs, args.target, args.band)))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
 """The pick split across two hosts (``netns.two_hosts``): the sim bridge on host A, TF and the
-pick on host B, each share started by the product's own ``physai bringup pick`` (issue 15)."""
+pick on host B, each share started by the product's own ``physai bringup pick``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support import netns
+from physai_ros.experiments.trials import netns
 
 TIMEOUT = 120.0  # [s wall] a pick takes ≈ 10 s of sim time; the graph ≈ 30 s to start under load
 

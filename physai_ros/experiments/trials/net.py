@@ -1,19 +1,21 @@
-"""The pick split across two hosts (``netns.two_hosts``), and the loss sweep of issue 15.
+"""Two hosts on one machine (network namespaces joined by a veth link): the pick split across
+them under packet loss, or ``physai bench sim``'s listeners across the link.
 
-Host A runs ``physai bringup pick --only sim_bridge``, host B ``--skip sim_bridge``: each its
-share of ``pick_graph(sim=True)``, with the product's own command and parameters.
+The hosts are ``netns.two_hosts``'s. Host A runs ``physai bringup pick --only sim_bridge``,
+host B ``--skip sim_bridge``: each its share of ``pick_graph(sim=True)``, with the product's own
+command and parameters.
 
 Run the sweep (root; ``ip`` and ``iptables``)::
 
-    python test/net_bench.py --loss 5 10 20 --picks 10
+    physai bench net --loss 5 10 20 --picks 10
 
 It prints, per loss level, how many picks held, ended otherwise with an outcome (its reason),
 or hung (no outcome within the timeout).
 
-Many listeners across the link (issue 15 item 4): ``physai bench sim`` on host A, its listener
-processes on host B (``--listener-prefix 'ip netns exec <B>'``), every sample crossing the veth::
+Many listeners across the link: ``physai bench sim`` on host A, its listener processes on host
+B (``--listener-prefix 'ip netns exec <B>'``), every sample crossing the veth::
 
-    python test/net_bench.py --listeners 1,3 [--seconds 5] [--levers]
+    physai bench net --listeners 1,3 [--seconds 5] [--levers]
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from support import netns
-from support.two_host_pick import split_pick
+from physai_ros.experiments.trials import netns
+from physai_ros.experiments.trials.two_host_pick import split_pick
 
 
 def sweep(losses: list[float], picks: int, domain: int, keep: Path) -> list[str]:
@@ -73,8 +75,7 @@ def listeners_across(counts: str, seconds: float, levers: bool, domain: int) -> 
         return subprocess.run(cmd, env=a.env(), timeout=3600).returncode
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loss", type=float, nargs="+", default=[5.0, 10.0, 20.0], help="[%%]")
     parser.add_argument("--picks", type=int, default=10, help="picks per loss level")
     parser.add_argument("--domain", type=int, default=77, help="ROS_DOMAIN_ID of the hosts")
@@ -86,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seconds", type=float, default=5.0, help="per bench sim case [s]")
     parser.add_argument("--levers", action="store_true", help="bench sim --levers across")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     missing = netns.missing_tools()
     if missing:
         print(f"needs {missing}", file=sys.stderr)
@@ -97,7 +100,3 @@ def main(argv: list[str] | None = None) -> int:
         lines = sweep(args.loss, args.picks, args.domain, args.keep or Path(tmp))
     print("\n".join(lines))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
