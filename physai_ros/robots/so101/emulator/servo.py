@@ -10,9 +10,10 @@ what they face):
   towards the goal with at most that acceleration and at most ``Goal_Velocity`` (0 = the
   no-load speed, 4.71 rad/s); ``Acceleration`` = 0 jumps to the goal. The physics position loop
   (MuJoCo's actuator, kp scaled by P_Coefficient/16) follows the set-point.
-* dead band (opt-in, ``dead_zone``): the firmware's position loop acts only on an error
+* dead band (opt-in, ``dead_zone``): the firmware's position loop acts only on the error
   beyond ``CW_Dead_Zone`` / ``CCW_Dead_Zone`` steps (EPROM 26 / 27; error = set-point -
-  present below / above zero): inside it the servo applies no torque, so a servo told to go
+  present below / above zero; the P term on the error less the band, so the torque has no
+  step at the band's edge): inside it the servo applies no torque, so a servo told to go
   where it already is lets a load (a squeezed object's contact, gravity) push it back to the
   band's edge. Off, the registers are ignored and every step of error is acted on. Why a
   band: LeRobot's arms at P_Coefficient 16 settle at different places by approach direction
@@ -208,8 +209,11 @@ class EmulatedServo:
         if self.dead_zone:
             error = (target - q) / STEP_RAD  # [step]
             band = self.get("CCW_Dead_Zone" if error > 0 else "CW_Dead_Zone")
-            if abs(error) <= band:  # inside the dead band: no torque (the P term is zero)
-                target = q
+            # inside the band no torque (the P term is zero); beyond it, P on the error
+            # beyond the band: the torque rises from zero at its edge, with no step there (a
+            # step would make a holding joint chatter in and out of the band)
+            beyond = math.copysign(max(abs(error) - band, 0.0), error)
+            target = q + beyond * STEP_RAD
         return target, STALL_TORQUE * limit, gain
 
     def _profile(self, q: float, dt: float) -> float:
