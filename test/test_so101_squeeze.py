@@ -20,12 +20,7 @@ from support.emulated_so101 import Bench
 from support.optional import require
 
 require("lerobot.motors")
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.dds,
-    # today a stop, a deactivation and a held fault send the jaw its present angle as goal
-    pytest.mark.xfail(strict=True, reason="the driver drops the jaw's squeeze target"),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.dds]
 
 DEAD_ZONE = 5  # [step] each servo's dead band (a few encoder steps)
 SQUEEZE = 0.15  # the squeeze (mean true jaw normal force) stays within this share of before
