@@ -33,6 +33,7 @@ from physai_ros.robots.so101.emulator.bus import (
     joint_offsets,
     write_calibration,
 )
+from physai_ros.robots.so101.emulator.servo import STEP_RAD
 
 pytestmark = pytest.mark.realtime  # the emulator answers on a pty in wall-clock time
 
@@ -545,3 +546,51 @@ def test_arming_never_gives_the_gripper_more_torque_than_its_protection_cap(tmp_
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_dead_zone_inside_it_a_servo_applies_no_torque():
+    """With ``dead_zone`` the CW/CCW_Dead_Zone registers hold it and the position loop acts only
+    beyond it; without, the registers are ignored (every step of error is acted on)."""
+    for dead_zone, inside in ((0, False), (5, True)):
+        emu = FeetechBusEmulator(initial=(0.0,) * 6, power_on_torque=True, dead_zone=dead_zone)
+        servo = emu.servos[2]
+        if dead_zone:
+            assert servo.get("CW_Dead_Zone") == servo.get("CCW_Dead_Zone") == dead_zone
+        goal = servo.get("Present_Position")
+        servo.set("Goal_Position", goal)
+        q = servo.angle_of(goal)
+        for steps in (-4, 4):  # within the band of 5 either side: no P term
+            target, cap, _ = servo.command(q + steps * STEP_RAD, 0.002)
+            assert cap > 0.0
+            assert (target == pytest.approx(q + steps * STEP_RAD)) is inside
+        target, _, _ = servo.command(q + 7 * STEP_RAD, 0.002)  # beyond it: pulled back
+        # (with the band, by the error beyond it: 2 steps)
+        assert target == pytest.approx(q + (5 if inside else 0) * STEP_RAD)
+
+
+def test_dead_zone_relaxes_a_squeeze_held_at_the_stall_angle():
+    """A jaw stalled on the cube and then told to go where it is: without a dead band the
+    stiff position loop keeps the contact compressed; with one, the squeeze relaxes."""
+    from physai_ros.robots.so101.emulator.physics import So101Physics
+    from physai_ros.robots.so101.jaw_lever import grasp_pose
+
+    down = grasp_pose(So101Physics({"cube_pos": [0.22, 0.0]}), "down")
+    kept = {}
+    for dead_zone in (0, 5):
+        emu = FeetechBusEmulator(initial=[*down, 0.85], power_on_torque=True, dead_zone=dead_zone)
+        jaw = emu.servos[5]
+
+        def run(seconds: float, emu=emu) -> None:
+            for _ in range(round(seconds / emu.physics.dt)):
+                emu.step()
+
+        jaw.set("Torque_Limit", 225)  # 0.66 N·m
+        jaw.set("Goal_Position", jaw.present_steps(-0.17453))  # closed: stalls on the cube
+        run(1.0)
+        before = float(np.mean(emu.witness().jaw_normal))
+        jaw.set("Goal_Position", jaw.get("Present_Position"))
+        run(1.0)
+        kept[dead_zone] = float(np.mean(emu.witness().jaw_normal)) / before
+        assert emu.witness().cube_in_jaws
+    assert kept[0] > 0.9, kept
+    assert kept[5] < 0.75, kept

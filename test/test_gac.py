@@ -230,3 +230,15 @@ def test_gac_params_defaults_and_hardware_effort():
     assert gac_params({"max_effort": 1.5}, "jaw", 0.0, 1.0, 2.94).max_effort == 1.5
     with pytest.raises(InvalidInput, match=r"stall_timeout must be finite and >= 0, got -1\.0"):
         gac_params({"stall_timeout": -1.0}, "jaw", 0.0, 1.0, 2.94)
+
+
+def test_gripper_reactivated_with_an_effort_keeps_it():
+    """A jaw re-armed on the object it squeezes (the SO-101 driver's resume and re-arm) holds
+    its goal with the effort it had, not the default."""
+    g = make_gripper()
+    g.accept("grip", 0.0, 0.4, 1.0)  # closes onto an object with 0.4
+    g.deactivate("stopped")
+    g.activate(2.0, 0.3, hold=0.0, effort=g.effort)
+    assert (g.setpoint, g.effort) == (0.0, 0.4)
+    g.activate(3.0, 0.3)
+    assert (g.setpoint, g.effort) == (0.3, 2.0)  # without: the measured position, the default

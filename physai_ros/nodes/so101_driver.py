@@ -5,7 +5,8 @@
     activate    arm: torque on at the present pose; refused, with the joint and its value or
                 the register named, when the pose is outside the limits, the calibration
                 differs from the servos, or a servo reports an error
-    deactivate  stop following and hold the present pose (goals refused)
+    deactivate  stop following and hold the present pose (goals refused); the gripper keeps
+                its goal and torque limit (a held object stays squeezed), as on a stop
     cleanup     close the port; shutdown / Ctrl-C: ``on_exit`` (hold: torque stays on and the
                 servos keep their last goal; release: torque off) -- said in the log either way
 

@@ -97,6 +97,7 @@ class So101Emulator(Node):
                 homing_error=parse_homing_error(list(homing)),
                 mechanical_margin=margin,
                 clamp_torque_limit=p["clamp_torque_limit"],
+                dead_zone=p["dead_zone"],
             )
         except InvalidInput as exc:
             raise SystemExit(f"so101_emulator: {exc}") from exc

@@ -118,13 +118,15 @@ class GripperActionController:
         self.last_movement = 0.0  # [s] when the jaw last moved faster than the threshold
         self.inactive_reason = ""
 
-    def activate(self, now: float, position: float, hold: float | None = None) -> None:
+    def activate(
+        self, now: float, position: float, hold: float | None = None, effort: float | None = None
+    ) -> None:
         """Hold the measured position (or ``hold``, the goal the jaw already has) with the
-        default effort."""
+        default effort (or ``effort``, the one the jaw already squeezes with)."""
         self.position = position
         self.setpoint = self.target = position if hold is None else float(hold)
         self.max_speed = math.inf
-        self.effort = self.p.max_effort
+        self.effort = self.p.max_effort if effort is None else float(effort)
         self.last_movement = self.updated = now
         self.active, self.inactive_reason = True, ""
 

@@ -389,15 +389,18 @@ class So101Bus:
             limits["gripper"] = min(limits["gripper"], int(cap))
         return limits
 
-    def arm(self, positions: np.ndarray) -> np.ndarray:
+    def arm(self, positions: np.ndarray, gripper_limit: float | None = None) -> np.ndarray:
         """Arm the servos at ``positions`` [rad]: acceleration profile and full RAM torque
-        limit (each servo's protection cap: ``arm_torque_limits``), goal = ``positions``
-        (clipped as every goal), then torque on (EPROM locked). Returns the goal sent [rad].
-        The caller checks ``positions`` against the limits."""
+        limit (each servo's protection cap: ``arm_torque_limits``; the gripper's
+        ``gripper_limit`` [N·m] when given: a jaw re-armed on the object it squeezes keeps its
+        squeeze), goal = ``positions`` (clipped as every goal), then torque on (EPROM locked).
+        Returns the goal sent [rad]. The caller checks ``positions`` against the limits."""
         self._guard(
             "write Acceleration", lambda: self._write_all("Acceleration", self.s.acceleration)
         )
         limits = self.arm_torque_limits()
+        if gripper_limit is not None:
+            limits["gripper"] = min(limits["gripper"], self._torque_counts(5, gripper_limit))
         self._guard(
             "write Torque_Limit",
             lambda: self.bus.sync_write("Torque_Limit", limits, normalize=False),
@@ -545,9 +548,7 @@ class So101Bus:
         if not math.isfinite(torque):
             raise InvalidInput(f"torque limit {torque!r} must be finite")
         name = JOINTS[joint]
-        if self._max_torque is None:  # EPROM: read once per connection
-            self._max_torque = self._read_all("Max_Torque_Limit")
-        counts = int(min(max(round(1000.0 * torque / STALL_TORQUE), 1), self._max_torque[name]))
+        counts = self._torque_counts(joint, torque)
         # sync write: no status reply, so a servo's latched error flag (an overloaded gripper)
         # cannot make the write look failed -- LeRobot raises on any error bit of a reply
         self._guard(
@@ -555,6 +556,14 @@ class So101Bus:
             lambda: self.bus.sync_write("Torque_Limit", {name: counts}, normalize=False),
         )
         return counts * STALL_TORQUE / 1000.0
+
+    def _torque_counts(self, joint: int, torque: float) -> int:
+        """Torque_Limit counts [0.1 % of stall] of ``torque`` [N·m] for ``joint``: at least 1,
+        never above its Max_Torque_Limit."""
+        if self._max_torque is None:  # EPROM: read once per connection
+            self._max_torque = self._read_all("Max_Torque_Limit")
+        counts = round(1000.0 * torque / STALL_TORQUE)
+        return int(min(max(counts, 1), self._max_torque[JOINTS[joint]]))
 
     def release(self, joints: Sequence[int] = range(6)) -> None:
         """Torque off on the servos of ``joints`` (default every one): the arm goes limp (and

@@ -19,7 +19,7 @@ Faults, and what they do (a fault never re-energises anything):
 * servos silent: the same; when they answer again with torque off (their power was lost and
   came back: the arm fell), the driver refuses goals until re-armed (``rearm_needed``);
 * a servo's error flags (overload, overheat, over-current, a failed magnetic encoder), or an
-  exception in the cycle itself: goals aborted, the servos hold the present pose, re-arm
+  exception in the cycle itself: goals aborted, the arm joints hold the present pose, re-arm
   needed (a servo whose encoder failed does not know where it is: it is never commanded on);
   a voltage flag alone is a warning;
 * a servo found at configure under a latched protection (the driver was killed and the servo
@@ -28,6 +28,13 @@ Faults, and what they do (a fault never re-energises anything):
   protection itself (``CLEAR_PROTECTION`` says what a person does and why);
 * ``stop()`` holds the present pose with torque on and refuses goals until ``resume()``;
   ``release()`` switches torque off (the arm goes limp) and needs a re-arm.
+
+Holding "the present pose" (a stop, a deactivation, a held fault) holds the five arm joints
+where they are; the gripper keeps its last goal and torque limit, and ``resume()`` and a re-arm
+(``activate()`` while the gripper still holds that goal with torque on) keep them too. A jaw
+stalled on an object is short of its goal: sent its present angle instead, a servo with a dead
+band (the STS3215's CW/CCW_Dead_Zone) applies no torque there and the squeeze relaxes -- the
+object slips or falls.
 """
 
 from __future__ import annotations
@@ -305,8 +312,11 @@ class ServoLoop:
                 advice = what_to_do(int(np.bitwise_or.reduce(flags[held])))
                 raise Refused(f"servo errors: {names}: {advice}")
             q = np.clip(reading.position, bus.lower, bus.upper)
+            grip = self._kept_grip(torque)
+            if grip is not None:
+                q[5] = grip
             try:
-                self.sent = bus.arm(q)
+                self.sent = bus.arm(q, self.grip_requested if grip is not None else None)
             except BusError:  # half-armed: back to how it was, then say why
                 with contextlib.suppress(BusError):
                     self._unarm(torque)
@@ -326,14 +336,32 @@ class ServoLoop:
                     "(torque off where it was off; servos that held torque hold on)"
                 )
             self.commanded = self.sent.copy()
-            self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
+            effort = None  # a kept grip keeps its effort and torque limit
+            if grip is None:
+                self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
+            else:
+                effort = self.gripper.effort
             self.grip_limit = bus.set_torque_limit(5, self.grip_requested)
             self.reading, self.last_good = reading, now
             self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=self.sent[:5])
-            self.gripper.activate(now, float(reading.position[5]), hold=float(self.sent[5]))
+            hold = float(self.sent[5])
+            self.gripper.activate(now, float(reading.position[5]), hold=hold, effort=effort)
             self.mode, self.armed, self.stopped = "active", True, False
             self.fault, self.rearm_needed = "", False
             return f"armed at {np.round(self.sent, 4).tolist()} rad"
+
+    def _kept_grip(self, torque: np.ndarray) -> float | None:
+        """The gripper goal [rad] a re-arm keeps: the last one sent, while the gripper still
+        holds it with torque on (``torque``: each servo's Torque_Enable) -- a jaw squeezing
+        an object keeps squeezing it. None (arm the gripper at its present angle, as every
+        other servo) on a first arming, after a release or a power loss, or when the servo's
+        goal is no longer the one sent."""
+        if not (self.armed and self.sent is not None and torque[5]):
+            return None
+        held = float(self.bus.read_goal()[5])
+        if abs(held - self.sent[5]) > AGREE:
+            return None
+        return float(self.sent[5])
 
     def _unarm(self, torque_before: np.ndarray) -> None:
         """A failed arming undone: torque off again only on the servos that had it off. A
@@ -362,7 +390,8 @@ class ServoLoop:
         )
 
     def deactivate(self, reason: str = "") -> str:
-        """Stop following and hold: the servos keep the present pose if torque is on."""
+        """Stop following and hold: the arm joints keep the present pose if torque is on,
+        the gripper its last goal and torque limit."""
         with self.lock:
             self._end_goals(reason or "deactivated")
             if self.armed and self.bus.connected and not self.rearm_needed:
@@ -371,7 +400,7 @@ class ServoLoop:
                 except BusError as exc:
                     self.log("warn", f"hold at deactivation failed: {exc}")
             self.mode = "inactive"
-            return "holding the present pose" if self.armed else "not armed"
+            return "holding the present pose and the gripper's goal" if self.armed else "not armed"
 
     def cleanup(self) -> None:
         """Close the port (torque unchanged)."""
@@ -390,14 +419,18 @@ class ServoLoop:
             return "torque off on all servos: the arm is limp"
 
     def stop(self) -> str:
-        """Hold the present pose with torque on; goals refused until ``resume``."""
+        """Hold the present pose with torque on (the gripper its last goal and torque limit:
+        a held object stays squeezed); goals refused until ``resume``."""
         with self.lock:
             if self.mode != "active":
                 raise Refused(f"not active ({self.fault or self.mode}): nothing to stop")
             self._end_goals("stopped: call the resume service")
             self._hold_present()
             self.stopped = True
-            return "stopped: holding the present pose with torque on; goals refused until resume"
+            return (
+                "stopped: holding the present pose with torque on (the gripper keeps its goal); "
+                "goals refused until resume"
+            )
 
     def resume(self, now: float) -> str:
         with self.lock:
@@ -405,7 +438,8 @@ class ServoLoop:
                 raise Refused(f"not stopped ({self.fault or self.mode})")
             r = self.reading
             self.arm.activate(now, r.position[:5], r.velocity[:5], hold=self.sent[:5])
-            self.gripper.activate(now, float(r.position[5]), hold=float(self.sent[5]))
+            hold, effort = float(self.sent[5]), self.gripper.effort  # the squeeze, kept
+            self.gripper.activate(now, float(r.position[5]), hold=hold, effort=effort)
             self.stopped = False
             return "resumed: goals accepted"
 
@@ -619,15 +653,22 @@ class ServoLoop:
             self.lock.release()
 
     def _hold_present(self) -> None:
-        """Hold where the arm is: a fresh reading, or the last good one if the fresh one
-        cannot be the arm's -- beyond the range, or a jump the cycle would drop (holding a
-        garbled reading would throw the arm)."""
+        """Hold the arm joints where they are: a fresh reading, or the last good one if the
+        fresh one cannot be the arm's -- beyond the range, or a jump the cycle would drop
+        (holding a garbled reading would throw the arm). The gripper keeps its last goal and
+        torque limit (nothing is written to it): a jaw stalled on an object is short of its
+        goal, and sent its present angle it would let the object go (see the module
+        docstring)."""
         present = self.bus.read_state().position
         now = self.last_cycle if self.last_cycle is not None else self.last_good
         if self.reading is not None and (why := self._why_implausible(present, now)):
             self.log("warn", f"holding the last good reading: the fresh one is garbled ({why})")
             present = self.reading.position
-        self.sent = self.bus.send_positions(present)
+        if self.sent is None:  # nothing sent yet: the gripper too has no goal of ours
+            self.sent = self.bus.send_positions(present)
+        else:
+            arm = self.bus.send_positions(present[:5], joints=range(5))
+            self.sent = np.append(arm, self.sent[5])
         self.commanded = self.sent.copy()
 
     def _port_lost(self, reason: str) -> None:

@@ -206,7 +206,9 @@ class FeetechBusEmulator:
     mechanical_margin [rad]: joint stops this far beyond the calibrated ranges; record_writes:
     keep every instruction packet received (for the safety tests); clamp_torque_limit: the
     firmware caps Torque_Limit at Max_Torque_Limit (False: Torque_Limit alone sets the output,
-    which a real STS3215 may do as far as known).
+    which a real STS3215 may do as far as known); dead_zone [step]: each servo's
+    CW_Dead_Zone and CCW_Dead_Zone hold this and its position loop applies no torque within
+    it (``EmulatedServo``'s dead band); 0 = no dead band modelled (the registers ignored).
     """
 
     def __init__(
@@ -224,7 +226,10 @@ class FeetechBusEmulator:
         supply_voltage: float = 12.0,
         record_writes: bool = False,
         clamp_torque_limit: bool = True,
+        dead_zone: int = 0,
     ) -> None:
+        if not 0 <= dead_zone <= 255:
+            raise InvalidInput(f"dead_zone must be 0 to 255 steps, got {dead_zone!r}")
         if baudrate not in fp.BAUDRATES.values():
             raise InvalidInput(f"baudrate {baudrate} not one of {sorted(fp.BAUDRATES.values())}")
         unknown = sorted(set(homing_error or {}) - set(JOINTS))
@@ -232,9 +237,13 @@ class FeetechBusEmulator:
             raise InvalidInput(f"homing_error names unknown joints {unknown}; valid: {JOINTS}")
         self.physics = So101Physics(scene_kwargs, initial, mechanical_margin)
         self.servos = [
-            EmulatedServo(i, e, supply_voltage, clamp_torque_limit)
+            EmulatedServo(i, e, supply_voltage, clamp_torque_limit, dead_zone > 0)
             for i, e in zip(IDS, ENCODER_AT_ZERO, strict=True)
         ]
+        if dead_zone > 0:
+            for servo in self.servos:
+                servo.set("CW_Dead_Zone", dead_zone)
+                servo.set("CCW_Dead_Zone", dead_zone)
         self.calibration = lerobot_calibration(self.servos, self.physics.model)
         if calibrated:
             errors = homing_error or {}

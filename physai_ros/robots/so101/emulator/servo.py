@@ -10,6 +10,14 @@ what they face):
   towards the goal with at most that acceleration and at most ``Goal_Velocity`` (0 = the
   no-load speed, 4.71 rad/s); ``Acceleration`` = 0 jumps to the goal. The physics position loop
   (MuJoCo's actuator, kp scaled by P_Coefficient/16) follows the set-point.
+* dead band (opt-in, ``dead_zone``): the firmware's position loop acts only on the error
+  beyond ``CW_Dead_Zone`` / ``CCW_Dead_Zone`` steps (EPROM 26 / 27; error = set-point -
+  present below / above zero; the P term on the error less the band, so the torque has no
+  step at the band's edge): inside it the servo applies no torque, so a servo told to go
+  where it already is lets a load (a squeezed object's contact, gravity) push it back to the
+  band's edge. Off, the registers are ignored and every step of error is acted on. Why a
+  band: LeRobot's arms at P_Coefficient 16 settle at different places by approach direction
+  (reported on its issue tracker); its width on a real STS3215 is not measured here.
 * torque cap = 2.94 N·m × min(Torque_Limit, Max_Torque_Limit)/1000; ``Torque_Enable = 0``
   makes the joint free (cap 0). With ``clamp_torque_limit`` False the cap is Torque_Limit
   alone: no source found says the STS3215 firmware clamps the RAM Torque_Limit to the EPROM
@@ -80,8 +88,10 @@ class EmulatedServo:
         encoder_at_zero: int,
         supply_voltage: float = 12.0,
         clamp_torque_limit: bool = True,
+        dead_zone: bool = False,
     ) -> None:
         self.clamp_torque_limit = clamp_torque_limit
+        self.dead_zone = dead_zone  # model CW/CCW_Dead_Zone (see the module docstring)
         self.mem = bytearray(fp.MEMORY_SIZE)
         for reg in fp.STS3215_REGISTERS:
             self.mem[reg.address : reg.address + reg.size] = fp.to_bytes(reg.default, reg.size)
@@ -195,7 +205,16 @@ class EmulatedServo:
         elif self.latched & int(ErrorBit.OVERLOAD | ErrorBit.OVERCURRENT):
             limit = min(limit, self.get("Protective_Torque") / 100.0)
         gain = max(self.get("P_Coefficient"), 1) / MODEL_P_GAIN
-        return self._profile(q, dt), STALL_TORQUE * limit, gain
+        target = self._profile(q, dt)
+        if self.dead_zone:
+            error = (target - q) / STEP_RAD  # [step]
+            band = self.get("CCW_Dead_Zone" if error > 0 else "CW_Dead_Zone")
+            # inside the band no torque (the P term is zero); beyond it, P on the error
+            # beyond the band: the torque rises from zero at its edge, with no step there (a
+            # step would make a holding joint chatter in and out of the band)
+            beyond = math.copysign(max(abs(error) - band, 0.0), error)
+            target = q + beyond * STEP_RAD
+        return target, STALL_TORQUE * limit, gain
 
     def _profile(self, q: float, dt: float) -> float:
         """Advance the set-point towards the goal with the servo's acceleration profile."""
