@@ -668,8 +668,8 @@ class ServoLoop:
         whose calibration or setup differs from configure's are another arm: nothing is read
         or sent until the user configures again. False: ``reading`` is not to be used."""
         was = self.fault
-        try:  # the calibration and setup check of configure, read-only
-            differs = [*self.bus.calibration_mismatches(), *self._setup_differences()]
+        try:  # configure's calibration and setup check, read-only, on reads that agree
+            differs = self._identity_differences()
         except BusError as exc:
             self.log("warn", f"servos answer again but not every read does ({exc}); retrying")
             return False
@@ -704,11 +704,15 @@ class ServoLoop:
         self.log("info", f"servos answer again after: {was}; holding their goal, goals accepted")
         return True
 
-    def _setup_differences(self) -> list[str]:
-        return [
+    def _identity_differences(self) -> list[str]:
+        """How the servos' calibration and setup registers differ from the configured arm's
+        (empty: they are its servos). Each register as two successive reads agree: one
+        garbled read (a desynchronised bus) would fake a difference."""
+        setup = [
             f"{w.joint} {w.register} is {w.present} on the servo, {w.wanted} as configured"
-            for w in self.bus.setup_differences()
+            for w in self.bus.setup_differences(agreed=True)
         ]
+        return [*self.bus.calibration_mismatches(agreed=True), *setup]
 
     def _foreign(self, differs: list[str]) -> None:
         """The port reached servos that are not the configured arm (another SO-101 re-plugged
