@@ -110,3 +110,46 @@ def test_the_dds_profile_keeps_a_localhost_node_on_its_host(hosts):
     subnet = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "SUBNET"}
     assert probes(a, b, local, subnet) == ([], [])
     assert probes(a, b, subnet, subnet) == (["/probe_b"], ["/probe_a"])
+
+
+def test_a_hand_started_so101_driver_is_invisible_from_another_host(hosts, tmp_path):
+    """``ros2 run physai_ros so101_driver`` (its ``main``) in a shell with no discovery range
+    set, where ROS's default is the whole subnet: the driver keeps itself to its computer, so
+    a node on another host cannot see it, let alone call ``~/release``. With the range opened
+    by the user (SUBNET), the same probe sees it: the probe can see."""
+    a, b = hosts
+    for chosen, visible in (("", False), ("SUBNET", True)):
+        env = a.env({"ROS_AUTOMATIC_DISCOVERY_RANGE": chosen})
+        log = tmp_path / f"driver_{chosen or 'default'}.log"
+        with log.open("w") as out:
+            driver = subprocess.Popen(
+                a.command(
+                    sys.executable,
+                    "-c",
+                    "from physai_ros.nodes.so101_driver import main; main()",
+                    "--ros-args",
+                    "-p",
+                    f"port:={tmp_path / 'no_arm'}",
+                ),
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            probe = subprocess.run(
+                b.command(sys.executable, str(PROBE), "b", "6", "--watch", "/so101_driver"),
+                env=b.env(),
+                stdout=subprocess.PIPE,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+        finally:
+            driver.terminate()
+            driver.wait(timeout=20)
+        seen = json.loads(probe.stdout.strip().splitlines()[-1])
+        text = log.read_text()
+        assert driver.returncode is not None and "discovery range" in text, text[-2000:]
+        assert ("/so101_driver/transition_event" in seen) == visible, (chosen, seen, text[-2000:])
+        expected = "SUBNET" if chosen else "LOCALHOST (this computer only"
+        assert f"discovery range {expected}" in text, text[-2000:]

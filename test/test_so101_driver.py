@@ -209,6 +209,46 @@ def test_cable_pulled_mid_goal_aborts_holds_and_resumes_without_motion(bench, du
     assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED
 
 
+def test_a_replug_into_another_arm_is_refused_and_nothing_is_sent_to_it(bench):
+    """The cable pulled, then plugged into another SO-101 (same ids and model, calibrated on
+    its own: homing offsets 40 steps away). The driver checks the calibration on reconnect as
+    it does at configure: it names the mismatch on /diagnostics, publishes none of that arm's
+    readings as this arm's, refuses goals, and nothing moves. Back on its own arm, a cleanup
+    and a configure (the user's explicit step) bring it back."""
+    start = len(bench.log())
+    bench.set_emulator("port_connected", False)
+    assert bench.wait(lambda: "port lost" in bench.log()[start:], 3.0), bench.log()[start:]
+    bench.set_emulator("other_arm", True)
+    try:
+        t0 = time.time()
+        bench.set_emulator("port_connected", True)
+        assert bench.wait(lambda: "another arm" in bench.log()[start:], RECONNECT + 5.0), (
+            bench.log()[start:]
+        )
+        error = bench.wait(
+            lambda: any(
+                "another arm" in s.message for s in bench.diagnostics(DiagnosticStatus.ERROR)
+            ),
+            3.0,
+        )
+        assert error, "the other arm is not on /diagnostics"
+        stamp = bench.joint_stamp
+        handle = bench.send_arm(bench.arm_position() + np.array([0.3, 0, 0, 0, 0]), 1.0)
+        assert not handle.accepted
+        time.sleep(1.0)
+        assert bench.joint_stamp == stamp  # none of its readings published as this arm's
+        assert largest_motion(bench.truth_since(t0)) < STILL
+    finally:
+        bench.set_emulator("other_arm", False)
+    if bench.state() == "active":
+        assert bench.transition("deactivate"), bench.log()[start:]
+    for step in ("cleanup", "configure", "activate"):
+        assert bench.transition(step), (step, bench.log()[start:])
+    handle = bench.send_arm(bench.arm_position() + np.array([0.2, 0, 0, 0, 0]), 1.0)
+    assert handle.accepted, bench.log()[-3000:]
+    assert bench.arm_result(handle).status == GoalStatus.STATUS_SUCCEEDED
+
+
 def test_servos_back_on_a_garbling_bus_resume_without_an_internal_error(bench):
     """Servos silent, then answering on a bus that garbles every 13th reply: a failed read
     while resuming keeps the fault and retries; it is no internal error and no deactivation,

@@ -27,6 +27,7 @@ import os
 import threading
 import time
 import traceback
+from collections.abc import MutableMapping
 
 import rclpy
 from builtin_interfaces.msg import Time
@@ -132,7 +133,9 @@ class So101Driver(LifecycleNode):
         self._configure_error = ""
         self._activation_retries = 3  # autostart: tries when the bus fails while arming
         domain = os.environ.get("ROS_DOMAIN_ID", "0")
-        scope = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET (ROS default)")
+        scope = os.environ.get(DISCOVERY_RANGE) or "SUBNET (ROS default)"
+        if scope == "LOCALHOST":
+            scope += f" (this computer only; {DISCOVERY_RANGE}=SUBNET opens it to the network)"
         self.get_logger().info(
             f"SO-101 driver on {p['port']}, ROS_DOMAIN_ID={domain}, discovery range {scope}: "
             + ("configuring and activating" if self.autostart else "waiting for ros2 lifecycle set")
@@ -380,7 +383,21 @@ class So101Driver(LifecycleNode):
         super().destroy_node()
 
 
+DISCOVERY_RANGE = "ROS_AUTOMATIC_DISCOVERY_RANGE"
+
+
+def keep_discovery_on_this_computer(environ: MutableMapping[str, str] = os.environ) -> None:
+    """A real arm obeys whoever reaches its services: unless the user chose a discovery range
+    (``ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET`` to run RViz or the planner on another
+    computer), the driver is reachable from this computer only -- on every start path, ``ros2
+    run`` included, where ROS's own default would be the whole subnet. Set before rclpy
+    reads it; the start-up log line says which range is in effect."""
+    if not environ.get(DISCOVERY_RANGE, ""):
+        environ[DISCOVERY_RANGE] = "LOCALHOST"
+
+
 def main(args: list[str] | None = None) -> None:
+    keep_discovery_on_this_computer()
     run_node(So101Driver, args, cleanup=So101Driver.exit_policy)
 
 

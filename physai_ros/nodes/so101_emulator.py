@@ -26,7 +26,9 @@ lost: servos silent and limp, the arm falls; true = back, reset with torque off)
 ``mute_ids`` (servos that stop
 answering), ``corrupt_every`` (bad checksum every n-th reply), ``wrong_data_every`` (zeros with
 a right checksum in every n-th sync read: a desynchronised bus), ``overload_ids`` (latch
-OVERLOAD), ``encoder_error_ids`` (those servos report a failed encoder; [0] = none),
+OVERLOAD), ``other_arm`` (true: the port reaches another SO-101, calibrated on its own: every
+homing offset differs; set it while the cable is pulled, as a re-plug into the wrong arm),
+``encoder_error_ids`` (those servos report a failed encoder; [0] = none),
 ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way; [0.0] removes
 it).
 """
@@ -161,6 +163,8 @@ class So101Emulator(Node):
                 (emulator.power_on if value else emulator.power_off)()
             elif name == "overload_ids":
                 emulator.force_overload(int(i) for i in value if int(i) > 0)
+            elif name == "other_arm":
+                emulator.swap_arm(bool(value))
             elif name == "encoder_error_ids":
                 emulator.force_encoder_error(int(i) for i in value if int(i) > 0)
             elif name == "obstacle":

@@ -300,14 +300,27 @@ class So101Bus:
         )
         return {j: int(values[j]) for j in JOINTS}
 
-    def calibration_mismatches(self) -> list[str]:
+    def _read_agreed(self, register: str, tries: int = 4) -> dict[str, int]:
+        """One register on every servo as two successive sync reads agree: a desynchronised
+        bus hands one read another register's bytes, well formed, and no single read can
+        tell. ``BusError`` when no two successive reads of ``tries`` agree."""
+        last = self._read_all(register)
+        for _ in range(tries - 1):
+            values = self._read_all(register)
+            if values == last:
+                return values
+            last = values
+        raise BusError(f"{register} reads differently on successive reads ({tries} reads)")
+
+    def calibration_mismatches(self, agreed: bool = False) -> list[str]:
         """How the servos' EPROM calibration differs from the file, one line per register and
-        joint (empty: they agree). Reads only."""
+        joint (empty: they agree). Reads only; ``agreed``: each register as two reads agree."""
+        read = self._read_agreed if agreed else self._read_all
         fields = {"Homing_Offset": "homing_offset", "Min_Position_Limit": "range_min"}
         fields["Max_Position_Limit"] = "range_max"
         out = []
         for register, key in fields.items():
-            present = self._read_all(register)
+            present = read(register)
             for joint in JOINTS:
                 wanted = int(getattr(self.calibration[joint], key))
                 if present[joint] != wanted:
@@ -336,9 +349,10 @@ class So101Bus:
         self._guard("unlock EPROM", lambda: self._write_each("Lock", dict.fromkeys(JOINTS, 0)))
         self._guard("write calibration", lambda: self.bus.write_calibration(self.calibration))
 
-    def setup_differences(self) -> list[SetupWrite]:
+    def setup_differences(self, agreed: bool = False) -> list[SetupWrite]:
         """The setup registers (``BusSettings.setup`` and ``gripper_setup``) whose present
-        value differs from the wanted one. Reads only."""
+        value differs from the wanted one. Reads only; ``agreed``: each as two reads agree."""
+        read = self._read_agreed if agreed else self._read_all
         wanted: dict[str, dict[str, int]] = {}
         for register, value in self.s.setup.items():
             wanted.setdefault(register, {}).update(dict.fromkeys(JOINTS, int(value)))
@@ -346,7 +360,7 @@ class So101Bus:
             wanted.setdefault(register, {})["gripper"] = int(value)
         out = []
         for register, per_joint in wanted.items():
-            present = self._read_all(register)
+            present = read(register)
             eprom = fp.REGISTERS_BY_NAME[register].eprom
             for joint, value in per_joint.items():
                 if present[joint] != value:
@@ -372,9 +386,16 @@ class So101Bus:
         for joint, value in values.items():
             self.bus.write(register, joint, value, normalize=False)
 
-    def read_goal(self) -> np.ndarray:
-        """The servos' present Goal_Position [rad]: what they hold now."""
-        return self.to_rad(self._sync_read("Goal_Position"))
+    def read_goal(self, tries: int = 4) -> np.ndarray:
+        """The servos' present Goal_Position [rad]: what they hold now, as two successive reads
+        agree (``BusError`` if none of ``tries`` do): holding a garbled goal throws the arm."""
+        last = self._sync_read("Goal_Position")
+        for _ in range(tries - 1):
+            goal = self._sync_read("Goal_Position")
+            if np.allclose(goal, last, atol=1e-6):
+                return self.to_rad(goal)
+            last = goal
+        raise BusError(f"Goal_Position reads differently on successive reads ({tries} reads)")
 
     def arm_torque_limits(self) -> dict[str, int]:
         """Torque_Limit [0.1 % of stall] each servo is armed with: full torque, but never above

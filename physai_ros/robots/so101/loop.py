@@ -75,6 +75,8 @@ KNOWN_FLAGS = sum(int(bit) for bit in fp.ErrorBit)  # bits the STS3215 documents
 MAX_SPEED = 2.0 * 4.71  # [rad/s] twice the STS3215's no-load speed: faster = a garbled read
 BEYOND_RANGE = 0.5  # [rad] no joint rests further beyond its range: further = a garbled read
 AGREE = 0.02  # [rad] two reads of a resting arm agree this well: arming needs two such reads
+# The fault of servos that are not the configured arm (found on reconnect): its message starts so
+FOREIGN = "another arm on the port: its calibration or setup differs from the configured one"
 GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
 # (closing onto the jaw's own stop is how a pick closes)
 
@@ -472,6 +474,8 @@ class ServoLoop:
             )
 
     def _cycle(self, now: float) -> None:
+        if self.fault.startswith(FOREIGN):  # not the configured arm: not even read
+            return
         if not self.bus.connected:
             self._reconnect(now)
             return
@@ -487,8 +491,10 @@ class ServoLoop:
             return
         if self._implausible(reading, now):
             return
-        if self.fault.startswith("silent") or self.fault.startswith("port lost"):
-            self._resume_after_loss(now, reading)
+        if self.fault.startswith(("silent", "port lost")) and not self._resume_after_loss(
+            now, reading
+        ):
+            return
         self.reading, self.last_good = reading, now
         self.cycles += 1
         if self.cycles % self.s.health_every == 1:
@@ -697,10 +703,20 @@ class ServoLoop:
             return
         self.log("info", f"port {self.bus.s.port} is back; reading the servos")
 
-    def _resume_after_loss(self, now: float, reading: JointReading) -> None:
+    def _resume_after_loss(self, now: float, reading: JointReading) -> bool:
         """The bus answers again: resume reading; hold what the servos already hold. Torque
-        found off on an armed arm = the servos lost power: never re-energise, re-arm."""
+        found off on an armed arm = the servos lost power: never re-energise, re-arm. Servos
+        whose calibration or setup differs from configure's are another arm: nothing is read
+        or sent until the user configures again. False: ``reading`` is not to be used."""
         was = self.fault
+        try:  # configure's calibration and setup check, read-only, on reads that agree
+            differs = self._identity_differences()
+        except BusError as exc:
+            self.log("warn", f"servos answer again but not every read does ({exc}); retrying")
+            return False
+        if differs:
+            self._foreign(differs)
+            return False
         if not self.armed or self.rearm_needed:
             self.fault = ""
             self.log("info", f"servos answer again after: {was}")
@@ -710,10 +726,10 @@ class ServoLoop:
             held = self.bus.read_goal()
         except BusError as exc:
             self.log("warn", f"servos answer again but not every read does ({exc}); retrying")
-            return
+            return False
         if beyond := self._beyond_range(held):  # a garbled goal read: resuming would throw it
             self.log("warn", f"servos answer again but their goal reads wrong ({beyond}); retrying")
-            return
+            return False
         self.fault = ""
         if not torque.all():
             off = [JOINTS[i] for i in np.flatnonzero(~torque)]
@@ -721,12 +737,36 @@ class ServoLoop:
             self._fault(
                 f"power loss: {off} answer with torque off (the arm may have fallen)", False
             )
-            return
+            return True
         self.sent, self.commanded = held, held.copy()
         if self.mode == "active" and not self.stopped:
             self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=held[:5])
             self.gripper.activate(now, float(reading.position[5]), hold=float(held[5]))
         self.log("info", f"servos answer again after: {was}; holding their goal, goals accepted")
+        return True
+
+    def _identity_differences(self) -> list[str]:
+        """How the servos' calibration and setup registers differ from the configured arm's
+        (empty: they are its servos). Each register as two successive reads agree: one
+        garbled read (a desynchronised bus) would fake a difference."""
+        setup = [
+            f"{w.joint} {w.register} is {w.present} on the servo, {w.wanted} as configured"
+            for w in self.bus.setup_differences(agreed=True)
+        ]
+        return [*self.bus.calibration_mismatches(agreed=True), *setup]
+
+    def _foreign(self, differs: list[str]) -> None:
+        """The port reached servos that are not the configured arm (another SO-101 re-plugged
+        into this adapter, or one recalibrated meanwhile): they are not commanded -- no hold,
+        no release -- and their readings, taken with this arm's calibration, are not
+        published. The user checks the cable and configures again (cleanup, configure)."""
+        self.armed, self.reading = False, None
+        self._need_rearm(f"{FOREIGN}: {'; '.join(differs)}")
+        self.log(
+            "error",
+            f"{self.fault}: nothing is sent to these servos; plug in the configured arm, "
+            "then cleanup and configure (lifecycle)",
+        )
 
     def take_ends(self) -> list[GoalEnd | GripperEnd]:
         with self.lock:

@@ -67,6 +67,7 @@ MID = 2047  # LeRobot's half-turn homing puts the middle pose here
 # Encoder reading at joint angle 0 of each servo as assembled: arbitrary, so homing offsets
 # are not trivially zero (as on a real arm).
 ENCODER_AT_ZERO = (1900, 2210, 1750, 2300, 2047, 1500)
+OTHER_ARM_HOMING = 40  # [steps] ≈ 3.5°: how far another arm's homing offsets lie from this one's
 SETTLE_TIME = 3.0  # [s] torque-off physics before the port opens: the arm comes to rest
 LEROBOT_CONFIGURE = {
     # lerobot/robots/so_follower/so_follower.py SOFollower.configure() (LeRobot 0.4.4) and
@@ -275,6 +276,7 @@ class FeetechBusEmulator:
         self.faults = Faults()
         self.stats = BusStats()
         self.record_writes = record_writes
+        self.other_arm = False  # the port reaches another arm (``swap_arm``)
         self.powered = True
         self.lock = threading.RLock()
         self._stop = threading.Event()
@@ -425,6 +427,21 @@ class FeetechBusEmulator:
                     servo.forced |= bit
                 else:
                     servo.forced &= ~bit
+
+    def swap_arm(self, other: bool) -> None:
+        """``other``: the port now reaches another SO-101 (a second follower re-plugged into
+        this adapter): its servos answer to the same ids and model number, but each was
+        calibrated on its own arm, so its homing offset differs by ``OTHER_ARM_HOMING`` steps.
+        False: this arm again. The EPROM changes as a real swap would; physics is unchanged."""
+        with self.lock:
+            if other == self.other_arm:
+                return
+            shift = OTHER_ARM_HOMING if other else -OTHER_ARM_HOMING
+            for servo in self.servos:  # the other arm holds where it is: its goal moves along
+                servo.set("Homing_Offset", servo.get("Homing_Offset") + shift)
+                goal = (servo.get("Goal_Position") - shift) % fp.STEPS_PER_TURN
+                servo.set("Goal_Position", goal)
+            self.other_arm = other
 
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
         """Put a box (half edge [m]) at ``centre`` (world [m]); None removes it."""
