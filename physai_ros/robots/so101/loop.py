@@ -741,7 +741,11 @@ class ServoLoop:
         self.sent, self.commanded = held, held.copy()
         if self.mode == "active" and not self.stopped:
             self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=held[:5])
-            self.gripper.activate(now, float(reading.position[5]), hold=float(held[5]))
+            # the jaw keeps its squeeze: its goal (read back) and the effort it had
+            effort = self.gripper.effort
+            self.gripper.activate(
+                now, float(reading.position[5]), hold=float(held[5]), effort=effort
+            )
         self.log("info", f"servos answer again after: {was}; holding their goal, goals accepted")
         return True
 
