@@ -150,6 +150,20 @@ class Faults:
     # sync read of TARGET hands servo ID the raw value RAW, well formed ('' = never; once)
     garble: str = ""
     garble_armed: bool = False  # AFTER was read: the next read of TARGET is garbled
+    # a starved bus: the replies to every n-th read (READ or SYNC READ) come stall_ms [ms]
+    # late (0 = never); a stall longer than the client's timeout loses the reply
+    stall_every: int = 0
+    stall_ms: float = 0.0
+
+
+class GoalRecord(NamedTuple):
+    """A Goal_Position as one servo received it: received [s, time.monotonic()] when its
+    packet was read off the pty, servo id, the goal [step] and its joint angle [rad]."""
+
+    received: float
+    servo_id: int
+    steps: int
+    angle: float
 
 
 @dataclass
@@ -163,6 +177,8 @@ class BusStats:
     late_steps: int = 0  # times the physics fell > 100 ms behind real time (debt dropped)
     late_replies_dropped: int = 0  # the client had moved on to its next request (see _serve)
     writes: list[bytes] = field(default_factory=list)  # raw instruction packets, if recorded
+    goals: list[GoalRecord] = field(default_factory=list)  # goals as received, if recorded
+    stalled_reads: int = 0  # reads whose replies faults.stall_every delayed
 
 
 class Witness(NamedTuple):
@@ -206,7 +222,8 @@ class FeetechBusEmulator:
     mechanical_margin [rad]: joint stops this far beyond the calibrated ranges; record_writes:
     keep every instruction packet received (for the safety tests); clamp_torque_limit: the
     firmware caps Torque_Limit at Max_Torque_Limit (False: Torque_Limit alone sets the output,
-    which a real STS3215 may do as far as known).
+    which a real STS3215 may do as far as known); record_goals: log every Goal_Position each
+    servo receives, with its receive time (``stats.goals``, for the speed tests).
     """
 
     def __init__(
@@ -224,6 +241,7 @@ class FeetechBusEmulator:
         supply_voltage: float = 12.0,
         record_writes: bool = False,
         clamp_torque_limit: bool = True,
+        record_goals: bool = False,
     ) -> None:
         if baudrate not in fp.BAUDRATES.values():
             raise InvalidInput(f"baudrate {baudrate} not one of {sorted(fp.BAUDRATES.values())}")
@@ -266,6 +284,9 @@ class FeetechBusEmulator:
         self.faults = Faults()
         self.stats = BusStats()
         self.record_writes = record_writes
+        self.record_goals = record_goals
+        self._received = 0.0  # [s] when the packet being handled was read off the pty
+        self._reads = 0  # counts reads, for faults.stall_every
         self.powered = True
         self.lock = threading.RLock()
         self._stop = threading.Event()
@@ -485,11 +506,12 @@ class FeetechBusEmulator:
         ):
             self.stats.writes.append(fp.encode_instruction(*packet))
         with self.lock:
+            self._received = received
             replies = list(self.handle(packet))
         if not replies:
             return
         byte_time = fp.packet_time(1, self.baudrate)
-        due = received + packet.size * byte_time
+        due = received + packet.size * byte_time + self._stall(packet)
         out = bytearray()
         for servo, reply in replies:
             due += 2e-6 * servo.get("Return_Delay_Time") + len(reply) * byte_time
@@ -537,6 +559,28 @@ class FeetechBusEmulator:
             return False
         self.faults.lose_reads = f"{name} 0 {count - 1}" if count > 1 else ""
         return True
+
+    def _stall(self, packet: fp.Packet) -> float:
+        """Extra delay [s] of the replies to ``packet``: ``faults.stall_ms`` on every
+        ``faults.stall_every``-th read (see ``Faults``), else 0."""
+        every = self.faults.stall_every
+        if not every or packet.code not in (Instruction.READ, Instruction.SYNC_READ):
+            return 0.0
+        self._reads += 1
+        if self._reads % every:
+            return 0.0
+        self.stats.stalled_reads += 1
+        return max(self.faults.stall_ms, 0.0) / 1000.0
+
+    def _record_goal(self, servo: EmulatedServo, address: int, size: int) -> None:
+        """Log the servo's Goal_Position if a write of ``size`` bytes at ``address`` set it."""
+        goal = fp.register("Goal_Position")
+        if not self.record_goals or not address <= goal.address < address + size:
+            return
+        steps = servo.get("Goal_Position")
+        self.stats.goals.append(
+            GoalRecord(self._received, servo.servo_id, steps, servo.angle_of(steps))
+        )
 
     def _garbled(self, address: int) -> tuple[int, int] | None:
         """(servo id, raw value) if this sync read of ``address`` is the one ``faults.garble``
@@ -590,6 +634,7 @@ class FeetechBusEmulator:
             for servo in self._targets(sid):
                 if code == Instruction.WRITE:
                     servo.write(params[0], params[1:])
+                    self._record_goal(servo, params[0], len(params) - 1)
                 else:
                     servo.registered = (params[0], bytes(params[1:]))
                 if not broadcast and servo.get("Response_Status_Level") >= 1:
@@ -608,6 +653,7 @@ class FeetechBusEmulator:
                 servo = self._servo(target)
                 if servo is not None:
                     servo.write(sync.address, data)
+                    self._record_goal(servo, sync.address, len(data))
         elif code == Instruction.SYNC_READ and broadcast:
             try:
                 sync = fp.decode_sync_read(params)
