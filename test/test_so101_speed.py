@@ -21,6 +21,7 @@ from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
 from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.robots.so101.bus import ARM, STALL_TORQUE, BusSettings, So101Bus
+from physai_ros.robots.so101.config import goal_velocity
 from physai_ros.robots.so101.emulator.bus import (
     JOINTS,
     FeetechBusEmulator,
@@ -81,7 +82,9 @@ def bench(tmp_path):
     m = emu.physics.model
     lo = np.array([m.jnt_range[m.joint(j).id][0] for j in JOINTS])
     hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
-    bus = So101Bus(BusSettings(emu.port, cal, lo, hi, joint_offsets=tuple(joint_offsets(m))))
+    speeds = tuple(int(v) for v in goal_velocity(load_limits("so101")))
+    offsets = tuple(joint_offsets(m))
+    bus = So101Bus(BusSettings(emu.port, cal, lo, hi, joint_offsets=offsets, velocity=speeds))
     zeros = np.zeros(5)
     jtc = JointTrajectoryController(JtcParams(tuple(ARM), lo[:5], hi[:5], zeros, zeros))
     gac = GripperActionController(GacParams(JOINTS[5], lo[5], hi[5], max_effort=STALL_TORQUE))
@@ -103,6 +106,8 @@ def test_a_starved_bus_never_steps_a_servo_faster_than_the_velocity_limit(bench)
     now = time.monotonic()
     loop.configure(now)
     loop.activate(time.monotonic())
+    # the servos' own profile is told the set's speed too (not 0: full speed)
+    assert [s.get("Goal_Velocity") for s in emu.servos] == [3070] * 6
     run_loop(loop, 0.2)
     emu.faults.stall_every, emu.faults.stall_ms = 4, 25.0
     v, ramp, cruise = 4.5, 0.2, 0.4  # [rad/s], [s], [s]
