@@ -287,6 +287,7 @@ class FeetechBusEmulator:
         self.record_goals = record_goals
         self._received = 0.0  # [s] when the packet being handled was read off the pty
         self._reads = 0  # counts reads, for faults.stall_every
+        self._served = 0  # counts requests: a stalled reply is sent only if none came since
         self.powered = True
         self.lock = threading.RLock()
         self._stop = threading.Event()
@@ -493,6 +494,7 @@ class FeetechBusEmulator:
         client's next transaction and been flushed by it (the SDK clears the port before each
         send). Sent late instead, it would be read as the reply to a later request -- seen
         when the emulator was starved of CPU: another register's bytes read as Status."""
+        self._served += 1
         if isinstance(packet, fp.Corrupt):
             self.stats.corrupt_requests += 1
             return
@@ -511,11 +513,22 @@ class FeetechBusEmulator:
         if not replies:
             return
         byte_time = fp.packet_time(1, self.baudrate)
-        due = received + packet.size * byte_time + self._stall(packet)
+        due = received + packet.size * byte_time
         out = bytearray()
         for servo, reply in replies:
             due += 2e-6 * servo.get("Return_Delay_Time") + len(reply) * byte_time
             out += reply
+        stall = self._stall(packet)
+        if stall:  # sent from a timer: this thread goes on receiving (and stamping) packets
+            seq = self._served
+            timer = threading.Timer(
+                max(due + stall - time.monotonic(), 0.0),
+                self._send_late,
+                (bytes(out), len(replies), seq),
+            )
+            timer.daemon = True
+            timer.start()
+            return
         wait = due - time.monotonic()
         if wait > 0:
             time.sleep(wait)
@@ -528,6 +541,19 @@ class FeetechBusEmulator:
         with contextlib.suppress(OSError):
             os.write(master, bytes(out))
         self.stats.replies += len(replies)
+
+    def _send_late(self, out: bytes, count: int, seq: int) -> None:
+        """Send a stalled reply, unless the client has sent anything since its request (it
+        gave up waiting: the reply would be read as another request's)."""
+        master = self._master
+        if master is None:
+            return
+        if self._served != seq or self._client_moved_on(master):
+            self.stats.late_replies_dropped += count
+            return
+        with contextlib.suppress(OSError):
+            os.write(master, out)
+        self.stats.replies += count
 
     def _pull_here(self, packet: fp.Packet) -> bool:
         """Pull the cable if ``packet`` reads the register ``faults.pull_at_read`` names."""
