@@ -135,3 +135,5 @@ def test_a_starved_bus_never_steps_a_servo_faster_than_the_velocity_limit(bench)
         f"{[(round(e, 4), round(s, 4), round(d, 4)) for e, s, d in over[:5]]} "
         "(excess, step [rad], dt [s])"
     )
+    assert loop.bounded_sends > 0  # the bound acted, and said so
+    assert any("goal step bounded by the velocity limit" in text for _, text in logs), logs

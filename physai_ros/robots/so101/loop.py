@@ -154,7 +154,8 @@ def servo_error(index: int, flags: int) -> str:
 
 class Snapshot(NamedTuple):
     """What one cycle publishes: stamp [s, loop clock]; the state (None when stale); the jaw
-    estimate; the last health read; mode; fault ("" = none); the gripper torque limit [N·m]."""
+    estimate; the last health read; mode; fault ("" = none); the gripper torque limit [N·m];
+    bounded_goals: goals the speed bound held back since start (``LoopSettings.max_velocity``)."""
 
     stamp: float
     reading: JointReading | None
@@ -163,6 +164,7 @@ class Snapshot(NamedTuple):
     mode: str
     fault: str
     gripper_limit: float
+    bounded_goals: int = 0
 
 
 class Refused(BusError):
@@ -456,7 +458,14 @@ class ServoLoop:
                 )
                 self._relax(jaw, now)
             return Snapshot(
-                now, self.reading, jaw, self.health, self.mode, self.fault, self.grip_limit
+                now,
+                self.reading,
+                jaw,
+                self.health,
+                self.mode,
+                self.fault,
+                self.grip_limit,
+                self.bounded_sends,
             )
 
     def _cycle(self, now: float) -> None:
@@ -768,7 +777,7 @@ def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
         )
     else:
         level, message = "warn", f"{snap.mode}: not commanding the servos"
-    out = [Report("so101/driver", "so101", level, message, {})]
+    out = [Report("so101/driver", "so101", level, message, {"bounded_goals": snap.bounded_goals})]
     h = snap.health
     for i, (sid, joint) in enumerate(zip(IDS, JOINTS, strict=True)):
         flags = 0 if h is None else int(h.status[i])
