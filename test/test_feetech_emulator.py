@@ -118,7 +118,9 @@ def joint_offsets_of(calibration: dict) -> list[float]:
 
 @pytest.fixture(scope="module")
 def emulator():
-    emu = FeetechBusEmulator(record_writes=True, initial=(0.0,) * 6, power_on_torque=True)
+    emu = FeetechBusEmulator(
+        record_writes=True, record_goals=True, initial=(0.0,) * 6, power_on_torque=True
+    )
     emu.start()
     yield emu
     emu.stop()
@@ -347,6 +349,30 @@ def test_no_goal_outside_the_limits_ever_reaches_the_bus(so101_bus, emulator, go
                 assert cal["range_min"] <= steps <= cal["range_max"], (servo_id, steps)
                 angle = servo.angle_of(steps)
                 assert lo[servo_id - 1] - 1e-3 <= angle <= hi[servo_id - 1] + 1e-3
+
+
+def test_stalled_replies_come_late_and_goals_are_logged_as_received(so101_bus, emulator):
+    """``faults.stall_every``/``stall_ms``: every n-th read's replies come that late (a
+    starved bus); ``record_goals``: each servo's Goal_Position, as received, with its time."""
+    bus, lo, hi = so101_bus
+    emulator.faults.stall_every, emulator.faults.stall_ms = 1, 15.0
+    try:
+        t0 = time.monotonic()
+        bus.read_state()  # three sync reads (position, velocity, load), each stalled
+        took = time.monotonic() - t0
+    finally:
+        emulator.faults.stall_every = 0
+    assert took >= 3 * 0.015, took
+    emulator.stats.goals.clear()
+    before = time.monotonic()
+    goal = np.clip(np.array([0.1, -0.2, 0.3, -0.1, 0.2, 0.5]), lo, hi)
+    sent = bus.send_positions(goal)
+    assert until(lambda: len(emulator.stats.goals) >= 6, 2.0), emulator.stats.goals
+    got = {g.servo_id: g for g in emulator.stats.goals}
+    assert sorted(got) == [1, 2, 3, 4, 5, 6]
+    for i, sid in enumerate(range(1, 7)):
+        assert got[sid].received >= before
+        assert abs(got[sid].angle - sent[i]) < 1e-3, (sid, got[sid], sent[i])  # < a step
 
 
 def test_missing_and_busy_ports_are_named(so101_bus, emulator, tmp_path):

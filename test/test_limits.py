@@ -17,7 +17,7 @@ from physai_ros.core.motion.limits import (
     sampled_peaks,
     shortest_duration,
 )
-from physai_ros.core.motion.rate_limit import limit_rate
+from physai_ros.core.motion.rate_limit import limit_rate, limit_step
 from physai_ros.core.motion.time_scaling import JointMove, spline_reference
 from physai_ros.errors import InvalidInput, LimitViolation
 
@@ -274,3 +274,43 @@ def test_ruckig_is_within_limits_and_never_slower_than_the_quintic(robot):
     if robot == "panda":  # lesson: the quintic needs ≈ 1.19x the time-optimal duration
         ratio = shortest_duration(lesson, "quintic", limits) / ruckig_move(lesson, limits).duration
         assert ratio == pytest.approx(1.19, abs=0.01)
+
+
+# --- limit_step: one command's velocity bound, for any step length ----------------------------
+_angles = st.floats(-10.0, 10.0, allow_nan=False)
+_speeds = st.one_of(st.floats(0.0, 10.0, allow_nan=False), st.just(np.inf))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(_angles, min_size=3, max_size=3), min_size=1, max_size=30),
+    st.lists(st.floats(0.0, 0.2, allow_nan=False), min_size=30, max_size=30),
+    st.lists(_speeds, min_size=3, max_size=3),
+    st.lists(_angles, min_size=3, max_size=3),
+)
+def test_limit_step_never_steps_further_than_velocity_times_dt(refs, dts, velocity, start):
+    """For any references and any time between sends, no command is further from the one
+    before than velocity·dt (1e-12 rad of rounding), each lands exactly on its reference when
+    that is within the bound, and ``clipped`` says which joints were held back."""
+    v = np.array(velocity)
+    last = np.array(start)
+    for ref, dt in zip(refs, dts, strict=False):
+        ref = np.array(ref)
+        out = limit_step(last, ref, v, dt)
+        bound = np.where(np.isinf(v), np.inf, np.where(np.isinf(v), 0.0, v) * dt)
+        assert np.all(np.abs(out.command - last) <= bound + 1e-12)
+        reachable = np.abs(ref - last) <= bound
+        assert np.array_equal(out.command[reachable], ref[reachable])
+        assert np.array_equal(out.clipped, ~reachable)
+        assert np.all(np.abs(out.command - ref) <= np.abs(last - ref))  # never away from it
+        last = out.command
+
+
+def test_limit_step_refuses_what_it_cannot_bound():
+    for dt in (-0.1, np.nan, np.inf):
+        with pytest.raises(InvalidInput, match="dt"):
+            limit_step(np.zeros(2), np.ones(2), np.ones(2), dt)
+    with pytest.raises(InvalidInput, match="velocity"):
+        limit_step(np.zeros(2), np.ones(2), np.array([1.0, -1.0]), 0.01)
+    with pytest.raises(InvalidInput, match="finite"):
+        limit_step(np.zeros(2), np.array([1.0, np.nan]), np.ones(2), 0.01)

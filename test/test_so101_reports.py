@@ -48,3 +48,8 @@ def test_a_failed_encoder_is_an_error_naming_the_sensor_and_voltage_stays_a_warn
     assert lines[1].message == (
         f"servo 2 (shoulder_lift) reports ENCODER (status 0x02): {ENCODER_FAILED}"
     )
+
+
+def test_the_driver_line_counts_the_goals_the_speed_bound_held_back():
+    snap = snapshot([0] * 6, mode="active")._replace(bounded_goals=7)
+    assert reports(snap, rearm_needed=False, stopped=False)[0].values == {"bounded_goals": 7}

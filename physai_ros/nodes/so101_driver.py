@@ -93,7 +93,7 @@ class So101Driver(LifecycleNode):
                 self.bus,
                 JointTrajectoryController(jtc),
                 GripperActionController(gac),
-                loop_settings(p),
+                loop_settings(p, limits),
                 self._log,
             )
         except PhysaiError as exc:

@@ -25,7 +25,9 @@ value RAW, once), ``power`` (false = supply
 lost: servos silent and limp, the arm falls; true = back, reset with torque off),
 ``mute_ids`` (servos that stop
 answering), ``corrupt_every`` (bad checksum every n-th reply), ``wrong_data_every`` (zeros with
-a right checksum in every n-th sync read: a desynchronised bus), ``overload_ids`` (latch
+a right checksum in every n-th sync read: a desynchronised bus), ``stall_every`` and
+``stall_ms`` (the replies to every n-th read come that many ms late: a starved bus),
+``overload_ids`` (latch
 OVERLOAD), ``other_arm`` (true: the port reaches another SO-101, calibrated on its own: every
 homing offset differs; set it while the cable is pulled, as a re-plug into the wrong arm),
 ``encoder_error_ids`` (those servos report a failed encoder; [0] = none),
@@ -136,6 +138,10 @@ class So101Emulator(Node):
                 emulator.faults.corrupt_every = int(value)
             elif name == "wrong_data_every":
                 emulator.faults.wrong_data_every = int(value)
+            elif name == "stall_every":
+                emulator.faults.stall_every = int(value)
+            elif name == "stall_ms":
+                emulator.faults.stall_ms = float(value)
             elif name == "port_connected":
                 (emulator.open_port if value else emulator.close_port)()
             elif name == "pull_at_read":

@@ -10,6 +10,7 @@ smooth reference instead (:func:`physai_ros.core.motion.limits.plan_move`).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -120,3 +121,34 @@ def limit_rate(
     used = {k: v for k, v in counts.items() if (k == "torque_rate") == (kind == "torque")}
     report = RateReport(tuple(limits.joint_names), used, np.abs(out - cmd).max(axis=0))
     return RateLimited(out, report)
+
+
+class BoundedStep(NamedTuple):
+    """One command bounded by ``limit_step``: the command [rad] and, per joint, whether the
+    bound changed it."""
+
+    command: np.ndarray
+    clipped: np.ndarray
+
+
+def limit_step(
+    last: np.ndarray, target: np.ndarray, velocity: np.ndarray, dt: float
+) -> BoundedStep:
+    """The command nearest ``target`` [rad] that is at most ``velocity``·``dt`` from ``last``
+    [rad] on every joint: the velocity bound of :func:`limit_rate` for one step of any length
+    (a command stream whose sends are not evenly spaced: a late bus cycle, a lost read).
+    velocity [rad/s] per joint (inf = not bounded); dt [s] since ``last`` was sent."""
+    last = np.asarray(last, dtype=float)
+    target = np.asarray(target, dtype=float)
+    velocity = np.broadcast_to(np.asarray(velocity, dtype=float), last.shape)
+    if not (math.isfinite(dt) and dt >= 0.0):
+        raise InvalidInput(f"dt must be finite and >= 0 [s], got {dt!r}")
+    if target.shape != last.shape or not np.all(np.isfinite(last) & np.isfinite(target)):
+        raise InvalidInput(f"last and target must be finite with one shape, got {last}, {target}")
+    if np.any(np.isnan(velocity) | (velocity < 0.0)):
+        raise InvalidInput(f"velocity limits must be >= 0 [rad/s], got {velocity}")
+    with np.errstate(invalid="ignore"):  # inf·0 where a joint is unbounded
+        bound = np.where(np.isinf(velocity), np.inf, velocity * dt)
+    step = target - last
+    clipped = np.abs(step) > bound
+    return BoundedStep(np.where(clipped, last + np.clip(step, -bound, bound), target), clipped)

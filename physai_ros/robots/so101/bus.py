@@ -113,6 +113,8 @@ class BusSettings:
     setup: dict[str, int] = field(default_factory=dict)  # register -> value, every servo
     gripper_setup: dict[str, int] = field(default_factory=dict)  # register -> value, gripper
     acceleration: int = 254  # Acceleration register [100 step/s²] written when arming
+    # Goal_Velocity register [step/s] per joint written when arming (0 = the servo's full speed)
+    velocity: tuple[int, ...] = (0,) * 6
     read_retries: int = 1
 
 
@@ -411,13 +413,19 @@ class So101Bus:
         return limits
 
     def arm(self, positions: np.ndarray, gripper_limit: float | None = None) -> np.ndarray:
-        """Arm the servos at ``positions`` [rad]: acceleration profile and full RAM torque
-        limit (each servo's protection cap: ``arm_torque_limits``; the gripper's
-        ``gripper_limit`` [N·m] when given: a jaw re-armed on the object it squeezes keeps its
-        squeeze), goal = ``positions`` (clipped as every goal), then torque on (EPROM locked).
-        Returns the goal sent [rad]. The caller checks ``positions`` against the limits."""
+        """Arm the servos at ``positions`` [rad]: acceleration profile, speed (Goal_Velocity:
+        the servo's own profile never runs faster) and full RAM torque limit (each servo's
+        protection cap: ``arm_torque_limits``; the gripper's ``gripper_limit`` [N·m] when
+        given: a jaw re-armed on the object it squeezes keeps its squeeze), goal =
+        ``positions`` (clipped as every goal), then torque on (EPROM locked). Returns the goal
+        sent [rad]. The caller checks ``positions`` against the limits."""
         self._guard(
             "write Acceleration", lambda: self._write_all("Acceleration", self.s.acceleration)
+        )
+        speeds = {j: int(v) for j, v in zip(JOINTS, self.s.velocity, strict=True)}
+        self._guard(
+            "write Goal_Velocity",
+            lambda: self.bus.sync_write("Goal_Velocity", speeds, normalize=False),
         )
         limits = self.arm_torque_limits()
         if gripper_limit is not None:

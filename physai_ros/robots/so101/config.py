@@ -17,7 +17,7 @@ import numpy as np
 
 from physai_ros.core.motion.limits import JointLimits, load_limits
 from physai_ros.errors import InvalidInput
-from physai_ros.robots.so101.bus import ARM, BusSettings, default_calibration_path
+from physai_ros.robots.so101.bus import ARM, JOINTS, BusSettings, default_calibration_path
 from physai_ros.robots.so101.emulator.servo import STEP_RAD
 from physai_ros.robots.so101.jaw_estimate import JawModel, least_squeeze_torque
 from physai_ros.robots.so101.loop import LoopSettings
@@ -39,6 +39,9 @@ def bus_settings(p: Mapping[str, Any], limits: JointLimits) -> BusSettings:
     # unlimited set gets LeRobot's 254, never 0: on the STS3215, 0 means no ramp at all (the
     # set-point jumps to the goal, a full-speed step)
     counts = float(np.min(limits.acceleration)) / (100.0 * STEP_RAD)
+    # velocity limit [rad/s] -> each servo's Goal_Velocity [step/s], so that the servo's own
+    # profile is no faster than the set either; unlimited = 0, the servo's full speed
+    velocity = tuple(int(v) for v in goal_velocity(limits))
     return BusSettings(
         port=p["port"],
         calibration_file=cal,
@@ -60,8 +63,20 @@ def bus_settings(p: Mapping[str, Any], limits: JointLimits) -> BusSettings:
             "Overload_Torque": p["gripper_protection.overload_torque"],
         },
         acceleration=int(min(254, max(1, math.floor(counts)))) if math.isfinite(counts) else 254,
+        velocity=velocity,
         read_retries=int(p["read_retries"]),
     )
+
+
+def goal_velocity(limits: JointLimits) -> np.ndarray:
+    """Each servo's Goal_Velocity [step/s] for the limit set's velocities (all six joints, or
+    the arm's five: the gripper then gets the slowest of them): whole steps, rounded down, at
+    least 1 (0 is the servo's full speed); 0 where the set leaves a joint unlimited."""
+    lim = limits.select(JOINTS) if set(JOINTS) <= set(limits.joint_names) else limits
+    v = lim.velocity if len(lim.velocity) == 6 else np.append(lim.velocity, lim.velocity.min())
+    with np.errstate(invalid="ignore", over="ignore"):
+        steps = np.where(np.isfinite(v), np.clip(np.floor(v / STEP_RAD), 1, 32767), 0)
+    return steps.astype(int)
 
 
 def relax_torque(p: Mapping[str, Any]) -> float:
@@ -80,8 +95,11 @@ def relax_torque(p: Mapping[str, Any]) -> float:
     return max(torque, p["grasp.min_torque"])
 
 
-def loop_settings(p: Mapping[str, Any]) -> LoopSettings:
-    """``ServoLoop`` settings from the parameters ``p``."""
+def loop_settings(p: Mapping[str, Any], limits: JointLimits | None = None) -> LoopSettings:
+    """``ServoLoop`` settings from the parameters ``p`` and the robot's limits (all six
+    joints; default: the set ``limits_set`` names): the goals sent are bounded by its
+    velocities."""
+    limits = limits or load_limits("so101", p["limits_set"] or None)
     model = JawModel(
         p["jaw.min_error"],
         p["jaw.still_speed"],
@@ -100,6 +118,7 @@ def loop_settings(p: Mapping[str, Any]) -> LoopSettings:
         jaw=model,
         relax_torque=relax_torque(p),
         relax_delay=p["grasp.relax_delay"],
+        max_velocity=tuple(float(v) for v in limits.select(JOINTS).velocity),
     )
 
 

@@ -43,6 +43,7 @@ import contextlib
 import dataclasses
 import math
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ import numpy as np
 
 from physai_ros.core.controllers.gac import GripperActionController, GripperEnd
 from physai_ros.core.controllers.jtc import GoalEnd, JointTrajectoryController
+from physai_ros.core.motion.rate_limit import limit_step
 from physai_ros.errors import InvalidInput
 from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.bus import (
@@ -77,6 +79,7 @@ BEYOND_RANGE = 0.5  # [rad] no joint rests further beyond its range: further = a
 AGREE = 0.02  # [rad] two reads of a resting arm agree this well: arming needs two such reads
 # The fault of servos that are not the configured arm (found on reconnect): its message starts so
 FOREIGN = "another arm on the port: its calibration or setup differs from the configured one"
+BOUND_LOG_PERIOD = 1.0  # [s] a goal held back by the speed bound is logged at most this often
 GRIPPER_SLACK = 0.02  # [rad] a jaw goal this far past its range is accepted, then clipped
 # (closing onto the jaw's own stop is how a pick closes)
 
@@ -90,7 +93,11 @@ class LoopSettings:
     servos silent; reconnect_period [s]; health_every: read temperature/voltage/flags every
     n-th cycle; write_calibration: write the file's calibration to the servos' EPROM at
     configure (an explicit request; torque must be off); jaw: the contact estimate; relax_torque
-    [N·m]: gripper torque once the grasp formed (0 = keep the goal's); relax_delay [s].
+    [N·m]: gripper torque once the grasp formed (0 = keep the goal's); relax_delay [s];
+    max_velocity [rad/s] per joint (the active limit set's): no goal sent is further than
+    max_velocity·dt from the one sent before it, dt [s] the time between the two sends, at
+    most max_step_time [s] (a send after a pause -- a lost read, a hold -- moves no further
+    than one after max_step_time would).
     """
 
     limit_margin: float = 0.02
@@ -101,9 +108,15 @@ class LoopSettings:
     jaw: JawModel = field(default_factory=JawModel)
     relax_torque: float = 0.0
     relax_delay: float = 0.3
+    max_velocity: tuple[float, ...] = (4.71,) * 6
+    max_step_time: float = 0.05
 
     def __post_init__(self) -> None:
-        for name in ("limit_margin", "stale_timeout", "reconnect_period", "relax_delay"):
+        velocity = np.asarray(self.max_velocity, dtype=float)
+        if velocity.shape != (6,) or np.any(np.isnan(velocity) | (velocity <= 0.0)):
+            raise InvalidInput(f"max_velocity must be six speeds > 0 [rad/s], got {velocity}")
+        names = ("limit_margin", "stale_timeout", "reconnect_period", "relax_delay")
+        for name in (*names, "max_step_time"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
@@ -150,7 +163,8 @@ def servo_error(index: int, flags: int) -> str:
 
 class Snapshot(NamedTuple):
     """What one cycle publishes: stamp [s, loop clock]; the state (None when stale); the jaw
-    estimate; the last health read; mode; fault ("" = none); the gripper torque limit [N·m]."""
+    estimate; the last health read; mode; fault ("" = none); the gripper torque limit [N·m];
+    bounded_goals: goals the speed bound held back since start (``LoopSettings.max_velocity``)."""
 
     stamp: float
     reading: JointReading | None
@@ -159,6 +173,7 @@ class Snapshot(NamedTuple):
     mode: str
     fault: str
     gripper_limit: float
+    bounded_goals: int = 0
 
 
 class Refused(BusError):
@@ -176,8 +191,13 @@ class ServoLoop:
         gripper: GripperActionController,
         settings: LoopSettings,
         log: Log,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """clock [s]: times the goals sent (the speed bound's dt); the loop's own clock, as
+        ``cycle(now)`` is given it."""
         self.bus, self.arm, self.gripper, self.s, self.log = bus, arm, gripper, settings, log
+        self.clock = clock
+        self.max_velocity = np.asarray(settings.max_velocity, dtype=float)
         self.lock = threading.RLock()
         self.jaw = JawContactEstimator(settings.jaw)
         self.mode = "unconfigured"
@@ -193,6 +213,10 @@ class ServoLoop:
         self.cycles = 0
         self.sent: np.ndarray | None = None  # last goal written [rad], None = nothing yet
         self.commanded = np.full(6, np.nan)  # last goal asked for [rad] (before clipping)
+        self.sent_at = -math.inf  # [s, clock] when ``sent`` was written
+        self.bounding = False  # the last goal sent was held back by the speed bound
+        self.bounded_sends = 0  # goals the speed bound held back, since start
+        self._bound_logged = -math.inf  # [s, clock] when a bounded goal was last logged
         self.grip_limit = STALL_TORQUE  # gripper torque limit in force [N·m]
         self.grip_requested = STALL_TORQUE  # and the one asked for (the servo may cap it)
         # The gripper's overload protection (LeRobot: above Overload_Torque for 2 s the servo
@@ -318,7 +342,7 @@ class ServoLoop:
             if grip is not None:
                 q[5] = grip
             try:
-                self.sent = bus.arm(q, self.grip_requested if grip is not None else None)
+                self._sent(bus.arm(q, self.grip_requested if grip is not None else None))
             except BusError:  # half-armed: back to how it was, then say why
                 with contextlib.suppress(BusError):
                     self._unarm(torque)
@@ -470,7 +494,14 @@ class ServoLoop:
                 )
                 self._relax(jaw, now)
             return Snapshot(
-                now, self.reading, jaw, self.health, self.mode, self.fault, self.grip_limit
+                now,
+                self.reading,
+                jaw,
+                self.health,
+                self.mode,
+                self.fault,
+                self.grip_limit,
+                self.bounded_sends,
             )
 
     def _cycle(self, now: float) -> None:
@@ -551,12 +582,24 @@ class ServoLoop:
             f"[{self.bus.lower[j]:.3f}, {self.bus.upper[j]:.3f}] by more than {BEYOND_RANGE} rad"
         )
 
+    def _sent(self, sent: np.ndarray) -> None:
+        """``sent`` [rad] was just written to the servos (a goal, a hold, an arming)."""
+        self.sent, self.sent_at, self.bounding = sent, self.clock(), False
+
     def _command(self) -> None:
-        """Write the controllers' reference, and the gripper's effort, when they change."""
+        """Write the controllers' reference, and the gripper's effort, when they change. The
+        goal written is never further from the one sent before than the velocity limit
+        allows in the time between the two (``LoopSettings.max_velocity``): a cycle late by a
+        stalled read or a lost one would otherwise send the time it missed in one jump."""
         goal = np.append(self.arm.ref[0], self.gripper.setpoint)
-        if self.sent is None or np.any(np.abs(goal - self.commanded) > 1e-9):
-            self.sent = self.bus.send_positions(goal)
+        if self.sent is None or self.bounding or np.any(np.abs(goal - self.commanded) > 1e-9):
+            now = self.clock()
+            last = self.sent if self.sent is not None else self.reading.position
+            dt = min(max(now - self.sent_at, 0.0), self.s.max_step_time)
+            bounded = limit_step(last, goal, self.max_velocity, dt)
+            self._sent(self.bus.send_positions(bounded.command))
             self.commanded = goal
+            self._note_bound(bounded.clipped, goal - bounded.command, dt)
         limit = min(self.gripper.effort, self.grip_safe)
         if self.gripper.effort > self.grip_safe and self._warned_effort != self.gripper.effort:
             self._warned_effort = self.gripper.effort
@@ -570,6 +613,23 @@ class ServoLoop:
         if abs(limit - self.grip_requested) > 1e-9:
             self.grip_limit = self.bus.set_torque_limit(5, limit)
             self.grip_requested = limit
+
+    def _note_bound(self, clipped: np.ndarray, behind: np.ndarray, dt: float) -> None:
+        """Count a goal the speed bound held back; warn when it holds an arm joint back, at
+        most every BOUND_LOG_PERIOD (the gripper's goals are steps by design: bounded, they
+        become the ramp the servo would make of them itself)."""
+        self.bounding = bool(clipped.any())
+        self.bounded_sends += self.bounding
+        arm = np.flatnonzero(clipped[:5])
+        if not arm.size or self.sent_at - self._bound_logged < BOUND_LOG_PERIOD:
+            return
+        self._bound_logged = self.sent_at
+        names = ", ".join(f"{JOINTS[j]} {behind[j]:+.3f} rad" for j in arm)
+        self.log(
+            "warn",
+            f"goal step bounded by the velocity limit ({dt * 1000:.0f} ms since the goal before; "
+            f"{self.bounded_sends} bounded goals so far): {names} behind the reference",
+        )
 
     def _relax(self, jaw: JawEstimate, now: float) -> None:
         """Once the grasp formed, lower the gripper torque to the least squeeze that carries
@@ -671,10 +731,10 @@ class ServoLoop:
             self.log("warn", f"holding the last good reading: the fresh one is garbled ({why})")
             present = self.reading.position
         if self.sent is None:  # nothing sent yet: the gripper too has no goal of ours
-            self.sent = self.bus.send_positions(present)
+            self._sent(self.bus.send_positions(present))
         else:
             arm = self.bus.send_positions(present[:5], joints=range(5))
-            self.sent = np.append(arm, self.sent[5])
+            self._sent(np.append(arm, self.sent[5]))
         self.commanded = self.sent.copy()
 
     def _port_lost(self, reason: str) -> None:
@@ -738,7 +798,8 @@ class ServoLoop:
                 f"power loss: {off} answer with torque off (the arm may have fallen)", False
             )
             return True
-        self.sent, self.commanded = held, held.copy()
+        self._sent(held)
+        self.commanded = held.copy()
         if self.mode == "active" and not self.stopped:
             self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=held[:5])
             # the jaw keeps its squeeze: its goal (read back) and the effort it had
@@ -801,7 +862,7 @@ def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
         )
     else:
         level, message = "warn", f"{snap.mode}: not commanding the servos"
-    out = [Report("so101/driver", "so101", level, message, {})]
+    out = [Report("so101/driver", "so101", level, message, {"bounded_goals": snap.bounded_goals})]
     h = snap.health
     for i, (sid, joint) in enumerate(zip(IDS, JOINTS, strict=True)):
         flags = 0 if h is None else int(h.status[i])

@@ -151,6 +151,20 @@ class Faults:
     # sync read of TARGET hands servo ID the raw value RAW, well formed ('' = never; once)
     garble: str = ""
     garble_armed: bool = False  # AFTER was read: the next read of TARGET is garbled
+    # a starved bus: the replies to every n-th read (READ or SYNC READ) come stall_ms [ms]
+    # late (0 = never); a stall longer than the client's timeout loses the reply
+    stall_every: int = 0
+    stall_ms: float = 0.0
+
+
+class GoalRecord(NamedTuple):
+    """A Goal_Position as one servo received it: received [s, time.monotonic()] when its
+    packet was read off the pty, servo id, the goal [step] and its joint angle [rad]."""
+
+    received: float
+    servo_id: int
+    steps: int
+    angle: float
 
 
 @dataclass
@@ -164,6 +178,8 @@ class BusStats:
     late_steps: int = 0  # times the physics fell > 100 ms behind real time (debt dropped)
     late_replies_dropped: int = 0  # the client had moved on to its next request (see _serve)
     writes: list[bytes] = field(default_factory=list)  # raw instruction packets, if recorded
+    goals: list[GoalRecord] = field(default_factory=list)  # goals as received, if recorded
+    stalled_reads: int = 0  # reads whose replies faults.stall_every delayed
 
 
 class Witness(NamedTuple):
@@ -209,7 +225,9 @@ class FeetechBusEmulator:
     firmware caps Torque_Limit at Max_Torque_Limit (False: Torque_Limit alone sets the output,
     which a real STS3215 may do as far as known); dead_zone [step]: each servo's
     CW_Dead_Zone and CCW_Dead_Zone hold this and its position loop applies no torque within
-    it (``EmulatedServo``'s dead band); 0 = no dead band modelled (the registers ignored).
+    it (``EmulatedServo``'s dead band); 0 = no dead band modelled (the registers ignored);
+    record_goals: log every Goal_Position each servo receives, with its receive time
+    (``stats.goals``, for the speed tests).
     """
 
     def __init__(
@@ -228,6 +246,7 @@ class FeetechBusEmulator:
         record_writes: bool = False,
         clamp_torque_limit: bool = True,
         dead_zone: int = 0,
+        record_goals: bool = False,
     ) -> None:
         if not 0 <= dead_zone <= 255:
             raise InvalidInput(f"dead_zone must be 0 to 255 steps, got {dead_zone!r}")
@@ -277,6 +296,10 @@ class FeetechBusEmulator:
         self.stats = BusStats()
         self.record_writes = record_writes
         self.other_arm = False  # the port reaches another arm (``swap_arm``)
+        self.record_goals = record_goals
+        self._received = 0.0  # [s] when the packet being handled was read off the pty
+        self._reads = 0  # counts reads, for faults.stall_every
+        self._served = 0  # counts requests: a stalled reply is sent only if none came since
         self.powered = True
         self.lock = threading.RLock()
         self._stop = threading.Event()
@@ -498,6 +521,7 @@ class FeetechBusEmulator:
         client's next transaction and been flushed by it (the SDK clears the port before each
         send). Sent late instead, it would be read as the reply to a later request -- seen
         when the emulator was starved of CPU: another register's bytes read as Status."""
+        self._served += 1
         if isinstance(packet, fp.Corrupt):
             self.stats.corrupt_requests += 1
             return
@@ -511,6 +535,7 @@ class FeetechBusEmulator:
         ):
             self.stats.writes.append(fp.encode_instruction(*packet))
         with self.lock:
+            self._received = received
             replies = list(self.handle(packet))
         if not replies:
             return
@@ -520,6 +545,17 @@ class FeetechBusEmulator:
         for servo, reply in replies:
             due += 2e-6 * servo.get("Return_Delay_Time") + len(reply) * byte_time
             out += reply
+        stall = self._stall(packet)
+        if stall:  # sent from a timer: this thread goes on receiving (and stamping) packets
+            seq = self._served
+            timer = threading.Timer(
+                max(due + stall - time.monotonic(), 0.0),
+                self._send_late,
+                (bytes(out), len(replies), seq),
+            )
+            timer.daemon = True
+            timer.start()
+            return
         wait = due - time.monotonic()
         if wait > 0:
             time.sleep(wait)
@@ -532,6 +568,19 @@ class FeetechBusEmulator:
         with contextlib.suppress(OSError):
             os.write(master, bytes(out))
         self.stats.replies += len(replies)
+
+    def _send_late(self, out: bytes, count: int, seq: int) -> None:
+        """Send a stalled reply, unless the client has sent anything since its request (it
+        gave up waiting: the reply would be read as another request's)."""
+        master = self._master
+        if master is None:
+            return
+        if self._served != seq or self._client_moved_on(master):
+            self.stats.late_replies_dropped += count
+            return
+        with contextlib.suppress(OSError):
+            os.write(master, out)
+        self.stats.replies += count
 
     def _pull_here(self, packet: fp.Packet) -> bool:
         """Pull the cable if ``packet`` reads the register ``faults.pull_at_read`` names."""
@@ -563,6 +612,28 @@ class FeetechBusEmulator:
             return False
         self.faults.lose_reads = f"{name} 0 {count - 1}" if count > 1 else ""
         return True
+
+    def _stall(self, packet: fp.Packet) -> float:
+        """Extra delay [s] of the replies to ``packet``: ``faults.stall_ms`` on every
+        ``faults.stall_every``-th read (see ``Faults``), else 0."""
+        every = self.faults.stall_every
+        if not every or packet.code not in (Instruction.READ, Instruction.SYNC_READ):
+            return 0.0
+        self._reads += 1
+        if self._reads % every:
+            return 0.0
+        self.stats.stalled_reads += 1
+        return max(self.faults.stall_ms, 0.0) / 1000.0
+
+    def _record_goal(self, servo: EmulatedServo, address: int, size: int) -> None:
+        """Log the servo's Goal_Position if a write of ``size`` bytes at ``address`` set it."""
+        goal = fp.register("Goal_Position")
+        if not self.record_goals or not address <= goal.address < address + size:
+            return
+        steps = servo.get("Goal_Position")
+        self.stats.goals.append(
+            GoalRecord(self._received, servo.servo_id, steps, servo.angle_of(steps))
+        )
 
     def _garbled(self, address: int) -> tuple[int, int] | None:
         """(servo id, raw value) if this sync read of ``address`` is the one ``faults.garble``
@@ -616,6 +687,7 @@ class FeetechBusEmulator:
             for servo in self._targets(sid):
                 if code == Instruction.WRITE:
                     servo.write(params[0], params[1:])
+                    self._record_goal(servo, params[0], len(params) - 1)
                 else:
                     servo.registered = (params[0], bytes(params[1:]))
                 if not broadcast and servo.get("Response_Status_Level") >= 1:
@@ -634,6 +706,7 @@ class FeetechBusEmulator:
                 servo = self._servo(target)
                 if servo is not None:
                     servo.write(sync.address, data)
+                    self._record_goal(servo, sync.address, len(data))
         elif code == Instruction.SYNC_READ and broadcast:
             try:
                 sync = fp.decode_sync_read(params)
