@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support.emulated_so101 import Bench
 from support.optional import require
@@ -92,5 +93,45 @@ def test_a_published_cube_pose_is_used_and_named(tmp_path, ros_domain):
         assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
         assert outcome["robot"]["outcome"] == "held"
         assert outcome["cube_pose"]["lift_cm"] >= 4.0
+    finally:
+        bench.close()
+
+
+@pytest.mark.parametrize("close_mode", ["force", "cap"])
+def test_a_reversed_load_sign_sees_no_contact_and_never_says_held(tmp_path, ros_domain, close_mode):
+    """The emulator as hard as a real servo (``load_model: duty``) and its Present_Load sign
+    reversed: the jaw force the driver estimates never rises, so the close sees no contact.
+    It must fail safe: ``force`` aborts on its timeout naming why, never squeezing past the
+    contact effort; ``cap`` squeezes only at its fixed cap and lifts anyway after its timeout --
+    the truth judges, and the robot's verdict is never a false "held"."""
+    from physai_ros.launching.graph import pick_graph
+
+    def pick_spec(port: str, cal: str):
+        spec = pick_graph(sim=False, port=port, calibration_file=cal)[-1]
+        spec.parameters["close_mode"] = close_mode
+        return spec
+
+    emulator = {"load_model": "duty", "load_sign": -1, "mocap": False}
+    bench = Bench(tmp_path, ros_domain, pick=True, emulator=emulator, pick_spec=pick_spec)
+    try:
+        assert bench.wait(lambda: bench.outcome is not None, 150.0), bench.log("pick")
+        outcome = bench.outcome
+        truth = bench.truth()
+        print(close_mode, "outcome:", outcome, "true cube in jaws:", truth["cube_in_jaws"])
+        jaw = [max(r["jaw_normal"]) for r in bench.witness if r.get("jaw_normal")]
+        touching = [f for f in jaw if f > 0.1]  # while the jaws truly touch the cube
+        sustained = float(np.percentile(touching, 90)) if touching else 0.0
+        print(close_mode, "true jaw force [N]: peak", max(jaw, default=None), "p90", sustained)
+        robot = outcome["robot"] or {}
+        assert outcome["outcome"] != "held" or truth["cube_in_jaws"], outcome  # no false held
+        if close_mode == "force":
+            assert outcome["outcome"] == "aborted", outcome
+            assert "never touched" in (outcome["abort_reason"] or ""), outcome
+            # never squeezed harder: the effort stayed the contact effort (3 N x 0.0718 m), and
+            # the true force, beyond the jaw's impact on the cube, stayed below the target band
+            assert outcome["force"]["effort_Nm"] <= 3.0 * 0.0718 + 1e-3, outcome["force"]
+            assert sustained < 8.0 * (1.0 - 0.15), sustained
+        else:
+            assert robot.get("outcome") != "held" or truth["cube_in_jaws"], outcome
     finally:
         bench.close()

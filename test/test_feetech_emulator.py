@@ -624,3 +624,40 @@ def test_dead_zone_relaxes_a_squeeze_held_at_the_stall_angle():
         assert emu.witness().cube_in_jaws
     assert kept[0] > 0.9, kept
     assert kept[5] < 0.75, kept
+
+
+def test_stall_torque_follows_the_supply_and_the_load_models_read_it():
+    """A DC motor's stall torque is proportional to its supply: the torque cap and the
+    ``ideal`` load both scale with it. ``duty`` reads the PWM duty: the same as ``ideal`` at
+    rest, the back-EMF added while moving, the supply in the divisor; ``load_sign`` -1
+    reverses the register."""
+    from physai_ros.errors import InvalidInput
+    from physai_ros.robots.so101.emulator.servo import NO_LOAD_SPEED, EmulatedServo
+
+    def servo(supply=12.0, **kw):
+        s = EmulatedServo(3, 2048, supply, **kw)
+        s.set("Torque_Enable", 1)
+        s.set("Torque_Limit", 1000)
+        s.set("Max_Torque_Limit", 1000)
+        return s
+
+    assert servo().command(0.0, 0.002)[1] == pytest.approx(2.94)
+    assert servo(10.0).command(0.0, 0.002)[1] == pytest.approx(2.94 * 10.0 / 12.0)
+    weak = servo(7.4, rated_voltage=7.4, stall_torque=1.91)
+    assert weak.command(0.0, 0.002)[1] == pytest.approx(1.91)
+    assert servo().load_counts(1.47, 0.0) == 500
+    assert servo(10.0).load_counts(1.47, 0.0) == 600  # 1.47 / (2.94 × 10/12)
+    duty = servo(10.0, load_model="duty")
+    assert duty.load_counts(1.47, 0.0) == 600  # at rest: as ideal
+    moving = duty.load_counts(0.735, 0.5 * NO_LOAD_SPEED)  # 3 V drive + 6 V of back-EMF
+    assert moving == 900
+    assert duty.load_counts(0.0, -0.5 * NO_LOAD_SPEED) == -600  # no torque, still reads
+    assert servo(load_sign=-1).load_counts(1.47, 0.0) == -500
+    with pytest.raises(InvalidInput):
+        servo(load_sign=0)
+    with pytest.raises(InvalidInput):
+        servo(load_model="pwm")
+    emu = FeetechBusEmulator(initial=(0.0,) * 6, power_on_torque=True)
+    emu.set_supply(10.0)
+    assert {s.get("Present_Voltage") for s in emu.servos} == {100}
+    assert len(emu.witness().torques) == 6

@@ -53,3 +53,24 @@ def test_a_failed_encoder_is_an_error_naming_the_sensor_and_voltage_stays_a_warn
 def test_the_driver_line_counts_the_goals_the_speed_bound_held_back():
     snap = snapshot([0] * 6, mode="active")._replace(bounded_goals=7)
     assert reports(snap, rearm_needed=False, stopped=False)[0].values == {"bounded_goals": 7}
+
+
+def test_a_supply_outside_its_band_is_a_warning_on_every_line_with_the_reading():
+    """A sagging supply (the driver's ``supply_problem``) warns on the driver line and each
+    servo's line; a servo's own fault and a driver fault keep their error."""
+    from physai_ros.robots.so101.bus import BusSettings, So101Bus
+
+    bus = So101Bus.__new__(So101Bus)  # the band check only: no port, no LeRobot
+    bus.s = BusSettings("", None, np.zeros(6), np.ones(6))
+    note = bus.supply_problem(np.array([9.0] * 6))
+    assert "shoulder_pan 9.0 V" in note and "rated_voltage 12 V" in note
+    assert bus.supply_problem(np.array([10.0] * 6)) == ""  # within 20 %
+    seven = BusSettings("", None, np.zeros(6), np.ones(6), rated_voltage=7.4, stall_torque=1.91)
+    bus.s = seven
+    assert bus.supply_problem(np.array([12.0] * 6))  # a 12 V supply on 7.4 V servos
+    bus.supply = np.full(6, 7.4)
+    assert np.allclose(bus.stall(), 1.91)
+    snap = snapshot([0, 0, 0x20, 0, 0, 0], mode="active")._replace(supply=note)
+    lines = reports(snap, rearm_needed=False, stopped=False)
+    assert lines[0].level == "warn" and lines[0].message == note
+    assert [s.level for s in lines[1:]] == ["warn", "warn", "error", "warn", "warn", "warn"]

@@ -51,7 +51,7 @@ from physai_ros.nodes._controllers import (
     declare_jtc,
     without_controllers,
 )
-from physai_ros.robots.so101.bus import ARM, JOINTS, STALL_TORQUE, BusError, So101Bus
+from physai_ros.robots.so101.bus import ARM, JOINTS, BusError, So101Bus
 from physai_ros.robots.so101.config import arm_limits, bus_settings, loop_settings
 from physai_ros.robots.so101.loop import GRIPPER_SLACK, Refused, ServoLoop, Snapshot, reports
 
@@ -87,7 +87,8 @@ class So101Driver(LifecycleNode):
             if p["arm_controller.check_limits"]:
                 jtc = dataclasses.replace(jtc, limits=arm_limits(p), limit_period=period)
             low, high = self.bus.lower[5] - GRIPPER_SLACK, self.bus.upper[5] + GRIPPER_SLACK
-            grip = gac_params(tree["gripper_controller"], JOINTS[5], low, high, STALL_TORQUE)
+            stall = self.bus.s.stall_torque  # the gripper's default cap: its rated stall torque
+            grip = gac_params(tree["gripper_controller"], JOINTS[5], low, high, stall)
             gac = declare_gac(self, SCHEMA, grip)
             self.loop = ServoLoop(
                 self.bus,

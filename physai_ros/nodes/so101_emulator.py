@@ -102,6 +102,11 @@ class So101Emulator(Node):
                 mechanical_margin=margin,
                 clamp_torque_limit=p["clamp_torque_limit"],
                 dead_zone=p["dead_zone"],
+                supply_voltage=p["supply_voltage"],
+                rated_voltage=p["rated_voltage"],
+                stall_torque=p["stall_torque"],
+                load_model=p["load_model"],
+                load_sign=p["load_sign"],
             )
         except InvalidInput as exc:
             raise SystemExit(f"so101_emulator: {exc}") from exc
@@ -165,6 +170,8 @@ class So101Emulator(Node):
                     except InvalidInput as exc:
                         return SetParametersResult(successful=False, reason=str(exc))
                 emulator.faults.garble, emulator.faults.garble_armed = value, False
+            elif name == "supply_voltage":
+                emulator.set_supply(float(value))
             elif name == "power":
                 (emulator.power_on if value else emulator.power_off)()
             elif name == "overload_ids":
@@ -213,6 +220,7 @@ class So101Emulator(Node):
             "eprom_writes": w.eprom_writes,
             "acceleration": [servo.get("Acceleration") for servo in self.emulator.servos],
             "status": [servo.error for servo in self.emulator.servos],  # error byte per servo
+            "torques": list(w.torques),  # [N·m] each joint's true actuator torque
         }
         if w.soft is not None:
             record["soft"] = {

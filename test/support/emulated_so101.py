@@ -237,6 +237,8 @@ class Bench:
             pv = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
         elif isinstance(value, int):
             pv = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
+        elif isinstance(value, float):
+            pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
         elif isinstance(value, str):
             pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
         elif isinstance(value, list) and all(isinstance(v, int) for v in value):

@@ -48,7 +48,12 @@ from physai_ros.robots.so101 import protocol as fp
 JOINTS = SO101_JOINTS
 ARM = SO101_ARM_JOINTS
 IDS = (1, 2, 3, 4, 5, 6)
-STALL_TORQUE = 2.94  # [N·m] STS3215 at 12 V; Present_Load and Torque_Limit are 0.1 % of it
+STALL_TORQUE = 2.94  # [N·m] STS3215 (C018/C047) at its rated 12 V: the default servo variant
+RATED_VOLTAGE = 12.0  # [V]
+# Present_Load and Torque_Limit are 0.1 % of the stall torque *at the present supply* (a DC
+# motor's stall torque is proportional to its voltage): ``So101Bus.stall``. A supply this far
+# (relative) from the rated voltage is refused at configure and warned about while running.
+VOLTAGE_BAND = 0.2
 CURRENT_UNIT = 0.0065  # [A] per count
 STEP_RAD = 2.0 * math.pi / fp.STEPS_PER_TURN
 LEROBOT_MAX_RES = 4095  # LeRobot's DEGREES scale: 360° per 4095 steps
@@ -116,6 +121,14 @@ class BusSettings:
     # Goal_Velocity register [step/s] per joint written when arming (0 = the servo's full speed)
     velocity: tuple[int, ...] = (0,) * 6
     read_retries: int = 1
+    stall_torque: float = STALL_TORQUE  # [N·m] the servos' stall torque at rated_voltage
+    rated_voltage: float = RATED_VOLTAGE  # [V]
+
+    def __post_init__(self) -> None:
+        for name in ("stall_torque", "rated_voltage"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise InvalidInput(f"{name} must be finite and > 0, got {value!r}")
 
 
 class SetupWrite(NamedTuple):
@@ -204,6 +217,8 @@ class So101Bus:
         self._lock_fd: int | None = None
         self._max_torque: dict[str, int] | None = None
         self.ping_errors: dict[int, int] = {}  # servo id -> error byte its ping answered with
+        # [V] each servo's supply as last read (Present_Voltage); the rated one until read
+        self.supply = np.full(6, float(settings.rated_voltage))
         if settings.calibration_file.is_file():
             self.load_calibration()
 
@@ -232,6 +247,40 @@ class So101Bus:
 
     def to_deg(self, radians: np.ndarray) -> np.ndarray:
         return np.degrees((np.asarray(radians) - self.offsets) * self.directions)
+
+    def stall(self) -> np.ndarray:
+        """[N·m] each servo's stall torque at its present supply: ``stall_torque`` ×
+        Present_Voltage / ``rated_voltage``. Present_Load and Torque_Limit are 0.1 % of it:
+        every N·m to or from the servos goes through here."""
+        return self.s.stall_torque * self.supply / self.s.rated_voltage
+
+    def _note_supply(self, voltage: np.ndarray) -> None:
+        """Follow the supply read (a zero, a servo that could not measure, keeps the last)."""
+        self.supply = np.where(voltage > 0.0, voltage, self.supply)
+
+    def supply_problem(self, voltage: np.ndarray | None = None) -> str:
+        """'' when every servo's supply [V] is within VOLTAGE_BAND of the rated voltage, else
+        what is wrong and what to set."""
+        v = self.supply if voltage is None else np.asarray(voltage, dtype=float)
+        rated = self.s.rated_voltage
+        low, high = (1.0 - VOLTAGE_BAND) * rated, (1.0 + VOLTAGE_BAND) * rated
+        out = [f"{JOINTS[i]} {v[i]:.1f} V" for i in range(6) if not low <= v[i] <= high]
+        if not out:
+            return ""
+        return (
+            f"servo supply (Present_Voltage) {', '.join(out)} is outside {low:.1f} to "
+            f"{high:.1f} V, the band around rated_voltage {rated:g} V (stall_torque "
+            f"{self.s.stall_torque:g} N·m there): set rated_voltage and stall_torque to the "
+            "servos' variant (the 7.4 V STS3215: 7.4 V, 1.91 N·m), or fix the supply"
+        )
+
+    def read_supply(self) -> np.ndarray:
+        """Present_Voltage [V] of every servo as two successive reads agree; the scale of every
+        N·m (``stall``) follows it."""
+        values = self._read_agreed("Present_Voltage")
+        voltage = np.array([values[j] for j in JOINTS], dtype=float) / 10.0
+        self._note_supply(voltage)
+        return voltage
 
     # --- connection ------------------------------------------------------------------------
     @property
@@ -448,6 +497,7 @@ class So101Bus:
 
     def _close(self, bus) -> None:
         self._max_torque = None
+        self.supply = np.full(6, float(self.s.rated_voltage))  # another arm may come
         with contextlib.suppress(Exception):
             bus.port_handler.closePort()
         if self._lock_fd is not None:
@@ -506,16 +556,20 @@ class So101Bus:
     def read_state(self) -> JointReading:
         position = self.to_rad(self._sync_read("Present_Position"))
         velocity = self.directions * self._sync_read("Present_Velocity") * STEP_RAD
-        torque = self.directions * self._sync_read("Present_Load") * STALL_TORQUE / 1000.0
+        torque = self.directions * self._sync_read("Present_Load") * self.stall() / 1000.0
         return JointReading(position, velocity, torque)
 
     def read_health(self) -> Health:
-        return Health(
+        """Temperature, voltage, current, status; the N·m scale (``stall``) follows the
+        voltage."""
+        health = Health(
             temperature=self._sync_read("Present_Temperature"),
             voltage=self._sync_read("Present_Voltage") / 10.0,
             current=self._sync_read("Present_Current") * CURRENT_UNIT,
             status=self._sync_read("Status").astype(int),
         )
+        self._note_supply(health.voltage)
+        return health
 
     def silent_ids(self) -> list[int]:
         """Servos that do not answer a ping now (names the culprit of a failed sync read).
@@ -584,14 +638,14 @@ class So101Bus:
             "write Torque_Limit",
             lambda: self.bus.sync_write("Torque_Limit", {name: counts}, normalize=False),
         )
-        return counts * STALL_TORQUE / 1000.0
+        return counts * float(self.stall()[joint]) / 1000.0
 
     def _torque_counts(self, joint: int, torque: float) -> int:
         """Torque_Limit counts [0.1 % of stall] of ``torque`` [N·m] for ``joint``: at least 1,
         never above its Max_Torque_Limit."""
         if self._max_torque is None:  # EPROM: read once per connection
             self._max_torque = self._read_all("Max_Torque_Limit")
-        counts = round(1000.0 * torque / STALL_TORQUE)
+        counts = round(1000.0 * torque / float(self.stall()[joint]))
         return int(min(max(counts, 1), self._max_torque[JOINTS[joint]]))
 
     def release(self, joints: Sequence[int] = range(6)) -> None:

@@ -65,6 +65,8 @@ def bus_settings(p: Mapping[str, Any], limits: JointLimits) -> BusSettings:
         acceleration=int(min(254, max(1, math.floor(counts)))) if math.isfinite(counts) else 254,
         velocity=velocity,
         read_retries=int(p["read_retries"]),
+        stall_torque=float(p["stall_torque"]),
+        rated_voltage=float(p["rated_voltage"]),
     )
 
 

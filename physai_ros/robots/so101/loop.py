@@ -59,7 +59,6 @@ from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.bus import (
     IDS,
     JOINTS,
-    STALL_TORQUE,
     BusError,
     Health,
     JointReading,
@@ -174,6 +173,7 @@ class Snapshot(NamedTuple):
     fault: str
     gripper_limit: float
     bounded_goals: int = 0
+    supply: str = ""  # the servos' supply outside its band ('' = within)
 
 
 class Refused(BusError):
@@ -217,17 +217,27 @@ class ServoLoop:
         self.bounding = False  # the last goal sent was held back by the speed bound
         self.bounded_sends = 0  # goals the speed bound held back, since start
         self._bound_logged = -math.inf  # [s, clock] when a bounded goal was last logged
-        self.grip_limit = STALL_TORQUE  # gripper torque limit in force [N·m]
-        self.grip_requested = STALL_TORQUE  # and the one asked for (the servo may cap it)
-        # The gripper's overload protection (LeRobot: above Overload_Torque for 2 s the servo
-        # latches OVERLOAD and drops its torque): a squeeze is kept 10 % below it.
-        overload = bus.s.gripper_setup.get("Overload_Torque", 100)
-        self.grip_safe = 0.9 * STALL_TORQUE * overload / 100.0
+        self.grip_limit = bus.s.stall_torque  # gripper torque limit in force [N·m]
+        self.grip_requested = bus.s.stall_torque  # and the one asked for (the servo may cap it)
+        self._limit_stall = math.nan  # [N·m] the gripper's stall torque when its limit was set
+        self._overload = bus.s.gripper_setup.get("Overload_Torque", 100)  # [%]
+        self.supply_note = ""  # the supply outside its band ('' = within)
         self._warned_effort = math.nan
         self.contact_since: float | None = None
         self.relaxed = False
         self.ends: list[GoalEnd | GripperEnd] = []  # goals ended, for the node to deliver
         self._reported_flags = np.zeros(6, dtype=int)
+
+    @property
+    def grip_safe(self) -> float:
+        """[N·m] The gripper's overload protection (LeRobot: above Overload_Torque for 2 s the
+        servo latches OVERLOAD and drops its torque), 10 % below it: a squeeze is kept there.
+        Overload_Torque is a share of the stall torque at the present supply."""
+        return 0.9 * float(self.bus.stall()[5]) * self._overload / 100.0
+
+    def _set_grip_limit(self, limit: float) -> None:
+        self.grip_limit = self.bus.set_torque_limit(5, limit)
+        self.grip_requested, self._limit_stall = limit, float(self.bus.stall()[5])
 
     # --- lifecycle steps -----------------------------------------------------------------
     def configure(self, now: float) -> str:
@@ -237,6 +247,12 @@ class ServoLoop:
             bus = self.bus
             bus.open()
             try:
+                # every N·m is a share of the stall torque at the supply: a servo of another
+                # voltage (a 7.4 V STS3215 on a driver set for the 12 V one) or a supply far
+                # from its rating makes every one of them wrong
+                problem = bus.supply_problem(bus.read_supply())
+                if problem:
+                    raise Refused(problem)
                 notes = self._verify_setup()
                 reading = bus.read_state()
                 errors = self._servo_errors()
@@ -367,7 +383,7 @@ class ServoLoop:
                 self.grip_requested = min(self.gripper.p.max_effort, self.grip_safe)
             else:
                 effort = self.gripper.effort
-            self.grip_limit = bus.set_torque_limit(5, self.grip_requested)
+            self._set_grip_limit(self.grip_requested)
             self.reading, self.last_good = reading, now
             self.arm.activate(now, reading.position[:5], reading.velocity[:5], hold=self.sent[:5])
             hold = float(self.sent[5])
@@ -502,6 +518,7 @@ class ServoLoop:
                 self.fault,
                 self.grip_limit,
                 self.bounded_sends,
+                self.supply_note,
             )
 
     def _cycle(self, now: float) -> None:
@@ -610,9 +627,10 @@ class ServoLoop:
             )
         if self.s.relax_torque > 0.0 and self.relaxed:
             limit = min(limit, self.s.relax_torque)
-        if abs(limit - self.grip_requested) > 1e-9:
-            self.grip_limit = self.bus.set_torque_limit(5, limit)
-            self.grip_requested = limit
+        # the limit is a share of the stall torque at the supply: rewritten as it moves
+        moved = abs(float(self.bus.stall()[5]) / self._limit_stall - 1.0) > 0.01
+        if abs(limit - self.grip_requested) > 1e-9 or moved:
+            self._set_grip_limit(limit)
 
     def _note_bound(self, clipped: np.ndarray, behind: np.ndarray, dt: float) -> None:
         """Count a goal the speed bound held back; warn when it holds an arm joint back, at
@@ -659,7 +677,11 @@ class ServoLoop:
             self.log("warn", f"health read failed: {exc}")
 
     def _read_health(self) -> None:
-        health = self.bus.read_health()
+        health = self.bus.read_health()  # the N·m scale follows its voltage
+        note = self.bus.supply_problem(health.voltage)
+        if note and note != self.supply_note:
+            self.log("warn", note)
+        self.supply_note = note
         status = health.status.astype(int)
         if status.any():  # confirmed by a second read before anyone is told
             status = self._latched_flags(status)
@@ -862,6 +884,8 @@ def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
         )
     else:
         level, message = "warn", f"{snap.mode}: not commanding the servos"
+    if snap.supply and level == "ok":
+        level, message = "warn", snap.supply
     out = [Report("so101/driver", "so101", level, message, {"bounded_goals": snap.bounded_goals})]
     h = snap.health
     for i, (sid, joint) in enumerate(zip(IDS, JOINTS, strict=True)):
@@ -875,6 +899,8 @@ def reports(snap: Snapshot, rearm_needed: bool, stopped: bool) -> list[Report]:
             level, message = "stale", "no fresh state"
         elif flags:
             level, message = "warn", servo_error(i, flags)
+        elif snap.supply:
+            level, message = "warn", snap.supply
         values: dict[str, float] = {}
         if h is not None:
             values = {

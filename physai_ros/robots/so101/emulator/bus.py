@@ -59,7 +59,7 @@ import numpy as np
 from physai_ros.errors import InvalidInput
 from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.emulator.physics import JOINTS, REST_POSE, So101Physics, SoftState
-from physai_ros.robots.so101.emulator.servo import STEP_RAD, EmulatedServo
+from physai_ros.robots.so101.emulator.servo import STALL_TORQUE, STEP_RAD, EmulatedServo
 from physai_ros.robots.so101.protocol import ErrorBit, Instruction
 
 IDS = (1, 2, 3, 4, 5, 6)  # LeRobot's SO-101 follower: ids 1..6 in this joint order
@@ -192,7 +192,8 @@ class Witness(NamedTuple):
     torque_enabled: Torque_Enable per servo; powered: the servos have power; eprom_writes:
     write instructions persisted to any servo's EPROM since power-up of the emulator; soft: the
     soft object's truth (``SoftState``: centre of mass, strain, in both jaws, each jaw's true
-    net contact force on it), None in a scene without one.
+    net contact force on it), None in a scene without one; torques: each joint's true actuator
+    torque [N·m] (what the driver's effort should read).
     """
 
     time: float
@@ -207,6 +208,7 @@ class Witness(NamedTuple):
     powered: bool
     eprom_writes: int
     soft: SoftState | None = None
+    torques: tuple[float, ...] = ()
 
 
 class FeetechBusEmulator:
@@ -227,7 +229,9 @@ class FeetechBusEmulator:
     CW_Dead_Zone and CCW_Dead_Zone hold this and its position loop applies no torque within
     it (``EmulatedServo``'s dead band); 0 = no dead band modelled (the registers ignored);
     record_goals: log every Goal_Position each servo receives, with its receive time
-    (``stats.goals``, for the speed tests).
+    (``stats.goals``, for the speed tests); supply_voltage [V], rated_voltage [V],
+    stall_torque [N·m] (at rated_voltage), load_model (ideal | duty), load_sign (±1): each
+    servo's supply, variant and load register (``EmulatedServo``).
     """
 
     def __init__(
@@ -247,6 +251,10 @@ class FeetechBusEmulator:
         clamp_torque_limit: bool = True,
         dead_zone: int = 0,
         record_goals: bool = False,
+        rated_voltage: float = 12.0,
+        stall_torque: float = STALL_TORQUE,
+        load_model: str = "ideal",
+        load_sign: int = 1,
     ) -> None:
         if not 0 <= dead_zone <= 255:
             raise InvalidInput(f"dead_zone must be 0 to 255 steps, got {dead_zone!r}")
@@ -257,7 +265,17 @@ class FeetechBusEmulator:
             raise InvalidInput(f"homing_error names unknown joints {unknown}; valid: {JOINTS}")
         self.physics = So101Physics(scene_kwargs, initial, mechanical_margin)
         self.servos = [
-            EmulatedServo(i, e, supply_voltage, clamp_torque_limit, dead_zone > 0)
+            EmulatedServo(
+                i,
+                e,
+                supply_voltage,
+                clamp_torque_limit,
+                dead_zone > 0,
+                rated_voltage,
+                stall_torque,
+                load_model,
+                load_sign,
+            )
             for i, e in zip(IDS, ENCODER_AT_ZERO, strict=True)
         ]
         if dead_zone > 0:
@@ -412,6 +430,7 @@ class FeetechBusEmulator:
                 powered=self.powered,
                 eprom_writes=sum(s.eprom_writes for s in self.servos),
                 soft=p.soft_state(),
+                torques=tuple(p.joint(i)[2] for i in range(len(self.servos))),
             )
 
     # --- faults ----------------------------------------------------------------------------
@@ -429,6 +448,14 @@ class FeetechBusEmulator:
             for i, servo in enumerate(self.servos):
                 servo.power_cycle(servo.present_steps(self.physics.joint(i)[0]))
             self.powered = True
+
+    def set_supply(self, volts: float) -> None:
+        """The supply changes (sags): every servo's Present_Voltage and stall torque follow."""
+        if not 0.0 < volts < 25.5:
+            raise InvalidInput(f"supply_voltage must be in (0, 25.5) V, got {volts!r}")
+        with self.lock:
+            for servo in self.servos:
+                servo.set_supply(volts)
 
     def force_overload(self, ids: Iterable[int]) -> None:
         """Latch OVERLOAD on servos ``ids`` as their firmware would after a long overload:

@@ -18,12 +18,21 @@ what they face):
   band's edge. Off, the registers are ignored and every step of error is acted on. Why a
   band: LeRobot's arms at P_Coefficient 16 settle at different places by approach direction
   (reported on its issue tracker); its width on a real STS3215 is not measured here.
-* torque cap = 2.94 N·m × min(Torque_Limit, Max_Torque_Limit)/1000; ``Torque_Enable = 0``
-  makes the joint free (cap 0). With ``clamp_torque_limit`` False the cap is Torque_Limit
-  alone: no source found says the STS3215 firmware clamps the RAM Torque_Limit to the EPROM
-  Max_Torque_Limit, so a driver must not rely on it (the tests run both ways). Re-enabling
-  torque servos from the present position to the *stored* goal.
-* load = torque / 2.94 N·m in 0.1 % (sign-magnitude, bit 10); current = |torque| / KT.
+* torque cap = the stall torque (at the supply) × min(Torque_Limit, Max_Torque_Limit)/1000;
+  ``Torque_Enable = 0`` makes the joint free (cap 0). With ``clamp_torque_limit`` False the
+  cap is Torque_Limit alone: no source found says the STS3215 firmware clamps the RAM
+  Torque_Limit to the EPROM Max_Torque_Limit, so a driver must not rely on it (the tests run
+  both ways). Re-enabling torque servos from the present position to the *stored* goal.
+* supply: the stall torque is a DC motor's, proportional to the supply: ``stall_torque`` ×
+  supply / ``rated_voltage`` (the servo variant: 2.94 N·m at 12 V, the STS3215 C018/C047 of the
+  SO-101 follower; the 7.4 V STS3215 is rated 19.5 kg·cm = 1.91 N·m at 7.4 V, DFRobot's /
+  Waveshare's ST3215 listing of the 1:345 servo). Present_Voltage reads the supply.
+* load (``load_model``): ``ideal`` = torque / the present stall torque in 0.1 %
+  (sign-magnitude, bit 10); ``duty`` = the PWM duty the firmware drives the motor with,
+  (torque / stall_torque × rated_voltage + k_e·ω) / supply, k_e = rated_voltage / the
+  no-load speed (back-EMF): at rest the two agree, while moving ``duty`` reads the motion as
+  well, and both depend on the supply. ``load_sign`` -1 reverses the register's sign (a
+  firmware or a wiring that reports the other way). current = |torque| / KT.
 * protections: load above Overload_Torque % for Protection_Time × 10 ms latches OVERLOAD (if
   enabled in Unloading_Condition) and cuts the output to Protective_Torque %; over-current
   likewise; over-temperature (first-order thermal model) unloads. Latched errors clear when
@@ -51,6 +60,7 @@ from __future__ import annotations
 
 import math
 
+from physai_ros.errors import InvalidInput
 from physai_ros.robots.so101 import protocol as fp
 from physai_ros.robots.so101.protocol import ErrorBit
 
@@ -64,6 +74,7 @@ STEP_RAD = 2.0 * math.pi / fp.STEPS_PER_TURN
 THERMAL_TIME = 60.0  # [s] winding temperature time constant
 THERMAL_RISE = 60.0  # [°C] steady rise at stall current
 MOVING_THRESHOLD = 20  # [step/s] Moving = 1 above this speed
+LOAD_MODELS = ("ideal", "duty")
 EPROM_END = fp.REGISTERS_BY_NAME["Torque_Enable"].address  # EPROM area: addresses below this
 
 
@@ -89,7 +100,19 @@ class EmulatedServo:
         supply_voltage: float = 12.0,
         clamp_torque_limit: bool = True,
         dead_zone: bool = False,
+        rated_voltage: float = 12.0,
+        stall_torque: float = STALL_TORQUE,
+        load_model: str = "ideal",
+        load_sign: int = 1,
     ) -> None:
+        if load_model not in LOAD_MODELS:
+            raise InvalidInput(f"load_model must be one of {LOAD_MODELS}, got {load_model!r}")
+        if load_sign not in (1, -1):
+            raise InvalidInput(f"load_sign must be 1 or -1, got {load_sign!r}")
+        if not (rated_voltage > 0.0 and stall_torque > 0.0):
+            raise InvalidInput("rated_voltage and stall_torque must be > 0")
+        self.rated_voltage, self.rated_stall = float(rated_voltage), float(stall_torque)
+        self.load_model, self.load_sign = load_model, int(load_sign)
         self.clamp_torque_limit = clamp_torque_limit
         self.dead_zone = dead_zone  # model CW/CCW_Dead_Zone (see the module docstring)
         self.mem = bytearray(fp.MEMORY_SIZE)
@@ -174,6 +197,29 @@ class EmulatedServo:
             else 0
         )
 
+    @property
+    def supply(self) -> float:
+        """[V] the supply (what Present_Voltage reads)."""
+        return self.get("Present_Voltage") / 10.0
+
+    def set_supply(self, volts: float) -> None:
+        self.set("Present_Voltage", max(0, min(255, round(volts * 10))))
+
+    @property
+    def stall(self) -> float:
+        """[N·m] stall torque at the present supply (a DC motor's: proportional to it)."""
+        return self.rated_stall * self.supply / self.rated_voltage
+
+    def load_counts(self, torque: float, qdot: float) -> int:
+        """Present_Load [0.1 %] for ``torque`` [N·m] at ``qdot`` [rad/s] (``load_model``)."""
+        if self.load_model == "duty":
+            k_e = self.rated_voltage / NO_LOAD_SPEED  # [V·s/rad] back-EMF at the output
+            drive = torque / self.rated_stall * self.rated_voltage + k_e * qdot
+            duty = drive / max(self.supply, 0.1)
+        else:
+            duty = torque / max(self.stall, 1e-9)
+        return self.load_sign * max(-1023, min(1023, round(1000.0 * duty)))
+
     # --- position mapping ------------------------------------------------------------------
     def present_steps(self, q: float) -> int:
         actual = round(self.encoder_at_zero + q / STEP_RAD) % fp.STEPS_PER_TURN
@@ -214,7 +260,7 @@ class EmulatedServo:
             # step would make a holding joint chatter in and out of the band)
             beyond = math.copysign(max(abs(error) - band, 0.0), error)
             target = q + beyond * STEP_RAD
-        return target, STALL_TORQUE * limit, gain
+        return target, self.stall * limit, gain
 
     def _profile(self, q: float, dt: float) -> float:
         """Advance the set-point towards the goal with the servo's acceleration profile."""
@@ -244,8 +290,8 @@ class EmulatedServo:
         self.set("Present_Position", self.present_steps(q))
         speed = round(qdot / STEP_RAD)
         self.set("Present_Velocity", max(-32767, min(32767, speed)))
-        load = round(1000.0 * torque / STALL_TORQUE)
-        self.set("Present_Load", max(-1023, min(1023, load)))
+        load = self.load_counts(torque, qdot)
+        self.set("Present_Load", load)
         enabled = self.get("Torque_Enable")
         current = abs(torque) / (STALL_TORQUE / STALL_CURRENT) + (IDLE_CURRENT if enabled else 0)
         self.set("Present_Current", min(round(current / CURRENT_UNIT), 32767))
