@@ -33,7 +33,7 @@ from physai_ros.robots.so101.emulator.bus import (
     joint_offsets,
     write_calibration,
 )
-from physai_ros.robots.so101.emulator.servo import STEP_RAD
+from physai_ros.robots.so101.emulator.servo import STEP_RAD, EmulatedServo
 
 pytestmark = pytest.mark.realtime  # the emulator answers on a pty in wall-clock time
 
@@ -194,6 +194,61 @@ def test_garble_hands_one_servo_a_raw_value_after_the_named_read(emulator):
     finally:
         emulator.faults.garble = ""
         bus.port_handler.closePort()
+
+
+def test_a_span_read_meets_the_faults_named_for_a_register_within_it(emulator):
+    """One sync read of addresses 56-61 (Present_Position, Present_Velocity, Present_Load) is a
+    read of each: ``garble`` naming Present_Load garbles those two bytes of servo 5's reply
+    only, ``lose_reads`` naming Present_Velocity loses the span read's replies."""
+    bus = _bus(emulator.port, emulator.calibration)
+    bus.connect(handshake=False)
+    ids = list(range(1, 7))
+    load = fp.register("Present_Load").address
+    try:
+        emulator.faults.garble = "Torque_Enable Present_Load 5 1234"
+        bus.sync_read("Torque_Enable", normalize=False)
+        bus._sync_read(56, 6, ids)
+        assert bus.sync_reader.getData(5, load, 2) == 1234
+        assert emulator.faults.garble == ""
+        emulator.faults.lose_reads = "Present_Velocity 0 1"
+        with pytest.raises(ConnectionError, match="no status packet"):
+            bus._sync_read(56, 6, ids)
+        assert emulator.faults.lose_reads == ""
+    finally:
+        emulator.faults.garble = emulator.faults.lose_reads = ""
+        bus.port_handler.closePort()
+
+
+def test_usb_latency_delays_every_transaction(emulator):
+    """``usb_latency``: each transaction's reply comes that much later (a USB serial adapter's
+    round trip); physics keeps its pace meanwhile."""
+    bus = _bus(emulator.port, emulator.calibration)
+    bus.connect(handshake=False)
+    try:
+        emulator.usb_latency = 0.004
+        sim0, t0 = emulator.time, time.monotonic()
+        for _ in range(10):
+            bus.sync_read("Present_Position", normalize=False)
+        took = time.monotonic() - t0
+        assert took >= 10 * 0.004, took
+        assert emulator.time - sim0 > 0.5 * took  # physics was not blocked
+    finally:
+        emulator.usb_latency = 0.0
+        bus.port_handler.closePort()
+
+
+@pytest.mark.parametrize("clears", [True, False])
+def test_a_latched_protection_clears_on_torque_enable_only_if_so_configured(clears):
+    """``protections_clear_on_enable`` True: torque 0 -> 1 clears a latched OVERLOAD (as
+    before); False: it stays latched through the re-enable, and only a power cycle clears it."""
+    servo = EmulatedServo(1, 2047, protections_clear_on_enable=clears)
+    servo.latched = int(fp.ErrorBit.OVERLOAD)
+    enable = fp.register("Torque_Enable").address
+    servo.write(enable, b"\x00")
+    servo.write(enable, b"\x01")
+    assert bool(servo.error & int(fp.ErrorBit.OVERLOAD)) is not clears
+    servo.power_cycle(2047)
+    assert servo.error & int(fp.ErrorBit.OVERLOAD) == 0
 
 
 def test_overload_flag_reaches_lerobot_and_the_status_register(emulator):

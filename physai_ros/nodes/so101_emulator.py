@@ -102,6 +102,8 @@ class So101Emulator(Node):
                 mechanical_margin=margin,
                 clamp_torque_limit=p["clamp_torque_limit"],
                 dead_zone=p["dead_zone"],
+                usb_latency_ms=p["usb_latency_ms"],
+                protections_clear_on_enable=p["protections_clear_on_enable"],
             )
         except InvalidInput as exc:
             raise SystemExit(f"so101_emulator: {exc}") from exc

@@ -15,10 +15,12 @@ a holding arm (``power_on_torque``), factory EPROM, a calibration that differs f
 arm can rest outside the limits.
 
 Timing: a reply leaves after the request's and the reply's byte times at the bus baud rate
-plus Return_Delay_Time × 2 µs (Python's sleep adds ~0.1 ms); Response_Status_Level 0
-suppresses WRITE acknowledgements. A reply that could only leave after the client began its
-next request (the emulator starved of CPU) is dropped, as a real bus would have delivered it
-in time to be flushed by that request.
+plus Return_Delay_Time × 2 µs (Python's sleep adds ~0.1 ms), plus ``usb_latency_ms``: a USB
+serial adapter's round trip per transaction (a CH340 or an FTDI at its default latency timer:
+1-4 ms; 0 = none, a pty's own); Response_Status_Level 0 suppresses WRITE acknowledgements.
+A reply that could only leave after the client began its next request (the emulator starved
+of CPU) is dropped, as a real bus would have delivered it in time to be flushed by that
+request.
 
 Faults a test injects at run time (the adversary): servo ids that do not answer, every n-th
 reply with a bad checksum, the client's baud rate (read from the pty's termios) differing from
@@ -144,6 +146,8 @@ class Faults:
     # the cable is pulled as the next read of this register arrives ('' = never; once): a
     # pull that lands in whichever transfer the driver makes, not only in its state read
     pull_at_read: str = ""
+    # A read of REGISTER (below) is any READ or SYNC READ whose span covers it: one read of
+    # 56-61 is a read of Present_Position, Present_Velocity and Present_Load alike.
     # replies lost on the wire: "REGISTER SKIP COUNT" = of the next reads of REGISTER, SKIP
     # are answered, then COUNT go unanswered ('' = never; once)
     lose_reads: str = ""
@@ -227,7 +231,11 @@ class FeetechBusEmulator:
     CW_Dead_Zone and CCW_Dead_Zone hold this and its position loop applies no torque within
     it (``EmulatedServo``'s dead band); 0 = no dead band modelled (the registers ignored);
     record_goals: log every Goal_Position each servo receives, with its receive time
-    (``stats.goals``, for the speed tests).
+    (``stats.goals``, for the speed tests); usb_latency_ms [ms]: every transaction's replies
+    come this much later, the round trip of a USB serial adapter (sent from a timer, as a
+    stalled reply: physics and the receiving of requests go on); protections_clear_on_enable:
+    a torque 0 → 1 clears a latched OVERLOAD / OVERCURRENT / OVERHEAT (False: only a power
+    cycle does, ``EmulatedServo``).
     """
 
     def __init__(
@@ -247,9 +255,13 @@ class FeetechBusEmulator:
         clamp_torque_limit: bool = True,
         dead_zone: int = 0,
         record_goals: bool = False,
+        usb_latency_ms: float = 0.0,
+        protections_clear_on_enable: bool = True,
     ) -> None:
         if not 0 <= dead_zone <= 255:
             raise InvalidInput(f"dead_zone must be 0 to 255 steps, got {dead_zone!r}")
+        if not 0.0 <= usb_latency_ms <= 100.0:
+            raise InvalidInput(f"usb_latency_ms must be 0 to 100 ms, got {usb_latency_ms!r}")
         if baudrate not in fp.BAUDRATES.values():
             raise InvalidInput(f"baudrate {baudrate} not one of {sorted(fp.BAUDRATES.values())}")
         unknown = sorted(set(homing_error or {}) - set(JOINTS))
@@ -257,7 +269,9 @@ class FeetechBusEmulator:
             raise InvalidInput(f"homing_error names unknown joints {unknown}; valid: {JOINTS}")
         self.physics = So101Physics(scene_kwargs, initial, mechanical_margin)
         self.servos = [
-            EmulatedServo(i, e, supply_voltage, clamp_torque_limit, dead_zone > 0)
+            EmulatedServo(
+                i, e, supply_voltage, clamp_torque_limit, dead_zone > 0, protections_clear_on_enable
+            )
             for i, e in zip(IDS, ENCODER_AT_ZERO, strict=True)
         ]
         if dead_zone > 0:
@@ -297,6 +311,7 @@ class FeetechBusEmulator:
         self.record_writes = record_writes
         self.other_arm = False  # the port reaches another arm (``swap_arm``)
         self.record_goals = record_goals
+        self.usb_latency = usb_latency_ms / 1000.0  # [s] added to every reply
         self._received = 0.0  # [s] when the packet being handled was read off the pty
         self._reads = 0  # counts reads, for faults.stall_every
         self._served = 0  # counts requests: a stalled reply is sent only if none came since
@@ -545,11 +560,11 @@ class FeetechBusEmulator:
         for servo, reply in replies:
             due += 2e-6 * servo.get("Return_Delay_Time") + len(reply) * byte_time
             out += reply
-        stall = self._stall(packet)
-        if stall:  # sent from a timer: this thread goes on receiving (and stamping) packets
+        late = self._stall(packet) + self.usb_latency
+        if late:  # sent from a timer: this thread goes on receiving (and stamping) packets
             seq = self._served
             timer = threading.Timer(
-                max(due + stall - time.monotonic(), 0.0),
+                max(due + late - time.monotonic(), 0.0),
                 self._send_late,
                 (bytes(out), len(replies), seq),
             )
@@ -570,7 +585,8 @@ class FeetechBusEmulator:
         self.stats.replies += len(replies)
 
     def _send_late(self, out: bytes, count: int, seq: int) -> None:
-        """Send a stalled reply, unless the client has sent anything since its request (it
+        """Send a stalled or USB-delayed reply (the one place for delayed replies), unless
+        the client has sent anything since its request (it
         gave up waiting: the reply would be read as another request's)."""
         master = self._master
         if master is None:
@@ -582,15 +598,21 @@ class FeetechBusEmulator:
             os.write(master, out)
         self.stats.replies += count
 
+    @staticmethod
+    def _covers(packet: fp.Packet, name: str) -> bool:
+        """``packet`` is a READ or SYNC READ whose span covers the whole register ``name``:
+        a read of that register alone, or of several contiguous ones with it among them
+        (Present_Position, Present_Velocity and Present_Load in one read of 56-61)."""
+        _, code, params = packet  # a READ's and a SYNC READ's first bytes: address, length
+        if code not in (Instruction.READ, Instruction.SYNC_READ) or len(params) < 2:
+            return False
+        reg = fp.register(name)
+        return params[0] <= reg.address and reg.address + reg.size <= params[0] + params[1]
+
     def _pull_here(self, packet: fp.Packet) -> bool:
         """Pull the cable if ``packet`` reads the register ``faults.pull_at_read`` names."""
         name = self.faults.pull_at_read
-        if not name:
-            return False
-        _, code, params = packet  # a READ's and a SYNC READ's first byte: the start address
-        if code not in (Instruction.READ, Instruction.SYNC_READ) or not params:
-            return False
-        if params[0] != fp.register(name).address:
+        if not name or not self._covers(packet, name):
             return False
         self.faults.pull_at_read = ""
         self.close_port()
@@ -602,10 +624,7 @@ class FeetechBusEmulator:
         if not spec:
             return False
         name, skip, count = parse_lose_reads(spec)
-        _, code, params = packet
-        if code not in (Instruction.READ, Instruction.SYNC_READ) or not params:
-            return False
-        if params[0] != fp.register(name).address:
+        if not self._covers(packet, name):
             return False
         if skip > 0:
             self.faults.lose_reads = f"{name} {skip - 1} {count}"
@@ -635,16 +654,18 @@ class FeetechBusEmulator:
             GoalRecord(self._received, servo.servo_id, steps, servo.angle_of(steps))
         )
 
-    def _garbled(self, address: int) -> tuple[int, int] | None:
-        """(servo id, raw value) if this sync read of ``address`` is the one ``faults.garble``
-        names (see ``Faults``), else None; arms the fault on a read of its AFTER register."""
+    def _garbled(self, packet: fp.Packet) -> tuple[int, int, int, int] | None:
+        """(servo id, raw value, its offset in the reply's data, its size) if this sync read
+        is the one ``faults.garble`` names (see ``Faults``; a read of a span garbles the
+        target's bytes within it), else None; arms the fault on a read of its AFTER register."""
         if not self.faults.garble:
             return None
         after, target, sid, raw = parse_garble(self.faults.garble)
-        if self.faults.garble_armed and address == fp.register(target).address:
+        if self.faults.garble_armed and self._covers(packet, target):
             self.faults.garble, self.faults.garble_armed = "", False
-            return sid, raw
-        if address == fp.register(after).address:
+            reg = fp.register(target)
+            return sid, raw, reg.address - packet.params[0], reg.size
+        if self._covers(packet, after):
             self.faults.garble_armed = True
         return None
 
@@ -715,13 +736,14 @@ class FeetechBusEmulator:
             self._sync_reads += 1
             every = self.faults.wrong_data_every
             wrong = bool(every) and self._sync_reads % every == 0
-            garbled = self._garbled(sync.address)
+            garbled = self._garbled(packet)
             for target in sync.ids:
                 servo = self._servo(target)
                 if servo is not None:
                     data = bytes(sync.length) if wrong else servo.read(sync.address, sync.length)
                     if garbled is not None and target == garbled[0]:
-                        data = garbled[1].to_bytes(sync.length, "little")
+                        _, raw, at, size = garbled
+                        data = data[:at] + raw.to_bytes(size, "little") + data[at + size :]
                     yield self._status(servo, data)
             self.stats.wrong_data_replies += wrong
         self._apply_bus_changes()
