@@ -503,6 +503,8 @@ class So101Bus:
         )
         return np.array([values[j] for j in JOINTS], dtype=float)
 
+    state_reads = 3  # sync reads per read_state
+
     def read_state(self) -> JointReading:
         position = self.to_rad(self._sync_read("Present_Position"))
         velocity = self.directions * self._sync_read("Present_Velocity") * STEP_RAD

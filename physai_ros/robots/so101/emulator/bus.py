@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import heapq
 import json
 import math
 import os
@@ -232,7 +233,7 @@ class FeetechBusEmulator:
     it (``EmulatedServo``'s dead band); 0 = no dead band modelled (the registers ignored);
     record_goals: log every Goal_Position each servo receives, with its receive time
     (``stats.goals``, for the speed tests); usb_latency_ms [ms]: every transaction's replies
-    come this much later, the round trip of a USB serial adapter (sent from a timer, as a
+    come this much later, the round trip of a USB serial adapter (sent by ``_wire_loop``, as a
     stalled reply: physics and the receiving of requests go on); protections_clear_on_enable:
     a torque 0 → 1 clears a latched OVERLOAD / OVERCURRENT / OVERHEAT (False: only a power
     cycle does, ``EmulatedServo``).
@@ -319,6 +320,10 @@ class FeetechBusEmulator:
         self.lock = threading.RLock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        # replies due later (stalled, or behind the USB adapter's round trip): a heap of
+        # (due [s, monotonic], served count at the request, packet bytes, replies in it)
+        self._outbox: list[tuple[float, int, bytes, int]] = []
+        self._outbox_changed = threading.Condition()
         self._master: int | None = None
         self._slave: int | None = None
         self.port: str | None = None
@@ -330,7 +335,7 @@ class FeetechBusEmulator:
     def start(self) -> str:
         """Open the port and start both threads; returns the pty path."""
         self.open_port()
-        for target in (self._physics_loop, self._io_loop):
+        for target in (self._physics_loop, self._io_loop, self._wire_loop):
             thread = threading.Thread(target=target, daemon=True, name=target.__name__)
             thread.start()
             self._threads.append(thread)
@@ -338,6 +343,8 @@ class FeetechBusEmulator:
 
     def stop(self) -> None:
         self._stop.set()
+        with self._outbox_changed:
+            self._outbox_changed.notify()
         for thread in self._threads:
             thread.join(timeout=2.0)
         self.close_port()
@@ -561,15 +568,10 @@ class FeetechBusEmulator:
             due += 2e-6 * servo.get("Return_Delay_Time") + len(reply) * byte_time
             out += reply
         late = self._stall(packet) + self.usb_latency
-        if late:  # sent from a timer: this thread goes on receiving (and stamping) packets
-            seq = self._served
-            timer = threading.Timer(
-                max(due + late - time.monotonic(), 0.0),
-                self._send_late,
-                (bytes(out), len(replies), seq),
-            )
-            timer.daemon = True
-            timer.start()
+        if late:  # sent by _wire_loop: this thread goes on receiving (and stamping) packets
+            with self._outbox_changed:
+                heapq.heappush(self._outbox, (due + late, self._served, bytes(out), len(replies)))
+                self._outbox_changed.notify()
             return
         wait = due - time.monotonic()
         if wait > 0:
@@ -583,6 +585,22 @@ class FeetechBusEmulator:
         with contextlib.suppress(OSError):
             os.write(master, bytes(out))
         self.stats.replies += len(replies)
+
+    def _wire_loop(self) -> None:
+        """Send each delayed reply when it is due (one long-lived thread: a thread started
+        per reply was itself late by tens of ms on a loaded machine, past the client's
+        timeout)."""
+        while not self._stop.is_set():
+            with self._outbox_changed:
+                if not self._outbox:
+                    self._outbox_changed.wait(0.1)
+                    continue
+                wait = self._outbox[0][0] - time.monotonic()
+                if wait > 0:
+                    self._outbox_changed.wait(wait)
+                    continue
+                _, seq, out, count = heapq.heappop(self._outbox)
+            self._send_late(out, count, seq)
 
     def _send_late(self, out: bytes, count: int, seq: int) -> None:
         """Send a stalled or USB-delayed reply (the one place for delayed replies), unless
