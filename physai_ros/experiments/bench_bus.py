@@ -1,9 +1,10 @@
 """Benchmark: the SO-101 driver's bus cycle against the serial line's byte-time limit.
 
-``physai bench bus [--cycles N] [--usb-latency-ms MS]``
+``physai bench bus [--cycles N] [--usb-latency-ms MS] [--reads 1|3]``
 
 One driver cycle through LeRobot's ``FeetechMotorsBus`` (``So101Bus``) on the emulated bus:
-``So101Bus.read_state`` (the SYNC READs of six servos' position, velocity and load) and one
+``So101Bus.read_state`` (one SYNC READ of six servos' position, velocity and load, addresses
+56-61; ``--reads 3``: one per register, as the driver read before) and one
 SYNC WRITE of six goals. At 1 Mbaud (8N1, 10 µs a byte) those packets alone take
 ``byte_time_ms``; everything above is the SDK's Python, the pty, the emulator and the emulated
 USB adapter's round trip per transaction (``--usb-latency-ms``; a CH340 or an FTDI at its
@@ -54,6 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         help="the emulated USB serial adapter's round trip per transaction [ms] (CH340/FTDI: 1-4)",
+    )
+    parser.add_argument(
+        "--reads",
+        type=int,
+        choices=(1, 3),
+        default=1,
+        help="sync reads per state read: 1 = the driver's (addresses 56-61 at once), 3 = one "
+        "per register (the driver before, for comparison)",
     )
 
 
@@ -126,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 port, cal, np.array(lo), np.array(hi), joint_offsets=tuple(offsets)
             )
             with So101Bus(settings) as bus:
-                reads = bus.state_reads
+                bus.state_reads = reads = args.reads
                 cycle, sends = _measure(bus, args.cycles)
             conn.send("goals")
             latency = _latencies(sends, conn.recv())
