@@ -23,6 +23,7 @@ from physai_ros.robots.so101.bus import (
     STALL_TORQUE,
     BusSettings,
     PortUnavailable,
+    ServoSilent,
     So101Bus,
     ping,
 )
@@ -426,6 +427,23 @@ def test_read_state_reads_position_velocity_and_load_in_one_sync_read(so101_bus,
     np.testing.assert_allclose(one.velocity, three.velocity, atol=0.5)
     np.testing.assert_allclose(one.torque, three.torque, atol=0.3)
     assert np.any(one.torque != 0.0)  # gravity loads the arm: the load field is live
+
+
+def test_a_short_reply_to_the_state_read_is_a_failed_read(so101_bus, monkeypatch):
+    """A status packet of the right servo but too few bytes for 56-61 (the late reply to an
+    earlier 2-byte read, which the SDK takes as this one's) fails the state read as a lost
+    reply would (``ServoSilent`` naming the servo), never an IndexError in the bus loop."""
+    bus, _, _ = so101_bus
+    real = bus.bus._sync_read
+
+    def short_reply(*args, **kwargs):
+        result = real(*args, **kwargs)
+        bus.bus.sync_reader.data_dict[5] = [0x10, 0x08]
+        return result
+
+    monkeypatch.setattr(bus.bus, "_sync_read", short_reply)
+    with pytest.raises(ServoSilent, match=r"servo\(s\) \[5\] answered fewer than 6 bytes"):
+        bus.read_state()
 
 
 def test_stalled_replies_come_late_and_goals_are_logged_as_received(so101_bus, emulator):

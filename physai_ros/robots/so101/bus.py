@@ -548,6 +548,17 @@ class So101Bus:
                 err_msg=f"Failed to {what} on {ids=} after {self.s.read_retries + 1} tries.",
             ),
         )
+        # The SDK takes a status packet of the right id as the reply whatever its length: a
+        # late reply to an earlier, shorter read (a desynchronised bus) gives fewer bytes, and
+        # its getData checks a field's size, not its offset. Such a read failed.
+        data = bus.sync_reader.data_dict
+        short = [i for i in ids if len(data.get(i) or ()) < end - start]
+        if short:
+            raise ServoSilent(
+                f"{what}: servo(s) {short} answered fewer than {end - start} bytes (a reply "
+                "to another request)",
+                short,
+            )
         out = {}
         for reg in regs:
             raw = {i: bus.sync_reader.getData(i, reg.address, reg.size) for i in ids}
