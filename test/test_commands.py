@@ -88,9 +88,10 @@ def test_bench_tf(ros_domain, tmp_path):
 @pytest.mark.realtime
 def test_bench_bus(capsys):
     """The driver's So101Bus against the pty servo emulator: opens, cycles, closes."""
-    out = physai(capsys, "bench", "bus", "--cycles", "20")
+    out = physai(capsys, "bench", "bus", "--cycles", "20", "--usb-latency-ms", "1")
     wire = re.search(r"\| max loop rate on the wire alone \| (\d+) Hz \|", out)
     assert wire is not None and "command-to-servo latency" in out, out
+    assert "1 sync read + 1 sync write" in out and "(emulated) | 1 ms |" in out, out
     # the emulator adds the packets' byte times: no cycle beats the wire
     assert 0.0 < metric(out, "bus_loop_rate_hz") < float(wire.group(1))
 

@@ -564,3 +564,33 @@ def test_release_drops_torque_and_says_so(bench):
     assert bench.wait(lambda: not any(bench.truth()["torque_enabled"]), 2.0)
     assert bench.wait(lambda: bench.state() == "inactive", 5.0)
     assert bench.transition("activate")
+
+
+def test_a_protection_a_torque_re_enable_does_not_clear_refuses_activation(tmp_path, ros_domain):
+    """Servos whose latched protection survives a torque re-enable (emulator
+    ``protections_clear_on_enable:=false``: only a power cycle clears it). An overload latches
+    on shoulder_lift; the driver faults; the user releases and activates again: the arming's
+    torque 0 -> 1 leaves OVERLOAD latched, so activation is refused naming the servo and a
+    power cycle, the driver is not active, the arm is left released (torque off where it was
+    off) and nothing moves."""
+    bench = Bench(tmp_path, ros_domain, emulator={"protections_clear_on_enable": False})
+    try:
+        bench.wait_active()
+        bench.set_emulator("overload_ids", [2])
+        assert bench.wait(lambda: bench.state() == "inactive", 10.0), bench.log()[-3000:]
+        assert bench.service("release").success, bench.log()[-3000:]
+        time.sleep(0.5)  # the released arm settles on its stops
+        before = time.time()
+        assert not bench.transition("activate"), bench.log()[-3000:]
+        log = bench.log()
+        assert "servo 2 (shoulder_lift) OVERLOAD" in log, log[-3000:]
+        assert "power cycle" in log, log[-3000:]
+        assert bench.state() == "inactive"
+        time.sleep(0.5)
+        records = bench.truth_since(before)
+        assert not any(records[-1]["torque_enabled"]), records[-1]  # left released
+        assert records[-1]["status"][1] & 0x20, records[-1]  # still latched
+        assert largest_motion(records) < STILL
+        assert not bench.send_arm(bench.arm_position(), 1.0).accepted
+    finally:
+        bench.close()

@@ -16,6 +16,11 @@ it.
 the witness then also gives ``soft``: its centre of mass [m], largest edge strain [m/m], whether
 it touches both jaws and each jaw's true normal force on it [N].
 
+Harder than a pty, set at start: ``usb_latency_ms`` (every transaction's reply that much
+later: a USB serial adapter's round trip, 1-4 ms for a CH340 or an FTDI) and
+``protections_clear_on_enable:=false`` (a latched OVERLOAD / OVERCURRENT / OVERHEAT survives
+a torque re-enable; only ``power`` false then true clears it).
+
 Faults, set at run time with ``ros2 param set /so101_emulator <name> <value>``:
 ``port_connected`` (false = cable pulled), ``pull_at_read`` (a register name: the cable is
 pulled as the driver next reads it, once), ``lose_reads`` ("REGISTER SKIP COUNT": of its
@@ -107,6 +112,8 @@ class So101Emulator(Node):
                 stall_torque=p["stall_torque"],
                 load_model=p["load_model"],
                 load_sign=p["load_sign"],
+                usb_latency_ms=p["usb_latency_ms"],
+                protections_clear_on_enable=p["protections_clear_on_enable"],
             )
         except InvalidInput as exc:
             raise SystemExit(f"so101_emulator: {exc}") from exc

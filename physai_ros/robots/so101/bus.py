@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import importlib.util
+import itertools
 import math
 import os
 import termios
@@ -57,6 +58,8 @@ VOLTAGE_BAND = 0.2
 CURRENT_UNIT = 0.0065  # [A] per count
 STEP_RAD = 2.0 * math.pi / fp.STEPS_PER_TURN
 LEROBOT_MAX_RES = 4095  # LeRobot's DEGREES scale: 360° per 4095 steps
+# read in one sync read each cycle: contiguous on the STS3215 (addresses 56-61)
+STATE_REGISTERS = ("Present_Position", "Present_Velocity", "Present_Load")
 
 
 class BusError(PhysaiError):
@@ -553,11 +556,67 @@ class So101Bus:
         )
         return np.array([values[j] for j in JOINTS], dtype=float)
 
+    # sync reads per read_state: 1 = Present_Position, Present_Velocity and Present_Load in one
+    # read of their contiguous addresses (56-61); 3 = one read each (as before; for benchmarks)
+    state_reads = 1
+
     def read_state(self) -> JointReading:
-        position = self.to_rad(self._sync_read("Present_Position"))
-        velocity = self.directions * self._sync_read("Present_Velocity") * STEP_RAD
-        torque = self.directions * self._sync_read("Present_Load") * self.stall() / 1000.0
+        if self.state_reads == 1:
+            raw = self._sync_read_span(STATE_REGISTERS)
+            pos, vel, load = (np.array([raw[r][j] for j in JOINTS], dtype=float) for r in raw)
+        else:
+            pos = self._sync_read("Present_Position")
+            vel = self._sync_read("Present_Velocity")
+            load = self._sync_read("Present_Load")
+        position = self.to_rad(pos)
+        velocity = self.directions * vel * STEP_RAD
+        torque = self.directions * load * self.stall() / 1000.0
         return JointReading(position, velocity, torque)
+
+    def _sync_read_span(self, registers: Sequence[str]) -> dict[str, dict[str, float]]:
+        """Contiguous registers of every servo in ONE sync read (the Feetech protocol's SYNC
+        READ takes a start address and a length; LeRobot's ``sync_read`` reads one named
+        register, so its ``_sync_read`` is called with the span and each field taken from
+        the SDK's ``GroupSyncRead`` by address). Each field decoded as ``sync_read`` would:
+        LeRobot's sign-magnitude decoding, then its normalisation where it applies
+        (Present_Position, in DEGREES). Returns register -> joint -> value."""
+        bus = self.bus
+        regs = [fp.register(r) for r in registers]
+        start, end = regs[0].address, regs[-1].address + regs[-1].size
+        if any(a.address + a.size != b.address for a, b in itertools.pairwise(regs)):
+            raise InvalidInput(f"{list(registers)} are not contiguous")
+        ids = [bus.motors[j].id for j in JOINTS]
+        what = f"sync read {'+'.join(registers)}"
+        self._guard(
+            what,
+            lambda: bus._sync_read(
+                start,
+                end - start,
+                ids,
+                num_retry=self.s.read_retries,
+                raise_on_error=True,
+                err_msg=f"Failed to {what} on {ids=} after {self.s.read_retries + 1} tries.",
+            ),
+        )
+        # The SDK takes a status packet of the right id as the reply whatever its length: a
+        # late reply to an earlier, shorter read (a desynchronised bus) gives fewer bytes, and
+        # its getData checks a field's size, not its offset. Such a read failed.
+        data = bus.sync_reader.data_dict
+        short = [i for i in ids if len(data.get(i) or ()) < end - start]
+        if short:
+            raise ServoSilent(
+                f"{what}: servo(s) {short} answered fewer than {end - start} bytes (a reply "
+                "to another request)",
+                short,
+            )
+        out = {}
+        for reg in regs:
+            raw = {i: bus.sync_reader.getData(i, reg.address, reg.size) for i in ids}
+            decoded = bus._decode_sign(reg.name, raw)
+            if reg.name in bus.normalized_data:
+                decoded = bus._normalize(decoded)
+            out[reg.name] = {bus._id_to_name(i): v for i, v in decoded.items()}
+        return out
 
     def read_health(self) -> Health:
         """Temperature, voltage, current, status; the N·m scale (``stall``) follows the

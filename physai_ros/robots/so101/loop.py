@@ -136,7 +136,16 @@ def flag_names(flags: int) -> str:
 CLEAR_PROTECTION = (
     "support the arm, call ~/release (torque off: the arm goes limp), rest it where the "
     "servos can hold it (folded) or remove what blocks it, then activate again (switching "
-    "torque on clears the protection)"
+    "torque on clears the protection; where it does not, a power cycle of the servos does)"
+)
+
+# What a person does about a protection that arming did not clear: a servo whose firmware keeps
+# it latched through a torque re-enable (whether a real STS3215 clears it so is not documented)
+# is cleared only by switching its supply off and on.
+POWER_CYCLE = (
+    "the protection stays latched through a torque re-enable: support the arm, power cycle the "
+    "servos (switch the arm's supply off and on; they come back with torque off), then "
+    "activate again"
 )
 
 
@@ -373,9 +382,11 @@ class ServoLoop:
                     for i, f in enumerate(flags)
                     if f
                 ]
+                either = int(np.bitwise_or.reduce(flags))
+                advice = ENCODER_FAILED if either & int(fp.ErrorBit.ENCODER) else POWER_CYCLE
                 raise Refused(
                     f"servo errors persist after arming: {names}; back to how they were "
-                    "(torque off where it was off; servos that held torque hold on)"
+                    f"(torque off where it was off; servos that held torque hold on): {advice}"
                 )
             self.commanded = self.sent.copy()
             effort = None  # a kept grip keeps its effort and torque limit

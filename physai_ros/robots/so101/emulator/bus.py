@@ -15,10 +15,12 @@ a holding arm (``power_on_torque``), factory EPROM, a calibration that differs f
 arm can rest outside the limits.
 
 Timing: a reply leaves after the request's and the reply's byte times at the bus baud rate
-plus Return_Delay_Time × 2 µs (Python's sleep adds ~0.1 ms); Response_Status_Level 0
-suppresses WRITE acknowledgements. A reply that could only leave after the client began its
-next request (the emulator starved of CPU) is dropped, as a real bus would have delivered it
-in time to be flushed by that request.
+plus Return_Delay_Time × 2 µs (Python's sleep adds ~0.1 ms), plus ``usb_latency_ms``: a USB
+serial adapter's round trip per transaction (a CH340 or an FTDI at its default latency timer:
+1-4 ms; 0 = none, a pty's own); Response_Status_Level 0 suppresses WRITE acknowledgements.
+A reply that could only leave after the client began its next request (the emulator starved
+of CPU) is dropped, as a real bus would have delivered it in time to be flushed by that
+request.
 
 Faults a test injects at run time (the adversary): servo ids that do not answer, every n-th
 reply with a bad checksum, the client's baud rate (read from the pty's termios) differing from
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import heapq
 import json
 import math
 import os
@@ -144,6 +147,8 @@ class Faults:
     # the cable is pulled as the next read of this register arrives ('' = never; once): a
     # pull that lands in whichever transfer the driver makes, not only in its state read
     pull_at_read: str = ""
+    # A read of REGISTER (below) is any READ or SYNC READ whose span covers it: one read of
+    # 56-61 is a read of Present_Position, Present_Velocity and Present_Load alike.
     # replies lost on the wire: "REGISTER SKIP COUNT" = of the next reads of REGISTER, SKIP
     # are answered, then COUNT go unanswered ('' = never; once)
     lose_reads: str = ""
@@ -231,7 +236,11 @@ class FeetechBusEmulator:
     record_goals: log every Goal_Position each servo receives, with its receive time
     (``stats.goals``, for the speed tests); supply_voltage [V], rated_voltage [V],
     stall_torque [N·m] (at rated_voltage), load_model (ideal | duty), load_sign (±1): each
-    servo's supply, variant and load register (``EmulatedServo``).
+    servo's supply, variant and load register (``EmulatedServo``); usb_latency_ms [ms]: every
+    transaction's replies come this much later, the round trip of a USB serial adapter (sent
+    by ``_wire_loop``, as a stalled reply: physics and the receiving of requests go on);
+    protections_clear_on_enable: a torque 0 → 1 clears a latched OVERLOAD / OVERCURRENT /
+    OVERHEAT (False: only a power cycle does, ``EmulatedServo``).
     """
 
     def __init__(
@@ -255,9 +264,13 @@ class FeetechBusEmulator:
         stall_torque: float = STALL_TORQUE,
         load_model: str = "ideal",
         load_sign: int = 1,
+        usb_latency_ms: float = 0.0,
+        protections_clear_on_enable: bool = True,
     ) -> None:
         if not 0 <= dead_zone <= 255:
             raise InvalidInput(f"dead_zone must be 0 to 255 steps, got {dead_zone!r}")
+        if not 0.0 <= usb_latency_ms <= 100.0:
+            raise InvalidInput(f"usb_latency_ms must be 0 to 100 ms, got {usb_latency_ms!r}")
         if baudrate not in fp.BAUDRATES.values():
             raise InvalidInput(f"baudrate {baudrate} not one of {sorted(fp.BAUDRATES.values())}")
         unknown = sorted(set(homing_error or {}) - set(JOINTS))
@@ -275,6 +288,7 @@ class FeetechBusEmulator:
                 stall_torque,
                 load_model,
                 load_sign,
+                protections_clear_on_enable,
             )
             for i, e in zip(IDS, ENCODER_AT_ZERO, strict=True)
         ]
@@ -315,6 +329,7 @@ class FeetechBusEmulator:
         self.record_writes = record_writes
         self.other_arm = False  # the port reaches another arm (``swap_arm``)
         self.record_goals = record_goals
+        self.usb_latency = usb_latency_ms / 1000.0  # [s] added to every reply
         self._received = 0.0  # [s] when the packet being handled was read off the pty
         self._reads = 0  # counts reads, for faults.stall_every
         self._served = 0  # counts requests: a stalled reply is sent only if none came since
@@ -322,6 +337,10 @@ class FeetechBusEmulator:
         self.lock = threading.RLock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        # replies due later (stalled, or behind the USB adapter's round trip): a heap of
+        # (due [s, monotonic], served count at the request, packet bytes, replies in it)
+        self._outbox: list[tuple[float, int, bytes, int]] = []
+        self._outbox_changed = threading.Condition()
         self._master: int | None = None
         self._slave: int | None = None
         self.port: str | None = None
@@ -333,7 +352,7 @@ class FeetechBusEmulator:
     def start(self) -> str:
         """Open the port and start both threads; returns the pty path."""
         self.open_port()
-        for target in (self._physics_loop, self._io_loop):
+        for target in (self._physics_loop, self._io_loop, self._wire_loop):
             thread = threading.Thread(target=target, daemon=True, name=target.__name__)
             thread.start()
             self._threads.append(thread)
@@ -341,6 +360,8 @@ class FeetechBusEmulator:
 
     def stop(self) -> None:
         self._stop.set()
+        with self._outbox_changed:
+            self._outbox_changed.notify()
         for thread in self._threads:
             thread.join(timeout=2.0)
         self.close_port()
@@ -572,16 +593,11 @@ class FeetechBusEmulator:
         for servo, reply in replies:
             due += 2e-6 * servo.get("Return_Delay_Time") + len(reply) * byte_time
             out += reply
-        stall = self._stall(packet)
-        if stall:  # sent from a timer: this thread goes on receiving (and stamping) packets
-            seq = self._served
-            timer = threading.Timer(
-                max(due + stall - time.monotonic(), 0.0),
-                self._send_late,
-                (bytes(out), len(replies), seq),
-            )
-            timer.daemon = True
-            timer.start()
+        late = self._stall(packet) + self.usb_latency
+        if late:  # sent by _wire_loop: this thread goes on receiving (and stamping) packets
+            with self._outbox_changed:
+                heapq.heappush(self._outbox, (due + late, self._served, bytes(out), len(replies)))
+                self._outbox_changed.notify()
             return
         wait = due - time.monotonic()
         if wait > 0:
@@ -596,8 +612,25 @@ class FeetechBusEmulator:
             os.write(master, bytes(out))
         self.stats.replies += len(replies)
 
+    def _wire_loop(self) -> None:
+        """Send each delayed reply when it is due (one long-lived thread: a thread started
+        per reply was itself late by tens of ms on a loaded machine, past the client's
+        timeout)."""
+        while not self._stop.is_set():
+            with self._outbox_changed:
+                if not self._outbox:
+                    self._outbox_changed.wait(0.1)
+                    continue
+                wait = self._outbox[0][0] - time.monotonic()
+                if wait > 0:
+                    self._outbox_changed.wait(wait)
+                    continue
+                _, seq, out, count = heapq.heappop(self._outbox)
+            self._send_late(out, count, seq)
+
     def _send_late(self, out: bytes, count: int, seq: int) -> None:
-        """Send a stalled reply, unless the client has sent anything since its request (it
+        """Send a stalled or USB-delayed reply (the one place for delayed replies), unless
+        the client has sent anything since its request (it
         gave up waiting: the reply would be read as another request's)."""
         master = self._master
         if master is None:
@@ -609,15 +642,21 @@ class FeetechBusEmulator:
             os.write(master, out)
         self.stats.replies += count
 
+    @staticmethod
+    def _covers(packet: fp.Packet, name: str) -> bool:
+        """``packet`` is a READ or SYNC READ whose span covers the whole register ``name``:
+        a read of that register alone, or of several contiguous ones with it among them
+        (Present_Position, Present_Velocity and Present_Load in one read of 56-61)."""
+        _, code, params = packet  # a READ's and a SYNC READ's first bytes: address, length
+        if code not in (Instruction.READ, Instruction.SYNC_READ) or len(params) < 2:
+            return False
+        reg = fp.register(name)
+        return params[0] <= reg.address and reg.address + reg.size <= params[0] + params[1]
+
     def _pull_here(self, packet: fp.Packet) -> bool:
         """Pull the cable if ``packet`` reads the register ``faults.pull_at_read`` names."""
         name = self.faults.pull_at_read
-        if not name:
-            return False
-        _, code, params = packet  # a READ's and a SYNC READ's first byte: the start address
-        if code not in (Instruction.READ, Instruction.SYNC_READ) or not params:
-            return False
-        if params[0] != fp.register(name).address:
+        if not name or not self._covers(packet, name):
             return False
         self.faults.pull_at_read = ""
         self.close_port()
@@ -629,10 +668,7 @@ class FeetechBusEmulator:
         if not spec:
             return False
         name, skip, count = parse_lose_reads(spec)
-        _, code, params = packet
-        if code not in (Instruction.READ, Instruction.SYNC_READ) or not params:
-            return False
-        if params[0] != fp.register(name).address:
+        if not self._covers(packet, name):
             return False
         if skip > 0:
             self.faults.lose_reads = f"{name} {skip - 1} {count}"
@@ -662,16 +698,18 @@ class FeetechBusEmulator:
             GoalRecord(self._received, servo.servo_id, steps, servo.angle_of(steps))
         )
 
-    def _garbled(self, address: int) -> tuple[int, int] | None:
-        """(servo id, raw value) if this sync read of ``address`` is the one ``faults.garble``
-        names (see ``Faults``), else None; arms the fault on a read of its AFTER register."""
+    def _garbled(self, packet: fp.Packet) -> tuple[int, int, int, int] | None:
+        """(servo id, raw value, its offset in the reply's data, its size) if this sync read
+        is the one ``faults.garble`` names (see ``Faults``; a read of a span garbles the
+        target's bytes within it), else None; arms the fault on a read of its AFTER register."""
         if not self.faults.garble:
             return None
         after, target, sid, raw = parse_garble(self.faults.garble)
-        if self.faults.garble_armed and address == fp.register(target).address:
+        if self.faults.garble_armed and self._covers(packet, target):
             self.faults.garble, self.faults.garble_armed = "", False
-            return sid, raw
-        if address == fp.register(after).address:
+            reg = fp.register(target)
+            return sid, raw, reg.address - packet.params[0], reg.size
+        if self._covers(packet, after):
             self.faults.garble_armed = True
         return None
 
@@ -742,13 +780,14 @@ class FeetechBusEmulator:
             self._sync_reads += 1
             every = self.faults.wrong_data_every
             wrong = bool(every) and self._sync_reads % every == 0
-            garbled = self._garbled(sync.address)
+            garbled = self._garbled(packet)
             for target in sync.ids:
                 servo = self._servo(target)
                 if servo is not None:
                     data = bytes(sync.length) if wrong else servo.read(sync.address, sync.length)
                     if garbled is not None and target == garbled[0]:
-                        data = garbled[1].to_bytes(sync.length, "little")
+                        _, raw, at, size = garbled
+                        data = data[:at] + raw.to_bytes(size, "little") + data[at + size :]
                     yield self._status(servo, data)
             self.stats.wrong_data_replies += wrong
         self._apply_bus_changes()

@@ -36,7 +36,9 @@ what they face):
 * protections: load above Overload_Torque % for Protection_Time × 10 ms latches OVERLOAD (if
   enabled in Unloading_Condition) and cuts the output to Protective_Torque %; over-current
   likewise; over-temperature (first-order thermal model) unloads. Latched errors clear when
-  torque is switched on again (0 → 1). Sources: Feetech's STS memory table (addresses 19
+  torque is switched on again (0 → 1) -- or, with ``protections_clear_on_enable`` False,
+  only by a power cycle (the harder case a driver must survive, since which a real STS3215
+  firmware does is not documented). Sources: Feetech's STS memory table (addresses 19
   Unloading_Condition, 34 Protective_Torque "output torque after entering overload
   protection", 35 Protection_Time, 36 Overload_Torque, 65 Status: bit 0 voltage, 1 magnetic
   encoder, 2 temperature, 3 current, 5 load), wiki.aifitlab.com/feetech-servo-motor-docs/
@@ -104,6 +106,7 @@ class EmulatedServo:
         stall_torque: float = STALL_TORQUE,
         load_model: str = "ideal",
         load_sign: int = 1,
+        protections_clear_on_enable: bool = True,
     ) -> None:
         if load_model not in LOAD_MODELS:
             raise InvalidInput(f"load_model must be one of {LOAD_MODELS}, got {load_model!r}")
@@ -114,6 +117,8 @@ class EmulatedServo:
         self.rated_voltage, self.rated_stall = float(rated_voltage), float(stall_torque)
         self.load_model, self.load_sign = load_model, int(load_sign)
         self.clamp_torque_limit = clamp_torque_limit
+        # False: a latched protection survives a torque 0 → 1; only power_cycle clears it
+        self.protections_clear_on_enable = protections_clear_on_enable
         self.dead_zone = dead_zone  # model CW/CCW_Dead_Zone (see the module docstring)
         self.mem = bytearray(fp.MEMORY_SIZE)
         for reg in fp.STS3215_REGISTERS:
@@ -122,7 +127,7 @@ class EmulatedServo:
         self.set("Present_Voltage", round(supply_voltage * 10))
         self.persisted = bytes(self.mem[:EPROM_END])
         self.encoder_at_zero = int(encoder_at_zero)
-        self.latched = 0  # protection errors, cleared by re-enabling torque
+        self.latched = 0  # protection errors, cleared by re-enabling torque (or power only)
         self.forced = 0  # errors forced by a test
         self.overload_time = 0.0
         self.overcurrent_time = 0.0
@@ -167,7 +172,7 @@ class EmulatedServo:
         if eprom and not self.get("Lock"):
             self.persisted = bytes(self.mem[:EPROM_END])
             self.eprom_writes += 1
-        if self.get("Torque_Enable") and not was_enabled:
+        if self.get("Torque_Enable") and not was_enabled and self.protections_clear_on_enable:
             self.latched = 0  # re-enabling torque clears latched protection
             self.overload_time = self.overcurrent_time = 0.0
 
