@@ -84,6 +84,7 @@ class So101Driver(LifecycleNode):
             }
             jtc = JtcParams.from_config(arm_cfg, ARM, self.bus.lower[:5], self.bus.upper[:5])
             jtc = declare_jtc(self, SCHEMA, jtc)
+            jtc = dataclasses.replace(jtc, stop_mode=p["arm_controller.stop_mode"])
             if p["arm_controller.check_limits"]:
                 jtc = dataclasses.replace(jtc, limits=arm_limits(p), limit_period=period)
             low, high = self.bus.lower[5] - GRIPPER_SLACK, self.bus.upper[5] + GRIPPER_SLACK

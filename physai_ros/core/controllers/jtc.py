@@ -24,7 +24,14 @@ each documented in docs/controllers.md:
   without an acceleration state interface;
 * failure strings start with the upstream text and add the joint and the numbers after ": ";
 * ``cmd_timeout`` aborts an action goal (upstream reports it succeeded);
-* ``stop(reason)`` (faults, a stop request) aborts the goal like a deactivation, with the reason.
+* ``stop(reason)`` (faults, a stop request) aborts the goal like a deactivation, with the reason;
+* with ``stop_mode="decelerate"`` (the real SO-101's default) a cancel, a stop, a deactivation
+  and a command-timeout abort ramp the *reference* down to rest within the acceleration limits,
+  along the direction it was moving, then hold where it came to rest. Upstream holds the
+  measured position, which on a position servo with its own acceleration profile lags the
+  servo's goal by about v²/2a (0.12 rad at 3 rad/s): the servo overshoots and reverses. A path
+  or goal tolerance violation still holds the measured position: the arm has left its
+  reference (blocked, pushed), and the reference is no place to drive it to.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from physai_ros.core.motion.joint_trajectory import (
     check_goal,
     merge_tolerances,
     plan_trajectory,
+    stopping_trajectory,
 )
 from physai_ros.core.motion.limits import JointLimits, check_trajectory, check_waypoints
 from physai_ros.errors import InvalidInput
@@ -59,6 +67,7 @@ INVALID_GOAL = -1
 PATH_TOLERANCE_VIOLATED = -4
 GOAL_TOLERANCE_VIOLATED = -5
 
+STOP_MODES = ("hold_measured", "decelerate")
 PREEMPTED = "Current goal preempted by new incoming action."
 DEACTIVATED = "Current goal cancelled during deactivate transition."
 REACHED = "Goal successfully reached!"
@@ -114,7 +123,11 @@ class JtcParams:
     [rad/s], blocked_time [s]: a joint more than blocked_error from its reference and slower
     than blocked_speed for blocked_time while a trajectory runs is blocked: the goal aborts
     as a path tolerance violation (0 = off). Unlike a path tolerance this does not trip on
-    the lag of a servo that follows its reference, only on one that stopped.
+    the lag of a servo that follows its reference, only on one that stopped. stop_mode: what a
+    cancel, stop, deactivation or command timeout holds: ``hold_measured`` (upstream: the
+    measured position at once) or ``decelerate`` (the reference ramped to rest within
+    ``limits``' accelerations, then held; without finite acceleration limits it holds the
+    measured position).
     """
 
     joints: tuple[str, ...]
@@ -134,6 +147,7 @@ class JtcParams:
     blocked_error: float = 0.0
     blocked_speed: float = 0.05
     blocked_time: float = 0.1
+    stop_mode: str = "hold_measured"
 
     def __post_init__(self) -> None:
         n = len(self.joints)
@@ -156,6 +170,8 @@ class JtcParams:
                 raise InvalidInput(f"{name} must be finite and >= 0, got {value!r}")
         if not (math.isfinite(self.limit_period) and self.limit_period > 0.0):
             raise InvalidInput(f"limit_period must be > 0 [s], got {self.limit_period!r}")
+        if self.stop_mode not in STOP_MODES:
+            raise InvalidInput(f"stop_mode must be one of {STOP_MODES}, got {self.stop_mode!r}")
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], joints: Sequence[str], lower, upper) -> JtcParams:
@@ -224,6 +240,7 @@ class JointTrajectoryController:
         self._timeout_warned: JtcParams | None = None
         self._anchor_q = np.zeros(n)  # [rad] where each joint was when it last moved
         self._anchor_t = np.zeros(n)  # [s] and when
+        self.stopping = False  # following a ramp to rest that no goal owns (stop_mode)
 
     @property
     def ranges(self) -> JointRanges:
@@ -243,18 +260,24 @@ class JointTrajectoryController:
         self.active, self.inactive_reason = True, ""
 
     def deactivate(self, reason: str = "") -> list[GoalEnd]:
-        """Abort the goal (INVALID_GOAL) and stop following; nothing is commanded after.
-        ``reason`` is added to the abort string and to later rejections."""
+        """Abort the goal (INVALID_GOAL) and stop following: nothing is commanded after, or,
+        with ``stop_mode="decelerate"``, only the ramp to rest (``update`` still samples it;
+        ``stopping`` says so). ``reason`` is added to the abort string and to later
+        rejections."""
         ends = self._abort(INVALID_GOAL, DEACTIVATED + (f" {reason}" if reason else ""))
-        self.traj = None
+        if self.p.stop_mode == "decelerate":
+            self._halt()
+        else:  # upstream: the reference stays where it was
+            self.traj, self.stopping = None, False
         self.active, self.inactive_reason = False, reason
         return ends
 
     def stop(self, reason: str) -> list[GoalEnd]:
-        """A fault or a stop request: abort the goal with ``reason`` and hold the measured
-        position (the controller stays active; the caller decides whether goals may come)."""
+        """A fault or a stop request: abort the goal with ``reason`` and hold (the measured
+        position, or the reference ramped to rest: ``stop_mode``). The controller stays
+        active; the caller decides whether goals may come."""
         ends = self._abort(INVALID_GOAL, reason)
-        self._hold_measured()
+        self._halt()
         return ends
 
     # --- goals ---------------------------------------------------------------------------
@@ -362,7 +385,7 @@ class JointTrajectoryController:
         """Start an accepted action goal (from ``prepare``); a running goal is preempted."""
         ends = self._abort(INVALID_GOAL, PREEMPTED)
         self.traj, self.start = prepared
-        self._first_sample = True
+        self._first_sample, self.stopping = True, False
         self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
         self.goal_id = goal_id
         merged, warning = merge_tolerances(
@@ -381,7 +404,7 @@ class JointTrajectoryController:
         """A trajectory from the topic: replaces the one followed. A running action goal is
         not ended; it is judged against the new trajectory (upstream behaviour)."""
         self.traj, self.start = prepared
-        self._first_sample = True
+        self._first_sample, self.stopping = True, False
         self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
 
     def cancel(self, goal_id: object) -> list[GoalEnd]:
@@ -390,7 +413,7 @@ class JointTrajectoryController:
         if goal_id is None or goal_id != self.goal_id:
             return []
         self.goal_id = None
-        self._hold_measured()
+        self._halt()
         return [GoalEnd(goal_id, "canceled", SUCCESSFUL, "")]
 
     # --- the control cycle ---------------------------------------------------------------
@@ -399,10 +422,15 @@ class JointTrajectoryController:
         gap = now - self.time  # since the previous cycle: the last set-point's age
         self._measure(now, q, qd)
         traj = self.traj
-        if traj is None or not self.active:
+        if traj is None or not (self.active or self.stopping):
             return []
         t = now - self.start
         traj.sample(t, self.ref)
+        if self.stopping:  # a ramp to rest: no goal, no tolerance owns it
+            if t >= traj.duration:
+                self.traj, self.stopping = None, False
+                self.ref[0], self.ref[1:] = traj.positions_end, 0.0
+            return []
         first, self._first_sample = self._first_sample, False
         state = check_goal(
             t, traj, self.ref[0], self.q, self.qd, self.tolerances, self.ref[1], path=first
@@ -414,7 +442,7 @@ class JointTrajectoryController:
             if self._cmd_timeout() > 0.0 and late > self._cmd_timeout():
                 self.warnings.append(TIMEOUT_ABORT)
                 ends = self._abort(GOAL_TOLERANCE_VIOLATED, TIMEOUT_ABORT)
-                self._hold_measured()
+                self._halt()
                 return ends
             return []
         if state.outcome == "succeeded":
@@ -512,8 +540,30 @@ class JointTrajectoryController:
         self.qd = np.asarray(qd, dtype=float).copy()
 
     def _hold_measured(self) -> None:
-        self.traj = None
+        self.traj, self.stopping = None, False
         self.ref[0], self.ref[1:] = self.q, 0.0
+
+    def _halt(self) -> None:
+        """Come to rest as ``stop_mode`` says: the measured position at once, or the
+        reference (where the servos are sent) ramped to rest within the acceleration limits
+        and the position ranges. Nothing to ramp (at rest, or no finite acceleration limits):
+        hold the reference if ``decelerate``, the measured position otherwise."""
+        limits = self.p.limits
+        if self.p.stop_mode != "decelerate":
+            self._hold_measured()
+            return
+        accel = limits.select(self.p.joints).acceleration if limits is not None else None
+        if accel is None or not np.all(np.isfinite(accel)):
+            self._hold_measured()
+            return
+        if self.traj is None or not np.any(self.ref[1]):
+            self.traj, self.stopping = None, False
+            self.ref[1:] = 0.0
+            return
+        self.traj = stopping_trajectory(
+            self.p.joints, self.ref[0], self.ref[1], accel, self.p.lower, self.p.upper
+        )
+        self.start, self.stopping = self.time, True
 
     def _abort(self, code: int, text: str) -> list[GoalEnd]:
         if self.goal_id is None:

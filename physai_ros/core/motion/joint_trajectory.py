@@ -513,3 +513,45 @@ def check_goal(
             f"(tolerance {tolerances.goal_velocity[j]:g})"
         )
     return GoalState("goal_tolerance_violated", detail, late)
+
+
+def stopping_trajectory(
+    joint_names: Sequence[str],
+    position: np.ndarray,
+    velocity: np.ndarray,
+    deceleration: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+) -> TimedTrajectory:
+    """From ``position`` [rad] moving at ``velocity`` [rad/s] to rest, each joint's velocity
+    falling at a constant rate no higher than its ``deceleration`` [rad/s²] (finite, > 0).
+
+    All joints come to rest together, at the time the slowest to stop needs: the reference
+    keeps the direction it was moving in (the path's tangent), so a stop lands close to the
+    path instead of bending off it. Where that would carry a joint beyond ``[lower, upper]``
+    (a joint that was braking harder than the others toward a range end), each joint brakes
+    at its own full ``deceleration`` instead: no reference that respected the limits can stop
+    in less, so none leaves the range. Velocity never grows and no joint reverses."""
+    q0 = np.asarray(position, dtype=float)
+    v0 = np.asarray(velocity, dtype=float)
+    a_max = np.asarray(deceleration, dtype=float)
+    if np.any(~np.isfinite(a_max) | (a_max <= 0.0)):
+        raise InvalidInput(f"stopping needs finite decelerations > 0 [rad/s²], got {a_max}")
+    own = np.abs(v0) / a_max  # [s] each joint's shortest stop
+    together = float(own.max())
+    if together <= 0.0:
+        raise InvalidInput("stopping needs a moving reference (every velocity is 0)")
+    rate = np.abs(v0) / together
+    if np.any((q0 + 0.5 * v0 * together < lower) | (q0 + 0.5 * v0 * together > upper)):
+        rate = np.where(v0 != 0.0, a_max, 0.0)
+    times = np.divide(np.abs(v0), rate, out=np.zeros_like(v0), where=rate > 0.0)
+    knots = np.unique(np.concatenate([[0.0], times[times > 0.0]]))
+    accel = -np.sign(v0) * rate  # [rad/s²] while braking
+    coeffs = np.zeros((len(knots) - 1, 6, len(q0)))
+    for k, t in enumerate(knots[:-1]):
+        braking = t < times
+        dt = np.minimum(t, times)
+        coeffs[k, 0] = q0 + v0 * dt + 0.5 * accel * dt**2
+        coeffs[k, 1] = np.where(braking, v0 + accel * t, 0.0)
+        coeffs[k, 2] = np.where(braking, 0.5 * accel, 0.0)
+    return TimedTrajectory(tuple(joint_names), knots, coeffs, 3)

@@ -5,7 +5,8 @@ Modes, as the lifecycle node drives them:
 
 * ``unconfigured`` -- the port is closed.
 * ``inactive`` -- ``configure()`` opened the port, verified the servos and read the present
-  pose; the loop reads and publishes the state and commands nothing. Torque is whatever it was.
+  pose; the loop reads and publishes the state and commands nothing (after a deactivation,
+  once the arm's goal has come to rest). Torque is whatever it was.
 * ``active`` -- ``activate()`` armed the servos at their present pose (refused, naming the
   joint or the register, when the pose is outside the limits, the calibration differs or a
   servo reports an error); the controllers (``physai_ros.core.controllers``) run each cycle
@@ -26,15 +27,16 @@ Faults, and what they do (a fault never re-energises anything):
   tripped holding the arm): it answers, so it is named with its status byte, never taken for
   a missing one; activation is refused while it holds torque, and the loop never clears the
   protection itself (``CLEAR_PROTECTION`` says what a person does and why);
-* ``stop()`` holds the present pose with torque on and refuses goals until ``resume()``;
+* ``stop()`` brings the arm's goal to rest within the acceleration limits (the arm
+  controller's ``stop_mode``) and holds it with torque on, refusing goals until ``resume()``;
   ``release()`` switches torque off (the arm goes limp) and needs a re-arm.
 
-Holding "the present pose" (a stop, a deactivation, a held fault) holds the five arm joints
-where they are; the gripper keeps its last goal and torque limit, and ``resume()`` and a re-arm
-(``activate()`` while the gripper still holds that goal with torque on) keep them too. A jaw
-stalled on an object is short of its goal: sent its present angle instead, a servo with a dead
-band (the STS3215's CW/CCW_Dead_Zone) applies no torque there and the squeeze relaxes -- the
-object slips or falls.
+Holding "the present pose" (a held fault; a stop or deactivation under ``hold_measured``) holds
+the five arm joints where they are; the gripper keeps its last goal and torque limit, and
+``resume()`` and a re-arm (``activate()`` while the gripper still holds that goal with torque
+on) keep them too. A jaw stalled on an object is short of its goal: sent its present angle
+instead, a servo with a dead band (the STS3215's CW/CCW_Dead_Zone) applies no torque there and
+the squeeze relaxes -- the object slips or falls.
 """
 
 from __future__ import annotations
@@ -443,11 +445,12 @@ class ServoLoop:
         )
 
     def deactivate(self, reason: str = "") -> str:
-        """Stop following and hold: the arm joints keep the present pose if torque is on,
-        the gripper its last goal and torque limit."""
+        """Stop following and hold: the arm joints come to rest (``stop``) and hold if torque
+        is on, the gripper keeps its last goal and torque limit."""
         with self.lock:
             self._end_goals(reason or "deactivated")
-            if self.armed and self.bus.connected and not self.rearm_needed:
+            ramp = self.arm.stopping  # the next cycles ramp the arm's goal to rest (stop_mode)
+            if self.armed and self.bus.connected and not self.rearm_needed and not ramp:
                 try:
                     self._hold_present()
                 except BusError as exc:
@@ -472,23 +475,34 @@ class ServoLoop:
             return "torque off on all servos: the arm is limp"
 
     def stop(self) -> str:
-        """Hold the present pose with torque on (the gripper its last goal and torque limit:
-        a held object stays squeezed); goals refused until ``resume``."""
+        """Come to rest and hold with torque on (the gripper keeps its last goal and torque
+        limit: a held object stays squeezed); goals refused until ``resume``. With the arm
+        controller's ``stop_mode: decelerate`` the arm's goal is ramped to rest within the
+        acceleration limits by the next cycles and then held; with ``hold_measured`` the
+        present pose is held at once."""
         with self.lock:
             if self.mode != "active":
                 raise Refused(f"not active ({self.fault or self.mode}): nothing to stop")
             self._end_goals("stopped: call the resume service")
-            self._hold_present()
+            if self.arm.p.stop_mode != "decelerate":
+                self._hold_present()
             self.stopped = True
+            how = (
+                "decelerating to rest, then holding there"
+                if self.arm.stopping
+                else "holding the present pose"
+            )
             return (
-                "stopped: holding the present pose with torque on (the gripper keeps its goal); "
-                "goals refused until resume"
+                f"stopped: {how} with torque on (the gripper keeps its goal); goals refused "
+                "until resume"
             )
 
     def resume(self, now: float) -> str:
         with self.lock:
             if not self.stopped or self.mode != "active" or self.reading is None:
                 raise Refused(f"not stopped ({self.fault or self.mode})")
+            if self.arm.stopping:
+                raise Refused("still decelerating to rest (a tenth of a second): resume after")
             r = self.reading
             self.arm.activate(now, r.position[:5], r.velocity[:5], hold=self.sent[:5])
             hold, effort = float(self.sent[5]), self.gripper.effort  # the squeeze, kept
@@ -558,7 +572,10 @@ class ServoLoop:
         self.cycles += 1
         if self.cycles % self.s.health_every == 1:
             self._check_health()
-        if self.mode != "active" or self.rearm_needed or self.fault or self.stopped:
+        if self.rearm_needed or self.fault:
+            return
+        idle = self.mode != "active" or self.stopped  # deactivated, or stopped: no goals
+        if idle and not (self.armed and self.arm.stopping):  # at rest: the servos hold
             return
         q, qd = reading.position, reading.velocity
         self.ends += self.arm.update(now, q[:5], qd[:5])
