@@ -67,7 +67,7 @@ class PlaceParams:
     lower_speed: float = 0.05
     support_fraction: float = 0.5
     min_load: float = 0.05
-    stall_lag: float = 0.03
+    stall_lag: float = 0.01
     support_wait: float = 0.3
     brake_time: float = 0.05
     table_z: float = 0.0

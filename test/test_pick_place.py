@@ -1,0 +1,222 @@
+"""Pick and place of the jaw pick: the machine's place states, judged by physics and by limits.
+
+Tolerances, stated once:
+* a place is *placed* when the cube's centre ends within 1 cm of the place position (3-D), its z
+  axis within 10° of the vertical, and no jaw touches it after the retreat (``judge.py``'s
+  ``PLACE_TOLERANCE``, ``MAX_TILT``); in the sim every placement over the reachable square must
+  be placed, with the jaws at least 5 mm clear of the cube;
+* every commanded arm step of the place (carry … retreat), sampled at the 2 ms control period,
+  stays within the SO-101's velocity and acceleration limits (``config/limits_so101.yaml``),
+  with 1e-9 relative slack for round-off only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mujoco
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from physai_ros.core.motion.limits import load_limits
+from physai_ros.core.pick.judge import (
+    MAX_TILT,
+    NO_MEASUREMENT,
+    PLACE_TOLERANCE,
+    RobotPlaceReading,
+    final_place_verdict,
+    place_pose_verdict,
+    place_robot_verdict,
+)
+from physai_ros.core.pick.machine import PickMachine, PickSensing, arm_ik, load_pick_config
+from physai_ros.core.pick.place import PLACE_STATES, PlaceParams
+from physai_ros.errors import InvalidInput
+from physai_ros.experiments.lesson16.place import run_place
+from physai_ros.experiments.lesson16.sweep import CUBE_SIZE, RigidCubeWorld, Row, build_model
+from physai_ros.sim.lockstep_pick import run_lockstep_pick
+
+CFG = load_pick_config()
+LIMITS = load_limits("so101")
+DT = 0.002  # [s] the lesson's physics step and the limits' control period
+CUBE = np.array([0.22, 0.0, CUBE_SIZE / 2])  # [m] where the cube is picked
+SQUARE = ((0.175, 0.225), (-0.025, 0.025))  # [m] place centres x, y: the reachable square
+UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])
+SLACK = 1.0 + 1e-9
+
+
+@pytest.fixture(scope="module")
+def model(shared_models) -> mujoco.MjModel:
+    return build_model(str(shared_models / "robotstudio_so101"), Row(mu=1.0, mass=0.03, cap=2.94))
+
+
+def square_positions(n: int, seed: int = 26) -> np.ndarray:
+    """``n`` place centres [m] uniform over the reachable square, the cube resting on the table."""
+    rng = np.random.default_rng(seed)
+    xy = np.column_stack([rng.uniform(*SQUARE[0], n), rng.uniform(*SQUARE[1], n)])
+    return np.column_stack([xy, np.full(n, CUBE_SIZE / 2)])
+
+
+# --- the judge ---------------------------------------------------------------------------------
+
+
+def test_judge_places_a_cube_on_target_and_refuses_one_3_cm_off():
+    target = np.array([0.2, 0.0, 0.015])
+    good = place_pose_verdict(
+        target + np.array([0.004, -0.003, 0.0]), UPRIGHT, 0.0, target, jaw_clear=True
+    )
+    assert good.outcome == "placed" and good.error == pytest.approx(0.005)
+    off = place_pose_verdict(
+        target + np.array([0.03, 0.0, 0.0]), UPRIGHT, 0.0, target, jaw_clear=True
+    )
+    assert off.outcome == "dropped" and "3.00 cm" in off.reason
+
+
+def test_judge_refuses_a_tipped_cube_a_touching_jaw_and_a_stale_pose():
+    target = np.array([0.2, 0.0, 0.015])
+    half = math.radians(15.0) / 2  # 15° about x
+    tipped = np.array([math.cos(half), math.sin(half), 0.0, 0.0])
+    verdict = place_pose_verdict(target, tipped, 0.0, target, jaw_clear=True)
+    assert verdict.outcome == "dropped" and verdict.tilt == pytest.approx(math.radians(15.0))
+    assert math.radians(15.0) > MAX_TILT
+    touching = place_pose_verdict(target, UPRIGHT, 0.0, target, jaw_clear=False)
+    assert touching.outcome == "dropped" and "jaw" in touching.reason
+    stale = place_pose_verdict(target, UPRIGHT, 2.0, target, jaw_clear=True, max_age=0.5)
+    assert stale.outcome == NO_MEASUREMENT
+
+
+def test_robot_judges_its_release_point_and_a_fresh_pose_wins():
+    target = np.array([0.2, 0.0, 0.015])
+    down = CFG.offsets["down"]
+    at = target + np.array([0.003, 0.0, down])  # the site where it held a cube centred 3 mm off
+    robot = place_robot_verdict(RobotPlaceReading(at, True, False, 0.0), target, grip_offset=down)
+    assert robot.outcome == "placed" and robot.error == pytest.approx(0.003)
+    unsensed = RobotPlaceReading(at, False, False, 0.0)
+    assert place_robot_verdict(unsensed, target, grip_offset=down).outcome == "dropped"
+    far = RobotPlaceReading(at + np.array([PLACE_TOLERANCE * 2, 0.0, 0.0]), True, False, 0.0)
+    assert place_robot_verdict(far, target, grip_offset=down).outcome == "dropped"
+    fell = place_pose_verdict(
+        target + np.array([0.03, 0.0, 0.0]), UPRIGHT, 0.0, target, jaw_clear=True
+    )
+    assert final_place_verdict(robot, fell) == (fell, "cube_pose")
+    stale = place_pose_verdict(target, UPRIGHT, 9.0, target, jaw_clear=True, max_age=0.5)
+    assert final_place_verdict(robot, stale) == (robot, "robot")
+
+
+# --- bad targets are refused before anything moves -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("place", "words"),
+    [
+        ((0.2, math.nan, 0.015), "finite"),
+        ((0.2, 0.0), "3 finite"),
+        ((0.2, 0.0, -0.01), "below the table"),
+        ((0.32, 0.0, 0.015), "out of reach"),
+        ((0.0, 0.0, 0.015), "out of reach"),
+    ],
+)
+def test_bad_place_targets_are_refused_before_the_arm_moves(model, place, words):
+    world = RigidCubeWorld(model, CUBE, CFG)
+    with pytest.raises(InvalidInput, match=words):
+        run_lockstep_pick(world, CFG, world.home, place=place, limits=LIMITS)
+    assert world.data.time == 0.0  # not one physics step
+
+
+def test_a_place_without_limits_is_refused(model):
+    with pytest.raises(InvalidInput, match="limits"):
+        PickMachine(CFG, arm_ik(model, CFG), np.zeros(5), place=(0.2, 0.0, 0.015))
+
+
+def test_place_parameters_are_checked():
+    with pytest.raises(InvalidInput, match="support_fraction"):
+        PlaceParams(support_fraction=1.5)
+    with pytest.raises(InvalidInput, match="valid"):
+        PlaceParams.from_tree({"carry_hieght": 0.05})
+
+
+# --- the place in MuJoCo ------------------------------------------------------------------------
+
+
+def test_places_over_the_reachable_square_land_within_1_cm_upright(model):
+    """Six placements, judged by the cube's own pose: all placed, the jaws clear after retreat."""
+    for place in square_positions(6):
+        result = run_place(model, CUBE, place, CFG, LIMITS)
+        assert result.state == "placed", (place, result.abort_reason)
+        assert result.support_by == "load"  # the table took the weight, sensed
+        assert result.verdict.outcome == "placed", (place, result.verdict.reason)
+        assert result.verdict.error < PLACE_TOLERANCE and result.verdict.tilt < MAX_TILT
+        assert result.jaw_gap > 0.005
+        assert result.phases["lower"] < result.phases["carry"]  # ended on support, not a timer
+
+
+def test_without_support_the_lower_fails_with_its_reason(model):
+    """A table that never takes the weight (the load never falls, the arm never lags): the
+    descent stops at its bound and the place aborts, saying why."""
+    machine = PickMachine(
+        CFG, arm_ik(model, CFG), np.zeros(5), place=(0.2, 0.0, 0.015), limits=LIMITS
+    )
+    run = drive(machine, support_at=math.inf)
+    assert run.state == "aborted" and "no support sensed" in machine.abort_reason
+
+
+# --- every commanded step of the place is inside the joint limits -------------------------------
+
+
+def drive(machine: PickMachine, support_at: float, grip=(0.0, 0.0, 0.0)) -> PickMachine:
+    """Run the pure machine on a 2 ms clock with scripted sensing: the cube seen at ``CUBE``, a
+    grip that forms at once, the cube ``grip`` [m] off in the jaws after lift, and the load
+    falling ``support_at`` [s] into lower. Records every arm command on ``machine.arms``."""
+    machine.arms = []
+    now = 0.0
+    while not machine.finished and now < 30.0:
+        machine.arms.append((machine.state, machine.command(now).arm))
+        now += DT
+        state, t = machine.state, now - machine.t_state
+        if state == "settle":
+            sensed = PickSensing(cube_pos=CUBE, cube_stamp=now)
+        elif state == "close":
+            sensed = PickSensing(both_touch=True, jaw_speed=0.0)
+        elif state == "lift":
+            seen = machine._lift_site + np.array([0.0, 0.0, -CFG.offsets["down"]]) + grip
+            sensed = PickSensing(cube_pos=seen, cube_stamp=now)
+        elif state == "lower":
+            sensed = PickSensing(load=0.3 if t < support_at else 0.0)
+        else:
+            sensed = PickSensing()
+        machine.update(now, sensed)
+    return machine
+
+
+coords = st.floats(0.0, 1.0)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    u=coords,
+    v=coords,
+    support=st.floats(0.02, 1.2),
+    grip=st.tuples(*[st.floats(-0.005, 0.005)] * 3),
+    set_name=st.sampled_from(["sts3215", "first_use"]),
+)
+def test_every_commanded_place_step_is_within_the_velocity_and_acceleration_limits(
+    model, u, v, support, grip, set_name
+):
+    limits = load_limits("so101", set_name)
+    lim = limits.select(CFG.robot["arm_joints"])
+    x = SQUARE[0][0] + u * (SQUARE[0][1] - SQUARE[0][0])
+    y = SQUARE[1][0] + v * (SQUARE[1][1] - SQUARE[1][0])
+    machine = PickMachine(CFG, arm_ik(model, CFG), np.zeros(5), place=(x, y, 0.015), limits=limits)
+    machine = drive(machine, support_at=support, grip=grip)
+    assert machine.state == "placed", machine.abort_reason
+    states = [s for s, _ in machine.arms]
+    first = states.index("carry") - 2  # at rest at the end of lift, then the place's moves
+    arms = np.array([q for _, q in machine.arms[first:]])
+    assert set(PLACE_STATES) <= set(states[first:])
+    velocity = np.abs(np.diff(arms, axis=0)) / DT
+    accel = np.abs(np.diff(arms, 2, axis=0)) / DT**2
+    assert np.all(velocity <= lim.velocity * SLACK), velocity.max(axis=0)
+    assert np.all(accel <= lim.acceleration * SLACK), accel.max(axis=0)
