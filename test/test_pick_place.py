@@ -31,7 +31,7 @@ from physai_ros.core.pick.judge import (
     place_robot_verdict,
 )
 from physai_ros.core.pick.machine import PickMachine, PickSensing, arm_ik, load_pick_config
-from physai_ros.core.pick.place import PLACE_STATES, PlaceParams
+from physai_ros.core.pick.place import PLACE_STATES, PlaceParams, along, brake, descent_duration
 from physai_ros.errors import InvalidInput
 from physai_ros.experiments.lesson16.place import run_place
 from physai_ros.experiments.lesson16.sweep import CUBE_SIZE, RigidCubeWorld, Row, build_model
@@ -220,3 +220,24 @@ def test_every_commanded_place_step_is_within_the_velocity_and_acceleration_limi
     accel = np.abs(np.diff(arms, 2, axis=0)) / DT**2
     assert np.all(velocity <= lim.velocity * SLACK), velocity.max(axis=0)
     assert np.all(accel <= lim.acceleration * SLACK), accel.max(axis=0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    dq=st.lists(st.floats(-1.5, 1.5), min_size=5, max_size=5),
+    u0=st.floats(0.0, 1.0),
+)
+def test_the_brake_of_a_move_timed_at_the_limits_stays_within_them(dq, u0):
+    """The hardest case for the brake: the descent at the shortest duration it is given
+    (half the acceleration limit), stopped anywhere along it (the pick's is far slower)."""
+    lim = LIMITS.select(CFG.robot["arm_joints"])
+    qa, dq = np.zeros(5), np.asarray(dq)
+    T = descent_duration(qa, qa + dq, lim)
+    if T == 0.0:
+        return
+    stop = brake(1.0, u0, T, dq, lim, shortest=DT)
+    t = 1.0 + np.arange(-3, round(stop.D / DT) + 4) * DT  # from just before the stop to rest
+    clock = [max(0.0, u0 + (tt - 1.0) / T) if tt < 1.0 else stop.u(tt) for tt in t]
+    q = np.array([along(qa, dq, c) for c in clock])
+    assert np.all(np.abs(np.diff(q, axis=0)) / DT <= lim.velocity * SLACK)
+    assert np.all(np.abs(np.diff(q, 2, axis=0)) / DT**2 <= lim.acceleration * SLACK)

@@ -42,6 +42,7 @@ from physai_ros.core.pick.place import (
     PlaceTarget,
     along,
     brake,
+    descent_duration,
     move_duration,
 )
 from physai_ros.errors import InvalidInput
@@ -622,7 +623,7 @@ class PickMachine:
         self.durations["carry"] = move_duration(poses["lift"], poses["carry"], lim, p.carry)
         self.durations["descend"] = move_duration(poses["carry"], poses["approach"], lim, p.descend)
         slow = get_shape("quintic").peak(1) * (p.approach + p.press) / p.lower_speed
-        self.durations["lower"] = move_duration(poses["approach"], poses["bottom"], lim, slow)
+        self.durations["lower"] = descent_duration(poses["approach"], poses["bottom"], lim, slow)
 
 
 def grasp_quat(config: PickConfig) -> np.ndarray:

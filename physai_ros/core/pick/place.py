@@ -159,7 +159,18 @@ def move_duration(
     long as the joint ``limits`` need (their velocity and acceleration at their control period;
     a goal outside a joint's range raises ``LimitViolation`` naming the joint)."""
     move = JointMove(limits.joint_names, start, goal)
+    if not np.any(move.delta):  # no motion (a zero duration would divide by zero below)
+        return shortest
     return max(shortest, plan_move(move, SHAPE, limits).duration)
+
+
+def descent_duration(
+    start: np.ndarray, goal: np.ndarray, limits: JointLimits, shortest: float = 0.0
+) -> float:
+    """Duration [s] of the sensed descent ``start → goal`` [rad]: at least ``shortest`` and √2
+    times what the limits need, so the move uses at most half of each joint's acceleration
+    limit and a stop anywhere along it (:func:`brake`) fits in the other half."""
+    return max(shortest, math.sqrt(2.0) * move_duration(start, goal, limits))
 
 
 class Brake(NamedTuple):
