@@ -164,10 +164,20 @@ def test_without_support_the_lower_fails_with_its_reason(model):
 # --- every commanded step of the place is inside the joint limits -------------------------------
 
 
-def drive(machine: PickMachine, support_at: float, grip=(0.0, 0.0, 0.0)) -> PickMachine:
+def drive(
+    machine: PickMachine,
+    support_at: float,
+    grip=(0.0, 0.0, 0.0),
+    signal: str = "load",
+    sag: np.ndarray | None = None,
+    press: np.ndarray | None = None,
+) -> PickMachine:
     """Run the pure machine on a 2 ms clock with scripted sensing: the cube seen at ``CUBE``, a
-    grip that forms at once, the cube ``grip`` [m] off in the jaws after lift, and the load
-    falling ``support_at`` [s] into lower. Records every arm command on ``machine.arms``."""
+    grip that forms at once, the cube ``grip`` [m] off in the jaws after lift, and support
+    ``support_at`` [s] into lower: the load falls (signal load) or the measured arm, ``sag``
+    [rad] behind its command until then, lags by ``press`` [rad] more (signal stall; with
+    load, the arm is measured too when ``sag`` is given). Records every arm command on
+    ``machine.arms``."""
     machine.arms = []
     now = 0.0
     while not machine.finished and now < 30.0:
@@ -182,7 +192,12 @@ def drive(machine: PickMachine, support_at: float, grip=(0.0, 0.0, 0.0)) -> Pick
             seen = machine._lift_site + np.array([0.0, 0.0, -CFG.offsets["down"]]) + grip
             sensed = PickSensing(cube_pos=seen, cube_stamp=now)
         elif state == "lower":
-            sensed = PickSensing(load=0.3 if t < support_at else 0.0)
+            supported = t >= support_at
+            load = (0.0 if supported else 0.3) if signal == "load" else math.nan
+            arm = None
+            if sag is not None:
+                arm = machine.command(now).arm - sag - (press if supported else 0.0)
+            sensed = PickSensing(load=load, arm=arm)
         else:
             sensed = PickSensing()
         machine.update(now, sensed)
@@ -201,16 +216,24 @@ coords = st.floats(0.0, 1.0)
     support=st.floats(0.02, 1.2),
     grip=st.tuples(*[st.floats(-0.005, 0.005)] * 3),
     set_name=st.sampled_from(["sts3215", "first_use"]),
+    signal=st.sampled_from(["load", "stall"]),
+    sag=st.lists(st.floats(-0.01, 0.01), min_size=5, max_size=5),
+    press=st.lists(st.floats(-0.05, 0.05), min_size=5, max_size=5),
 )
 def test_every_commanded_place_step_is_within_the_velocity_and_acceleration_limits(
-    model, u, v, support, grip, set_name
+    model, u, v, support, grip, set_name, signal, sag, press
 ):
+    """Random places over the square, grips, support times and arm lags (the relief before
+    the jaw opens moves the arm back by the press), with either support signal."""
     limits = load_limits("so101", set_name)
     lim = limits.select(CFG.robot["arm_joints"])
     x = SQUARE[0][0] + u * (SQUARE[0][1] - SQUARE[0][0])
     y = SQUARE[1][0] + v * (SQUARE[1][1] - SQUARE[1][0])
     machine = PickMachine(CFG, arm_ik(model, CFG), np.zeros(5), place=(x, y, 0.015), limits=limits)
-    machine = drive(machine, support_at=support, grip=grip)
+    press = np.asarray(press)
+    if signal == "stall":  # the stall must show: one joint lags past the threshold
+        press[0] = math.copysign(max(abs(press[0]), 2 * CFG.place.stall_lag), press[0])
+    machine = drive(machine, support, grip, signal, np.asarray(sag), press)
     assert machine.state == "placed", machine.abort_reason
     states = [s for s, _ in machine.arms]
     first = states.index("carry") - 2  # at rest at the end of lift, then the place's moves
@@ -233,7 +256,7 @@ def test_the_brake_of_a_move_timed_at_the_limits_stays_within_them(dq, u0):
     lim = LIMITS.select(CFG.robot["arm_joints"])
     qa, dq = np.zeros(5), np.asarray(dq)
     T = descent_duration(qa, qa + dq, lim)
-    if T == 0.0:
+    if T == 0.0:  # no motion
         return
     stop = brake(1.0, u0, T, dq, lim, shortest=DT)
     t = 1.0 + np.arange(-3, round(stop.D / DT) + 4) * DT  # from just before the stop to rest

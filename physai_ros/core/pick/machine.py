@@ -343,7 +343,9 @@ class PickMachine:
         self.limits: JointLimits | None = None
         self.support_by: str | None = None  # "load" | "stall" once lowering sensed support
         self._brake: Brake | None = None
-        self._baseline: dict[str, float] = {}  # load [N], lag [rad] when lowering began
+        self._load0: float | None = None  # [N] the jaws' load when lowering began
+        self._lag0: np.ndarray | None = None  # [rad] command − measured arm then (its sag)
+        self._open_at = 0.0  # [s] into open when the jaw starts opening (after the relief)
         if place is not None:
             self._check_place(place, limits)
 
@@ -417,13 +419,17 @@ class PickMachine:
         held closed in lower and opened by a min-jerk ramp in open."""
         cfg, qa = self.cfg, self.poses["approach"]
         dq = self.poses["bottom"] - qa
-        if self._brake is not None:
-            arm = along(qa, dq, self._brake.u(now))
-        else:
-            arm = along(qa, dq, t / self.durations["lower"])
         if self.state == "lower":
+            arm = along(qa, dq, t / self.durations["lower"])
             return PickCommand(arm, cfg.jaw_closed, self._held_effort(cfg.jaw_closed))
-        u = minjerk(t / self.cfg.place.open)
+        braked = self.poses["braked"]
+        if t < self._brake.D:
+            arm = along(qa, dq, self._brake.u(now))
+        else:  # the relief: back to where the table stopped the arm, then the jaw opens
+            relief = self._open_at - self._brake.D
+            u = (t - self._brake.D) / relief if relief > 0.0 else 1.0
+            arm = along(braked, self.poses["released"] - braked, u)
+        u = minjerk((t - self._open_at) / self.cfg.place.open)
         return PickCommand(arm, cfg.jaw_closed + u * (cfg.jaw_open - cfg.jaw_closed))
 
     def _held_effort(self, jaw: float) -> float:
@@ -509,27 +515,43 @@ class PickMachine:
         p = self.cfg.place
         by = None
         if math.isfinite(sensed.load):
-            load0 = self._baseline.setdefault("load", sensed.load)
-            if load0 >= p.min_load and sensed.load < p.support_fraction * load0:
+            if self._load0 is None:
+                self._load0 = sensed.load
+            if self._load0 >= p.min_load and sensed.load < p.support_fraction * self._load0:
                 by = "load"
-        if by is None and sensed.arm is not None:
-            lag = float(np.max(np.abs(self.command(now).arm - np.asarray(sensed.arm, float))))
-            if lag - self._baseline.setdefault("lag", lag) > p.stall_lag:
+        lag = None
+        if sensed.arm is not None:
+            lag = self.command(now).arm - np.asarray(sensed.arm, float)
+            if self._lag0 is None:
+                self._lag0 = lag
+            if by is None and float(np.max(np.abs(lag - self._lag0))) > p.stall_lag:
                 by = "stall"
         if by is not None:
-            qa, T = self.poses["approach"], self.durations["lower"]
-            dq = self.poses["bottom"] - qa
-            self._brake = brake(now, min(1.0, t / T), T, dq, self.limits, p.brake_time)
-            self.poses["released"] = along(qa, dq, self._brake.u_end)
-            self.support_by = by
-            self.durations["open"] = max(p.open, self._brake.D)
-            self._enter("open", now)
+            self._release(now, t, by, lag)
+
         elif t > self.durations["lower"] + p.support_wait:
             self.abort(
                 now,
                 f"no support sensed lowering to place: the descent ended {p.press * 100:.1f} cm "
                 f"below the placing height and {p.support_wait:g} s passed",
             )
+
+    def _release(self, now: float, t: float, by: str, lag: np.ndarray | None) -> None:
+        """Supported: brake the descent, then (with the arm measured) move back to where the
+        table stopped the arm, its free-descent sag kept, so the jaw opens on an arm that no
+        longer presses (a pressing arm springs sideways when the jaw lets go), then open."""
+        p, lim = self.cfg.place, self.limits
+        qa, T = self.poses["approach"], self.durations["lower"]
+        dq = self.poses["bottom"] - qa
+        self._brake = brake(now, min(1.0, t / T), T, dq, lim, p.brake_time)
+        braked = self.poses["braked"] = along(qa, dq, self._brake.u_end)
+        released = braked if lag is None else braked - (lag - self._lag0)
+        self.poses["released"] = released
+        relief = move_duration(braked, released, lim, p.relief) if lag is not None else 0.0
+        self._open_at = self._brake.D + relief
+        self.durations["open"] = self._open_at + p.open
+        self.support_by = by
+        self._enter("open", now)
 
     def _grasp_update(self, now: float, t: float, grasp: tuple[bool, str] | None) -> None:
         """The Grasp close: lift on a successful result; abort on a failed one (the hand's own

@@ -54,10 +54,11 @@ class PlaceParams:
     slow touch keeps the object upright and the sensing ahead of the press); support_fraction [-],
     min_load [N], stall_lag [rad]: the support signals (module doc; a load below ``min_load`` is too
     small to judge by); support_wait [s]: after the descent ends, how long a signal is waited for
-    before the place fails; brake_time [s]: shortest stop of the descent once supported; table_z
-    [m]: the table top in the base frame (a place position below it is inside the table); carry,
-    descend, open, retreat [s]: shortest durations of those moves (lengthened to what the joint
-    limits need).
+    before the place fails; brake_time [s]: shortest stop of the descent once supported; relief [s]:
+    shortest move back to where the table stopped the arm (its press relieved) before the jaw opens;
+    table_z [m]: the table top in the base frame (a place position below it is inside the table);
+    carry, descend, open, retreat [s]: shortest durations of those moves (lengthened to what the
+    joint limits need).
     """
 
     carry_height: float = 0.05
@@ -70,6 +71,7 @@ class PlaceParams:
     stall_lag: float = 0.01
     support_wait: float = 0.3
     brake_time: float = 0.05
+    relief: float = 0.15
     table_z: float = 0.0
     carry: float = 1.2
     descend: float = 0.6
@@ -88,7 +90,15 @@ class PlaceParams:
             "lower_speed",
             "min_load",
         )
-        positive += ("stall_lag", "support_wait", "brake_time", "carry", "descend", "open")
+        positive += (
+            "stall_lag",
+            "support_wait",
+            "brake_time",
+            "relief",
+            "carry",
+            "descend",
+            "open",
+        )
         positive += ("retreat",)
         bad = {k: getattr(self, k) for k in positive if getattr(self, k) <= 0.0}
         if bad:
@@ -159,7 +169,7 @@ def move_duration(
     long as the joint ``limits`` need (their velocity and acceleration at their control period;
     a goal outside a joint's range raises ``LimitViolation`` naming the joint)."""
     move = JointMove(limits.joint_names, start, goal)
-    if not np.any(move.delta):  # no motion (a zero duration would divide by zero below)
+    if float(np.max(np.abs(move.delta))) < 1e-12:  # no motion: nothing for the limits to time
         return shortest
     return max(shortest, plan_move(move, SHAPE, limits).duration)
 

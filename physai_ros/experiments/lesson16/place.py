@@ -63,10 +63,15 @@ def run_place(
     cfg: PickConfig,
     limits: JointLimits,
     settle: float = 0.3,
+    sense_load: bool = True,
 ) -> PlaceResult:
     """Pick the cube at ``cube_pos`` and place it at ``place`` (centre, base frame [m]), then
-    let the physics run ``settle`` [s] more with the arm at rest, and judge the cube's pose."""
+    let the physics run ``settle`` [s] more with the arm at rest, and judge the cube's pose.
+
+    sense_load: False hides the jaws' load from the machine, which then ends the descent on the
+    arm's stall alone (what a robot without a load estimate senses)."""
     world = RigidCubeWorld(model, cube_pos, cfg)
+    world.sense_load = sense_load
     home = world.home
     run = run_lockstep_pick(world, cfg, home, place=place, limits=limits)
     machine, data = run.machine, world.data
@@ -91,3 +96,62 @@ def run_place(
         jaw_gap=gap,
         steps=steps,
     )
+
+
+PLACE_SQUARE = ((0.175, 0.225), (-0.025, 0.025))  # [m] x, y of place centres the IK reaches
+
+
+def square_places(n: int, seed: int = 0) -> np.ndarray:
+    """``n`` place centres [m] uniform over :data:`PLACE_SQUARE`, the cube resting on the table
+    (the top-down grasp reaches about 16-23 cm out; see docs/pick.md)."""
+    from physai_ros.experiments.lesson16.sweep import CUBE_SIZE
+
+    rng = np.random.default_rng(seed)
+    xy = np.column_stack([rng.uniform(*PLACE_SQUARE[0], n), rng.uniform(*PLACE_SQUARE[1], n)])
+    return np.column_stack([xy, np.full(n, CUBE_SIZE / 2)])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Pick the lesson's nominal cube and place it at ``--n`` positions; print a summary."""
+    import argparse
+
+    from physai_ros.core.motion.limits import load_limits
+    from physai_ros.core.pick.machine import load_pick_config
+    from physai_ros.experiments.lesson16.sweep import (
+        CENTRE,
+        CUBE_MASS,
+        CUBE_SIZE,
+        DEFAULT_CAP,
+        Row,
+        build_model,
+    )
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--n", type=int, default=20, help="placements")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model-path", default=None, help="SO-101 model folder (default: ours)")
+    parser.add_argument("--limits-set", default=None, help="config/limits_so101.yaml set")
+    parser.add_argument("--stall-only", action="store_true", help="sense support by stall only")
+    args = parser.parse_args(argv)
+    cfg, limits = load_pick_config(), load_limits("so101", args.limits_set)
+    model = build_model(args.model_path, Row(mu=1.0, mass=CUBE_MASS, cap=DEFAULT_CAP))
+    cube = (CENTRE[0], CENTRE[1], CUBE_SIZE / 2)
+    places = square_places(args.n, args.seed)
+    sense_load = not args.stall_only
+    results = [run_place(model, cube, p, cfg, limits, sense_load=sense_load) for p in places]
+    placed = [r for r in results if r.verdict.outcome == "placed"]
+    errors = [r.verdict.error for r in results if math.isfinite(r.verdict.error)]
+    print(f"placements {len(results)}, placed within 1 cm and upright {len(placed)}")
+    print(f"max error {max(errors) * 100:.2f} cm, mean {np.mean(errors) * 100:.2f} cm")
+    print(f"max tilt {math.degrees(max(r.verdict.tilt for r in results)):.2f} deg")
+    print(f"least jaw gap after retreat {min(r.jaw_gap for r in results) * 1000:.1f} mm")
+    print("support sensed by", sorted({str(r.support_by) for r in results}))
+    print("state       mean [s]  max [s]")
+    for state in ("lift", "carry", "descend", "lower", "open", "retreat"):
+        times = [r.phases.get(state, math.nan) for r in results]
+        print(f"{state:10s} {np.mean(times):8.3f} {np.max(times):8.3f}")
+    return 0 if len(placed) == len(results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -159,6 +159,7 @@ class RigidCubeWorld:
         self.both_touch = TouchTest(model, self.sensor)
         self.ctrl_log = ctrl_log
         self.squeeze = math.nan  # [N] N1 + N2 when close ended
+        self.sense_load = True  # False: lowering senses only the arm (a robot without a load)
         self._idle = PickSensing()
 
     def actuate(self, machine: PickMachine, command: PickCommand) -> None:
@@ -181,7 +182,7 @@ class RigidCubeWorld:
             # the plan at settle's end needs the cube pose; a place, where it sits in the jaws
             return PickSensing(cube_pos=data.xpos[self.cube_body].copy(), cube_stamp=data.time)
         if state == "lower":  # placing: is the table taking the cube's weight?
-            load = self.sensor.read(data).lift_force
+            load = self.sensor.read(data).lift_force if self.sense_load else math.nan
             return PickSensing(load=load, arm=data.qpos[self.arm_q].copy())
         return self._idle
 
