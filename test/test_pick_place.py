@@ -33,7 +33,7 @@ from physai_ros.core.pick.judge import (
 from physai_ros.core.pick.machine import PickMachine, PickSensing, arm_ik, load_pick_config
 from physai_ros.core.pick.place import PLACE_STATES, PlaceParams, along, brake, descent_duration
 from physai_ros.errors import InvalidInput
-from physai_ros.experiments.lesson16.place import run_place
+from physai_ros.experiments.lesson16.place import PLACE_SQUARE, run_place, square_places
 from physai_ros.experiments.lesson16.sweep import CUBE_SIZE, RigidCubeWorld, Row, build_model
 from physai_ros.sim.lockstep_pick import run_lockstep_pick
 
@@ -41,7 +41,6 @@ CFG = load_pick_config()
 LIMITS = load_limits("so101")
 DT = 0.002  # [s] the lesson's physics step and the limits' control period
 CUBE = np.array([0.22, 0.0, CUBE_SIZE / 2])  # [m] where the cube is picked
-SQUARE = ((0.175, 0.225), (-0.025, 0.025))  # [m] place centres x, y: the reachable square
 UPRIGHT = np.array([1.0, 0.0, 0.0, 0.0])
 SLACK = 1.0 + 1e-9
 
@@ -49,13 +48,6 @@ SLACK = 1.0 + 1e-9
 @pytest.fixture(scope="module")
 def model(shared_models) -> mujoco.MjModel:
     return build_model(str(shared_models / "robotstudio_so101"), Row(mu=1.0, mass=0.03, cap=2.94))
-
-
-def square_positions(n: int, seed: int = 26) -> np.ndarray:
-    """``n`` place centres [m] uniform over the reachable square, the cube resting on the table."""
-    rng = np.random.default_rng(seed)
-    xy = np.column_stack([rng.uniform(*SQUARE[0], n), rng.uniform(*SQUARE[1], n)])
-    return np.column_stack([xy, np.full(n, CUBE_SIZE / 2)])
 
 
 # --- the judge ---------------------------------------------------------------------------------
@@ -141,7 +133,7 @@ def test_place_parameters_are_checked():
 
 def test_places_over_the_reachable_square_land_within_1_cm_upright(model):
     """Six placements, judged by the cube's own pose: all placed, the jaws clear after retreat."""
-    for place in square_positions(6):
+    for place in square_places(6, seed=26):
         result = run_place(model, CUBE, place, CFG, LIMITS)
         assert result.state == "placed", (place, result.abort_reason)
         assert result.support_by == "load"  # the table took the weight, sensed
@@ -149,6 +141,15 @@ def test_places_over_the_reachable_square_land_within_1_cm_upright(model):
         assert result.verdict.error < PLACE_TOLERANCE and result.verdict.tilt < MAX_TILT
         assert result.jaw_gap > 0.005
         assert result.phases["lower"] < result.phases["carry"]  # ended on support, not a timer
+
+
+def test_places_sensed_by_the_arm_stall_alone_land_within_1_cm(model):
+    """A robot without a load estimate: the table stopping the arm ends the descent."""
+    for place in square_places(3, seed=7):
+        result = run_place(model, CUBE, place, CFG, LIMITS, sense_load=False)
+        assert result.support_by == "stall", result.abort_reason
+        assert result.verdict.outcome == "placed", (place, result.verdict.reason)
+        assert result.jaw_gap > 0.005
 
 
 def test_without_support_the_lower_fails_with_its_reason(model):
@@ -227,8 +228,8 @@ def test_every_commanded_place_step_is_within_the_velocity_and_acceleration_limi
     the jaw opens moves the arm back by the press), with either support signal."""
     limits = load_limits("so101", set_name)
     lim = limits.select(CFG.robot["arm_joints"])
-    x = SQUARE[0][0] + u * (SQUARE[0][1] - SQUARE[0][0])
-    y = SQUARE[1][0] + v * (SQUARE[1][1] - SQUARE[1][0])
+    x = PLACE_SQUARE[0][0] + u * (PLACE_SQUARE[0][1] - PLACE_SQUARE[0][0])
+    y = PLACE_SQUARE[1][0] + v * (PLACE_SQUARE[1][1] - PLACE_SQUARE[1][0])
     machine = PickMachine(CFG, arm_ik(model, CFG), np.zeros(5), place=(x, y, 0.015), limits=limits)
     press = np.asarray(press)
     if signal == "stall":  # the stall must show: one joint lags past the threshold
