@@ -1,6 +1,8 @@
 """The scripted pick as a pure state machine: time and sensed inputs in, arm/jaw targets out.
 
-[home →] settle → pre → down → close → lift → hold → done; abort → aborted on trouble.
+[home →] settle → pre → down → close → lift → hold → done; abort → aborted on trouble. Given a
+place position, lift → carry → descend → lower → open → retreat → placed instead
+(:mod:`~physai_ros.core.pick.place`: lower ends on sensed support, not a timer).
 ``home`` brings the arm from wherever it was measured to its home pose, slowly enough for the
 configured peak speed and acceleration (a real arm starts folded at rest); it is skipped when
 the arm already is home, as in the simulation and the lesson's sweeps.
