@@ -121,6 +121,10 @@ def test_a_place_without_limits_is_refused(model):
         PickMachine(CFG, arm_ik(model, CFG), np.zeros(5), place=(0.2, 0.0, 0.015))
 
 
+def test_config_pick_yaml_place_section_is_the_code_defaults():
+    assert CFG.place == PlaceParams()
+
+
 def test_place_parameters_are_checked():
     with pytest.raises(InvalidInput, match="support_fraction"):
         PlaceParams(support_fraction=1.5)
