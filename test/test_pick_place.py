@@ -30,7 +30,13 @@ from physai_ros.core.pick.judge import (
     place_pose_verdict,
     place_robot_verdict,
 )
-from physai_ros.core.pick.machine import PickMachine, PickSensing, arm_ik, load_pick_config
+from physai_ros.core.pick.machine import (
+    PickMachine,
+    PickSensing,
+    arm_ik,
+    load_pick_config,
+    phase_trajectory,
+)
 from physai_ros.core.pick.place import PLACE_STATES, PlaceParams, along, brake, descent_duration
 from physai_ros.errors import InvalidInput
 from physai_ros.experiments.lesson16.place import PLACE_SQUARE, run_place, square_places
@@ -269,3 +275,33 @@ def test_the_brake_of_a_move_timed_at_the_limits_stays_within_them(dq, u0):
     q = np.array([along(qa, dq, c) for c in clock])
     assert np.all(np.abs(np.diff(q, axis=0)) / DT <= lim.velocity * SLACK)
     assert np.all(np.abs(np.diff(q, 2, axis=0)) / DT**2 <= lim.acceleration * SLACK)
+
+
+def test_each_place_state_samples_into_a_trajectory_ending_where_the_machine_goes(model):
+    """What the pick node sends per state: sampled from the state's entry to its end, the last
+    sample the pose the next state starts from."""
+    machine = PickMachine(
+        CFG, arm_ik(model, CFG), np.zeros(5), place=(0.2, 0.01, 0.015), limits=LIMITS
+    )
+    sampled = {}
+    now, state = 0.0, machine.state
+    while not machine.finished:
+        if machine.state != state or not sampled:
+            state = machine.state
+            sampled[state] = phase_trajectory(machine, now, 0.02)
+            start = now
+        now += DT
+        t = now - machine.t_state
+        sensed = {
+            "settle": PickSensing(cube_pos=CUBE, cube_stamp=now),
+            "close": PickSensing(both_touch=True, jaw_speed=0.0),
+            "lower": PickSensing(load=0.3 if t < 0.3 else 0.0),
+        }.get(machine.state, PickSensing())
+        before = machine.state
+        machine.update(now, sensed)
+        if machine.state != before and before in PLACE_STATES:
+            times, q = sampled[before]
+            assert now - start == pytest.approx(times[-1], abs=DT) or before == "lower"
+            if before != "lower":  # lower ends on support, mid-move: open starts from there
+                np.testing.assert_allclose(q[-1], machine.command(now).arm, atol=1e-9)
+    assert machine.state == "placed" and set(PLACE_STATES) <= set(sampled)
