@@ -305,3 +305,38 @@ def test_each_place_state_samples_into_a_trajectory_ending_where_the_machine_goe
             if before != "lower":  # lower ends on support, mid-move: open starts from there
                 np.testing.assert_allclose(q[-1], machine.command(now).arm, atol=1e-9)
     assert machine.state == "placed" and set(PLACE_STATES) <= set(sampled)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(when=st.floats(0.0, 1.0))
+def test_an_abort_anywhere_in_the_place_goes_home_within_the_limits(model, when):
+    """An abort at a random time from carry to retreat (the half-speed first_use limits): the
+    way home is timed by the limits too, so no commanded step leaves them."""
+    limits = load_limits("so101", "first_use")
+    lim = limits.select(CFG.robot["arm_joints"])
+    place = (0.2, 0.02, 0.015)
+    whole = drive(
+        PickMachine(CFG, arm_ik(model, CFG), np.zeros(5), place=place, limits=limits), 0.3
+    )
+    starts = dict(whole.entered)
+    t_abort = starts["carry"] + when * (starts["placed"] - starts["carry"])
+    machine = PickMachine(CFG, arm_ik(model, CFG), np.zeros(5), place=place, limits=limits)
+    arms, now = [], 0.0
+    while not machine.finished:
+        arms.append(machine.command(now).arm)
+        now += DT
+        if abs(now - t_abort) < DT / 2:
+            machine.abort(now, "test abort")
+        t = now - machine.t_state
+        sensed = {
+            "settle": PickSensing(cube_pos=CUBE, cube_stamp=now),
+            "close": PickSensing(both_touch=True, jaw_speed=0.0),
+            "lower": PickSensing(load=0.3 if t < 0.3 else 0.0),
+        }.get(machine.state, PickSensing())
+        machine.update(now, sensed)
+    assert machine.state == "aborted" and machine.abort_reason == "test abort"
+    q = np.array(arms[round(starts["carry"] / DT) - 2 :])
+    assert np.all(np.abs(np.diff(q, axis=0)) / DT <= lim.velocity * SLACK)
+    assert np.all(np.abs(np.diff(q, 2, axis=0)) / DT**2 <= lim.acceleration * SLACK)

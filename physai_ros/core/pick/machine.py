@@ -24,6 +24,7 @@ machine runs lockstep in-process for sweeps and behind the ROS pick node.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -330,6 +331,8 @@ class PickMachine:
         self.abort_reason: str | None = None
         self.ik_error = math.nan  # [m] worst IK position error of the pick targets
         self._abort_from = self.poses["home"]
+        self._abort_lead = 0.0  # [s] an abort's stop before its way home ...
+        self._abort_path: Callable[[float], np.ndarray] = self._hold_home  # ... on this path
         self.force_close: ForceClose | None = None  # the close_mode force close, in close
         if config.force is not None and config.close_mode == "force":
             fault = capacity_fault(config.force)
@@ -403,7 +406,14 @@ class PickMachine:
                 self.poses["down"], cfg.jaw_open + u * (cfg.jaw_closed - cfg.jaw_open)
             )
         if self.state in ("abort", "aborted"):
-            u = minjerk(t / cfg.durations["abort"]) if self.state == "abort" else 1.0
+            lead = self._abort_lead  # [s] the stop of a place move first (0: none)
+            if self.state == "abort" and t < lead:
+                return PickCommand(self._abort_path(now), cfg.jaw_open)
+            u = (
+                minjerk((t - lead) / (self.durations["abort"] - lead))
+                if self.state == "abort"
+                else 1.0
+            )
             start, home = self._abort_from, self.poses["home"]
             return PickCommand(start + u * (home - start), cfg.jaw_open)
         if self.state in ("lower", "open"):
@@ -424,6 +434,14 @@ class PickMachine:
         if self.state == "lower":
             arm = along(qa, dq, t / self.durations["lower"])
             return PickCommand(arm, cfg.jaw_closed, self._held_effort(cfg.jaw_closed))
+        u = minjerk((t - self._open_at) / self.cfg.place.open)
+        arm = self._open_arm(now, t)
+        return PickCommand(arm, cfg.jaw_closed + u * (cfg.jaw_open - cfg.jaw_closed))
+
+    def _open_arm(self, now: float, t: float) -> np.ndarray:
+        """The arm in open, ``t`` [s] after it began: the descent braked, then the relief."""
+        qa = self.poses["approach"]
+        dq = self.poses["bottom"] - qa
         braked = self.poses["braked"]
         if t < self._brake.D:
             arm = along(qa, dq, self._brake.u(now))
@@ -431,8 +449,36 @@ class PickMachine:
             relief = self._open_at - self._brake.D
             u = (t - self._brake.D) / relief if relief > 0.0 else 1.0
             arm = along(braked, self.poses["released"] - braked, u)
-        u = minjerk((t - self._open_at) / self.cfg.place.open)
-        return PickCommand(arm, cfg.jaw_closed + u * (cfg.jaw_open - cfg.jaw_closed))
+        return arm
+
+    def _hold_home(self, now: float) -> np.ndarray:
+        return self.poses["home"]
+
+    def _stop_path(self, now: float) -> tuple[Callable[[float], np.ndarray], float] | None:
+        """How the arm, moving in a place state at ``now``, comes to rest within the limits:
+        (arm [rad] as a function of time [s], when it is at rest [s]); None when at rest.
+
+        A min-jerk move is braked along its path (:func:`~physai_ros.core.pick.place.brake`);
+        one timed at its limits has no acceleration to spare, and runs to its end instead, as
+        does open (its own stop and relief are short and inside the limits)."""
+        state, t0 = self.state, self.t_state
+        if state == "open":
+            end = t0 + self._open_at
+            return (lambda time: self._open_arm(time, time - t0), end) if now < end else None
+        if state == "lower":
+            qa, qb = self.poses["approach"], self.poses["bottom"]
+        elif state in PLACE_MOVES and state != "placed":
+            qa, qb = (self.poses[k] for k in PLACE_MOVES[state])
+        else:
+            return None
+        T, dq = self.durations[state], qb - qa
+        if now - t0 >= T:
+            return None
+        try:
+            stop = brake(now, (now - t0) / T, T, dq, self.limits, self.cfg.place.brake_time)
+        except InvalidInput:
+            return (lambda time: along(qa, dq, (time - t0) / T)), t0 + T
+        return (lambda time: along(qa, dq, stop.u(time))), now + stop.D
 
     def _held_effort(self, jaw: float) -> float:
         """The jaw effort [N·m] after a force close that ended in a grip: the force close's,
@@ -569,10 +615,27 @@ class PickMachine:
 
     def abort(self, now: float, reason: str, start: np.ndarray | None = None) -> None:
         """Open the jaw and return home from ``start`` [rad] (default: wherever the arm was
-        commanded to be; a controller that stopped the arm holds it elsewhere: pass that)."""
+        commanded to be; a controller that stopped the arm holds it elsewhere: pass that).
+
+        With joint limits (a place), a place move under way is first stopped along its path
+        (:meth:`_stop_path`: a jump to rest would be an acceleration spike), and the way home
+        takes at least ``durations.abort`` and as long as the limits need (an abort from over
+        a place can be far from home)."""
         if self.state in TERMINAL or self.state == "abort":
             return
         self._abort_from = self.command(now).arm if start is None else np.asarray(start, float)
+        stop = self._stop_path(now) if start is None and self.limits is not None else None
+        if stop is not None:  # a place move: stop it first (within the limits), then go home
+            self._abort_path, rest_at = stop
+            self._abort_lead = rest_at - now
+            self._abort_from = self._abort_path(rest_at)
+        if self.limits is not None:
+            self.durations["abort"] = self._abort_lead + self.cfg.durations["abort"]
+            # a measured start just outside a joint's range keeps the configured duration
+            with contextlib.suppress(InvalidInput):
+                self.durations["abort"] = self._abort_lead + move_duration(
+                    self._abort_from, self.poses["home"], self.limits, self.cfg.durations["abort"]
+                )
         self.abort_reason = reason
         self._enter("abort", now)
 
