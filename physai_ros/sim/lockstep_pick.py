@@ -11,11 +11,13 @@ given model and world: the lessons' tables are reproducible bit for bit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple, Protocol
 
 import mujoco
 import numpy as np
 
+from physai_ros.core.motion.limits import JointLimits
 from physai_ros.core.pick.machine import (
     PickCommand,
     PickConfig,
@@ -63,15 +65,24 @@ def pose_arm_at_home(model: mujoco.MjModel, data: mujoco.MjData, config: PickCon
     return home
 
 
-def run_lockstep_pick(world: LockstepWorld, config: PickConfig, home: np.ndarray) -> LockstepRun:
+def run_lockstep_pick(
+    world: LockstepWorld,
+    config: PickConfig,
+    home: np.ndarray,
+    place: Sequence[float] | None = None,
+    limits: JointLimits | None = None,
+) -> LockstepRun:
     """Run one pick from ``world``'s current state to the machine's end (or the world's stop).
+
+    place, limits: the machine's place target [m] and joint limits (None: lift and hold).
 
     Each step: the machine's command at the current time → the world's actuators → one
     ``mj_step`` → the world's measures → its sensing for the state the step was spent in → the
     machine's update.
     """
     model, data = world.model, world.data
-    machine = PickMachine(config, arm_ik(model, config), home, t0=data.time)
+    ik = arm_ik(model, config)
+    machine = PickMachine(config, ik, home, t0=data.time, place=place, limits=limits)
     actuate, after_step, sense = world.actuate, world.after_step, world.sense
     step = mujoco.mj_step
     steps = 0

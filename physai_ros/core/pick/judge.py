@@ -13,6 +13,9 @@ Two witnesses can judge, and the outcome names which one did:
 A measurement older than ``max_age`` seconds is stale and judges nothing: with no fresh witness
 the outcome is ``no measurement`` with the reason, never a guess.
 
+The place is judged the same way (:func:`place_pose_verdict`, :func:`place_robot_verdict`):
+the object within 1 cm of the place position and upright, or the robot's release point.
+
 Pure: no ROS, no MuJoCo.
 """
 
@@ -139,3 +142,126 @@ def final_verdict(robot: Verdict, pose: Verdict | None) -> tuple[Verdict, str]:
         return robot, "robot"
     reasons = [robot.reason] + ([pose.reason] if pose is not None else [])
     return Verdict(NO_MEASUREMENT, math.nan, False, "; ".join(reasons)), "none"
+
+
+# --- The place: was the object set down where it was asked to be? -----------------------------
+
+PLACE_TOLERANCE = 0.01  # [m] the object's centre this close to the place position, in 3-D ...
+MAX_TILT = math.radians(10.0)  # [rad] ... and its z axis this close to the vertical: placed
+
+
+class PlaceVerdict(NamedTuple):
+    """One witness's judgement of a place: outcome (placed | dropped | no measurement), error:
+    distance of the object's centre from the place position [m] (nan: unknown), tilt of its z
+    axis from the vertical [rad] (nan: unknown), reason (why, in words)."""
+
+    outcome: str
+    error: float
+    tilt: float
+    reason: str
+
+
+def tilt_of(quat_wxyz: object) -> float:
+    """Angle [rad] between a body's z axis and the world's vertical, from its unit quaternion
+    (scalar first): ``cos θ = 1 − 2 (x² + y²)``, the z-z entry of its rotation matrix."""
+    w, x, y, z = (float(v) for v in quat_wxyz)  # type: ignore[union-attr]
+    norm = w * w + x * x + y * y + z * z
+    return math.acos(max(-1.0, min(1.0, 1.0 - 2.0 * (x * x + y * y) / norm)))
+
+
+def _placed_or_not(error: float, tilt: float, clear: bool, tol: float, max_tilt: float) -> str:
+    if error <= tol and tilt <= max_tilt and clear:
+        return "placed"
+    return "dropped"
+
+
+def place_pose_verdict(
+    position: object,
+    quat_wxyz: object,
+    age: float,
+    target: object,
+    *,
+    jaw_clear: bool,
+    tolerance: float = PLACE_TOLERANCE,
+    max_tilt: float = MAX_TILT,
+    max_age: float = math.inf,
+    source: str = "cube pose",
+) -> PlaceVerdict:
+    """Judge a place from the object's pose (centre [m], orientation) measured ``age`` [s] ago,
+    after the retreat: placed when its centre is within ``tolerance`` [m] of ``target`` [m],
+    it stands within ``max_tilt`` [rad] of upright and the jaws are clear of it (a jaw still on
+    it can drag it on the way up); otherwise dropped, with the numbers. A stale pose judges
+    nothing. Why a pose wins over the robot's reading: it measures the object, not the hand."""
+    if not age <= max_age:
+        return PlaceVerdict(
+            NO_MEASUREMENT, math.nan, math.nan, f"{source} stale: {age:.3f} s old > {max_age:g} s"
+        )
+    error = float(math.dist(tuple(position), tuple(target)))  # type: ignore[arg-type]
+    tilt = tilt_of(quat_wxyz)
+    outcome = _placed_or_not(error, tilt, jaw_clear, tolerance, max_tilt)
+    reason = (
+        f"{source}: {error * 100:.2f} cm from the place position (≤ {tolerance * 100:g} cm), "
+        f"tilted {math.degrees(tilt):.1f}° (≤ {math.degrees(max_tilt):g}°)"
+        + ("" if jaw_clear else ", a jaw still touches it")
+    )
+    return PlaceVerdict(outcome, error, tilt, reason)
+
+
+class RobotPlaceReading(NamedTuple):
+    """The robot's own measurements of a place.
+
+    released: gripper-site position [m] when the jaw opened, by forward kinematics of the
+    measured joints (the object's centre sits ``grip_offset`` below it); supported: the descent
+    ended on a sensed support signal (not on its bound); jaw_touch: contact still estimated on
+    a jaw after the retreat; age: age of the oldest of these readings [s].
+    """
+
+    released: object
+    supported: bool
+    jaw_touch: bool
+    age: float
+
+
+def place_robot_verdict(
+    reading: RobotPlaceReading | None,
+    target: object,
+    *,
+    grip_offset: float,
+    tolerance: float = PLACE_TOLERANCE,
+    max_age: float = math.inf,
+) -> PlaceVerdict:
+    """Judge a place from the robot alone (no view of the object): placed when the descent was
+    stopped by a sensed support, the jaw opened with its site within ``tolerance`` [m] of where
+    it holds an object centred on ``target`` (``grip_offset`` [m]: site height above the centre
+    at the grasp, the pick's ``offsets.down``) and no jaw touches anything after the retreat.
+    Its tilt is unknown (nan): only a pose can tell an object that fell over."""
+    if reading is None:
+        return PlaceVerdict(NO_MEASUREMENT, math.nan, math.nan, "no joint state was received")
+    if not reading.age <= max_age:
+        return PlaceVerdict(
+            NO_MEASUREMENT,
+            math.nan,
+            math.nan,
+            f"joint state stale: {reading.age:.3f} s old > {max_age:g} s",
+        )
+    held_at = [float(v) for v in reading.released]  # type: ignore[attr-defined]
+    held_at[2] -= grip_offset
+    error = float(math.dist(held_at, tuple(target)))  # type: ignore[arg-type]
+    ok = reading.supported and not reading.jaw_touch
+    outcome = _placed_or_not(error, 0.0, ok, tolerance, math.inf)
+    why = [f"released {error * 100:.2f} cm from the place position (≤ {tolerance * 100:g} cm)"]
+    if not reading.supported:
+        why.append("no support was sensed before the release")
+    if reading.jaw_touch:
+        why.append("a jaw still touches something after the retreat")
+    return PlaceVerdict(outcome, error, math.nan, "; ".join(why))
+
+
+def final_place_verdict(robot: PlaceVerdict, pose: PlaceVerdict | None) -> tuple[PlaceVerdict, str]:
+    """The place's outcome and its witness: a fresh object pose, else the robot, else none."""
+    if pose is not None and pose.outcome != NO_MEASUREMENT:
+        return pose, "cube_pose"
+    if robot.outcome != NO_MEASUREMENT:
+        return robot, "robot"
+    reasons = [robot.reason] + ([pose.reason] if pose is not None else [])
+    return PlaceVerdict(NO_MEASUREMENT, math.nan, math.nan, "; ".join(reasons)), "none"

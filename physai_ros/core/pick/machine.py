@@ -1,6 +1,8 @@
 """The scripted pick as a pure state machine: time and sensed inputs in, arm/jaw targets out.
 
-[home →] settle → pre → down → close → lift → hold → done; abort → aborted on trouble.
+[home →] settle → pre → down → close → lift → hold → done; abort → aborted on trouble. Given a
+place position, lift → carry → descend → lower → open → retreat → placed instead
+(:mod:`~physai_ros.core.pick.place`: lower ends on sensed support, not a timer).
 ``home`` brings the arm from wherever it was measured to its home pose, slowly enough for the
 configured peak speed and acceleration (a real arm starts folded at rest); it is skipped when
 the arm already is home, as in the simulation and the lesson's sweeps.
@@ -22,8 +24,9 @@ machine runs lockstep in-process for sweeps and behind the ROS pick node.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -33,8 +36,18 @@ import numpy as np
 
 from physai_ros.config import parameters_tree
 from physai_ros.core.motion.kinematics import IKResult, solve_ik
-from physai_ros.core.motion.time_scaling import minjerk
+from physai_ros.core.motion.limits import JointLimits
+from physai_ros.core.motion.time_scaling import get_shape, minjerk
 from physai_ros.core.pick.force_close import ForceClose, ForceCloseParams, capacity_fault
+from physai_ros.core.pick.place import (
+    Brake,
+    PlaceParams,
+    PlaceTarget,
+    along,
+    brake,
+    descent_duration,
+    move_duration,
+)
 from physai_ros.errors import InvalidInput
 
 TIMED = ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
@@ -43,10 +56,23 @@ NEXT.update(home="settle", hold="done", abort="aborted")
 MOVES = {"settle": ("home", "home"), "pre": ("home", "pre"), "down": ("pre", "down")}
 MOVES["home"] = ("start", "home")
 MOVES.update(lift=("down", "lift"), hold=("lift", "lift"))
+PLACE_MOVES = {"carry": ("lift", "carry"), "descend": ("carry", "approach")}
+PLACE_MOVES["retreat"] = ("released", "retreat")
+PLACE_MOVES["placed"] = ("retreat", "retreat")
 JAW_OPEN_STATES = frozenset({"home", "settle", "pre", "down", "abort", "aborted"})
+JAW_OPEN_STATES |= {"retreat", "placed"}
 MINJERK_PEAK_SPEED = 1.875  # peak of s'(u) for s = 10u³ − 15u⁴ + 6u⁵
 MINJERK_PEAK_ACCEL = 10.0 * math.sqrt(3.0) / 3.0  # peak of |s''(u)|
-TERMINAL = frozenset({"done", "aborted"})
+TERMINAL = frozenset({"done", "aborted", "placed"})
+PLACE_NEXT = {"lift": "carry", "carry": "descend", "descend": "lower", "open": "retreat"}
+PLACE_NEXT["retreat"] = "placed"
+HELD_STATES = (
+    "lift",
+    "hold",
+    "carry",
+    "descend",
+    "lower",
+)  # a force close keeps its squeeze through these
 CLOSE_MODES = ("cap", "force")
 FORCE_CLOSES = ("servo", "grasp")  # how a robot's gripper squeezes to a target (module doc)
 ROBOT_KEYS = ("site", "arm_joints", "jaw_joint", "jaws", "home", "approach", "closing")
@@ -79,6 +105,7 @@ class PickConfig:
     close_mode: str = "cap"
     force: ForceCloseParams | None = None  # the force close's, with close_mode force
     grasp: dict[str, float] = field(default_factory=dict)  # speed [m/s], epsilon_* [m]
+    place: PlaceParams = field(default_factory=PlaceParams)  # used only with a place target
 
     def __post_init__(self) -> None:
         if self.close_mode not in CLOSE_MODES:
@@ -163,6 +190,7 @@ def pick_config(tree: dict, robot: str = "so101") -> PickConfig:
         robots = [k for k, v in tree.items() if isinstance(v, dict) and "arm_joints" in v]
         raise InvalidInput(f"pick config has no robot {robot!r}; valid: {robots}")
     nested = ("durations", "offsets", "ik", "robot", "ros", "close_mode", "force", "grasp")
+    nested += ("place",)
     scalars = {
         k: float(tree[k]) for k in PickConfig.__dataclass_fields__ if k in tree and k not in nested
     }
@@ -180,6 +208,7 @@ def pick_config(tree: dict, robot: str = "so101") -> PickConfig:
         close_mode=mode,
         force=force_params(tree, robot) if mode == "force" else None,
         grasp={k: float(v) for k, v in tree.get("grasp", {}).items()},
+        place=PlaceParams.from_tree(tree.get("place")),
         **scalars,
     )
 
@@ -230,7 +259,10 @@ class PickSensing(NamedTuple):
     was measured [s] (same clock as ``now``); jaw: jaw joint position [rad], jaw_forces:
     (fixed, moving) jaw normal forces [N] and jaw_acked: the jaw controller has taken the last
     jaw command (a goal still in flight has not acted yet), read by the force close only;
-    grasp: the Grasp goal's result, (success, error), once it came (force_close grasp only).
+    grasp: the Grasp goal's result, (success, error), once it came (force_close grasp only);
+    load: the vertical force the jaws carry [N] (nan: not sensed) and arm: the measured arm
+    joints [rad] (None: not sensed), read while lowering to place (either tells support:
+    :mod:`~physai_ros.core.pick.place`).
     """
 
     both_touch: bool = False
@@ -241,6 +273,8 @@ class PickSensing(NamedTuple):
     jaw_forces: tuple[float, float] = (0.0, 0.0)
     jaw_acked: bool = True
     grasp: tuple[bool, str] | None = None
+    load: float = math.nan
+    arm: np.ndarray | None = None
 
 
 def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: float) -> float:
@@ -258,6 +292,12 @@ class PickMachine:
     joints (orientation fixed by the caller); home: arm joints at rest [rad]; t0: start [s];
     start: the measured arm joints [rad] (default: at home). Targets for pre/down/lift are
     solved once, from the cube pose seen when settle ends.
+
+    place: where to put the object, its centre [m] in the IK frame (default None: lift and hold).
+    Then lift → carry → descend → lower → open → retreat → placed
+    (:mod:`~physai_ros.core.pick.place`), every move of those timed within ``limits`` (the arm's
+    :class:`JointLimits`, required with a place). A place that is not finite, below the table or out
+    of the IK's reach is refused here (``InvalidInput``), before anything moves.
     """
 
     HOME_TOLERANCE = 1e-3  # [rad] an arm this close to home skips the home move
@@ -269,6 +309,8 @@ class PickMachine:
         home: np.ndarray,
         t0: float = 0.0,
         start: np.ndarray | None = None,
+        place: Sequence[float] | np.ndarray | None = None,
+        limits: JointLimits | None = None,
     ):
         self.cfg, self.ik = config, ik
         self.poses: dict[str, np.ndarray] = {"home": np.asarray(home, dtype=float).copy()}
@@ -289,6 +331,8 @@ class PickMachine:
         self.abort_reason: str | None = None
         self.ik_error = math.nan  # [m] worst IK position error of the pick targets
         self._abort_from = self.poses["home"]
+        self._abort_lead = 0.0  # [s] an abort's stop before its way home ...
+        self._abort_path: Callable[[float], np.ndarray] = self._hold_home  # ... on this path
         self.force_close: ForceClose | None = None  # the close_mode force close, in close
         if config.force is not None and config.close_mode == "force":
             fault = capacity_fault(config.force)
@@ -298,6 +342,52 @@ class PickMachine:
         # (start [rad], change [rad], duration [s], jaw [rad]) of the current timed state's
         # blend, built on first use: command() runs every physics step of a sweep
         self._segment: tuple[np.ndarray, np.ndarray, float, float] | None = None
+        self.entered: list[tuple[str, float]] = [(self.state, float(t0))]  # (state, when [s])
+        self.place: PlaceTarget | None = None
+        self._lift_site = np.full(3, np.nan)  # [m] site target of lift (from the cube pose)
+        self.limits: JointLimits | None = None
+        self.support_by: str | None = None  # "load" | "stall" once lowering sensed support
+        self._brake: Brake | None = None
+        self._load0: float | None = None  # [N] the jaws' load when lowering began
+        self._lag0: np.ndarray | None = None  # [rad] command − measured arm then (its sag)
+        self._open_at = 0.0  # [s] into open when the jaw starts opening (after the relief)
+        if place is not None:
+            self._check_place(place, limits)
+
+    def _check_place(self, place: Sequence[float] | np.ndarray, limits: JointLimits | None) -> None:
+        """Refuse a place the arm cannot do before anything moves: not finite, below the table,
+        out of the IK's reach or of a joint's range, or no limits to time its moves by."""
+        if limits is None:
+            raise InvalidInput("a place target needs the arm's joint limits (limits=...)")
+        self.limits = limits.select(list(self.cfg.robot["arm_joints"]))
+        self.place = PlaceTarget.checked(place, self.cfg.place)
+        self.grip = np.array([0.0, 0.0, self.cfg.offsets["down"]])  # [m] object → site, planned
+        self._place_poses(self.poses["home"], "place target")
+
+    def _place_poses(self, q: np.ndarray, what: str) -> dict[str, np.ndarray]:
+        """Arm joints [rad] of the place's site targets, each solved from the previous one's
+        (from ``q`` first); ``InvalidInput`` names the target the IK or a joint range refuses."""
+        sites = self.place.site_targets(self.cfg.place, self.grip)
+        poses = {}
+        for name, target in sites.items():
+            result = self.ik(target, q)
+            if not result.converged:
+                raise InvalidInput(
+                    f"{what} {np.round(self.place.position, 4).tolist()} m is out of reach: IK did "
+                    f"not converge for its {name} target {np.round(target, 4).tolist()} m "
+                    f"(error {result.error * 1e3:.1f} mm)"
+                )
+            q = poses[name] = np.asarray(result.q, dtype=float)
+            lim = self.limits
+            outside = (q < lim.position_min) | (q > lim.position_max)
+            if outside.any():
+                j = int(np.flatnonzero(outside)[0])
+                raise InvalidInput(
+                    f"{what} {np.round(self.place.position, 4).tolist()} m: its {name} pose puts "
+                    f"joint {lim.joint_names[j]!r} at {q[j]:.4f} rad, outside "
+                    f"[{lim.position_min[j]:.4f}, {lim.position_max[j]:.4f}] rad"
+                )
+        return poses
 
     @property
     def finished(self) -> bool:
@@ -316,16 +406,79 @@ class PickMachine:
                 self.poses["down"], cfg.jaw_open + u * (cfg.jaw_closed - cfg.jaw_open)
             )
         if self.state in ("abort", "aborted"):
-            u = minjerk(t / cfg.durations["abort"]) if self.state == "abort" else 1.0
+            lead = self._abort_lead  # [s] the stop of a place move first (0: none)
+            if self.state == "abort" and t < lead:
+                return PickCommand(self._abort_path(now), cfg.jaw_open)
+            u = (
+                minjerk((t - lead) / (self.durations["abort"] - lead))
+                if self.state == "abort"
+                else 1.0
+            )
             start, home = self._abort_from, self.poses["home"]
             return PickCommand(start + u * (home - start), cfg.jaw_open)
+        if self.state in ("lower", "open"):
+            return self._lower_command(now, t)
         if self._segment is None:
-            a, b = MOVES.get(self.state, ("lift", "lift"))  # done: stay at lift
+            a, b = PLACE_MOVES.get(self.state) or MOVES.get(self.state, ("lift", "lift"))
             qa = self.poses[a]
             jaw = cfg.jaw_open if self.state in JAW_OPEN_STATES else cfg.jaw_closed
             self._segment = (qa, self.poses[b] - qa, self.durations.get(self.state, 1.0), jaw)
         qa, dq, duration, jaw = self._segment
         return PickCommand(qa + minjerk(t / duration) * dq, jaw, self._held_effort(jaw))
+
+    def _lower_command(self, now: float, t: float) -> PickCommand:
+        """The descent (min-jerk carry → bottom, braked to rest once supported) with the jaw
+        held closed in lower and opened by a min-jerk ramp in open."""
+        cfg, qa = self.cfg, self.poses["approach"]
+        dq = self.poses["bottom"] - qa
+        if self.state == "lower":
+            arm = along(qa, dq, t / self.durations["lower"])
+            return PickCommand(arm, cfg.jaw_closed, self._held_effort(cfg.jaw_closed))
+        u = minjerk((t - self._open_at) / self.cfg.place.open)
+        arm = self._open_arm(now, t)
+        return PickCommand(arm, cfg.jaw_closed + u * (cfg.jaw_open - cfg.jaw_closed))
+
+    def _open_arm(self, now: float, t: float) -> np.ndarray:
+        """The arm in open, ``t`` [s] after it began: the descent braked, then the relief."""
+        qa = self.poses["approach"]
+        dq = self.poses["bottom"] - qa
+        braked = self.poses["braked"]
+        if t < self._brake.D:
+            arm = along(qa, dq, self._brake.u(now))
+        else:  # the relief: back to where the table stopped the arm, then the jaw opens
+            relief = self._open_at - self._brake.D
+            u = (t - self._brake.D) / relief if relief > 0.0 else 1.0
+            arm = along(braked, self.poses["released"] - braked, u)
+        return arm
+
+    def _hold_home(self, now: float) -> np.ndarray:
+        return self.poses["home"]
+
+    def _stop_path(self, now: float) -> tuple[Callable[[float], np.ndarray], float] | None:
+        """How the arm, moving in a place state at ``now``, comes to rest within the limits:
+        (arm [rad] as a function of time [s], when it is at rest [s]); None when at rest.
+
+        A min-jerk move is braked along its path (:func:`~physai_ros.core.pick.place.brake`);
+        one timed at its limits has no acceleration to spare, and runs to its end instead, as
+        does open (its own stop and relief are short and inside the limits)."""
+        state, t0 = self.state, self.t_state
+        if state == "open":
+            end = t0 + self._open_at
+            return (lambda time: self._open_arm(time, time - t0), end) if now < end else None
+        if state == "lower":
+            qa, qb = self.poses["approach"], self.poses["bottom"]
+        elif state in PLACE_MOVES and state != "placed":
+            qa, qb = (self.poses[k] for k in PLACE_MOVES[state])
+        else:
+            return None
+        T, dq = self.durations[state], qb - qa
+        if now - t0 >= T:
+            return None
+        try:
+            stop = brake(now, (now - t0) / T, T, dq, self.limits, self.cfg.place.brake_time)
+        except InvalidInput:
+            return (lambda time: along(qa, dq, (time - t0) / T)), t0 + T
+        return (lambda time: along(qa, dq, stop.u(time))), now + stop.D
 
     def _held_effort(self, jaw: float) -> float:
         """The jaw effort [N·m] after a force close that ended in a grip: the force close's,
@@ -354,7 +507,7 @@ class PickMachine:
         cfg, t = self.cfg, now - self.t_state
         if self.state in TERMINAL:
             return self.state
-        if self.closed and self.force_close is not None and self.state in ("lift", "hold"):
+        if self.closed and self.force_close is not None and self.state in HELD_STATES:
             self.force_close.hold(
                 now, sensed.jaw_forces, sensed.jaw_acked
             )  # the squeeze kept at its target
@@ -369,6 +522,8 @@ class PickMachine:
                 self.abort(now, f"force close: {self.force_close.reason}")
         elif self.state == "close" and cfg.grasping:
             self._grasp_update(now, t, sensed.grasp)
+        elif self.state == "lower":
+            self._lower_update(now, t, sensed)
         elif self.state == "close":
             settled = (
                 sensed.both_touch
@@ -394,8 +549,57 @@ class PickMachine:
                 self._plan(now, sensed)
                 if self.state == "abort":
                     return self.state
-            self._enter(NEXT[self.state], now)
+            if self.state == "lift" and self.place is not None:
+                self._plan_place(now, sensed)
+                if self.state == "abort":
+                    return self.state
+            nxt = PLACE_NEXT.get(self.state) if self.place is not None else None
+            self._enter(nxt or NEXT[self.state], now)
         return self.state
+
+    def _lower_update(self, now: float, t: float, sensed: PickSensing) -> None:
+        """End the descent on a support signal (the brake starts here, then open), or fail it
+        when the move has ended and ``support_wait`` passed without one."""
+        p = self.cfg.place
+        by = None
+        if math.isfinite(sensed.load):
+            if self._load0 is None:
+                self._load0 = sensed.load
+            if self._load0 >= p.min_load and sensed.load < p.support_fraction * self._load0:
+                by = "load"
+        lag = None
+        if sensed.arm is not None:
+            lag = self.command(now).arm - np.asarray(sensed.arm, float)
+            if self._lag0 is None:
+                self._lag0 = lag
+            if by is None and float(np.max(np.abs(lag - self._lag0))) > p.stall_lag:
+                by = "stall"
+        if by is not None:
+            self._release(now, t, by, lag)
+
+        elif t > self.durations["lower"] + p.support_wait:
+            self.abort(
+                now,
+                f"no support sensed lowering to place: the descent ended {p.press * 100:.1f} cm "
+                f"below the placing height and {p.support_wait:g} s passed",
+            )
+
+    def _release(self, now: float, t: float, by: str, lag: np.ndarray | None) -> None:
+        """Supported: brake the descent, then (with the arm measured) move back to where the
+        table stopped the arm, its free-descent sag kept, so the jaw opens on an arm that no
+        longer presses (a pressing arm springs sideways when the jaw lets go), then open."""
+        p, lim = self.cfg.place, self.limits
+        qa, T = self.poses["approach"], self.durations["lower"]
+        dq = self.poses["bottom"] - qa
+        self._brake = brake(now, min(1.0, t / T), T, dq, lim, p.brake_time)
+        braked = self.poses["braked"] = along(qa, dq, self._brake.u_end)
+        released = braked if lag is None else braked - (lag - self._lag0)
+        self.poses["released"] = released
+        relief = move_duration(braked, released, lim, p.relief) if lag is not None else 0.0
+        self._open_at = self._brake.D + relief
+        self.durations["open"] = self._open_at + p.open
+        self.support_by = by
+        self._enter("open", now)
 
     def _grasp_update(self, now: float, t: float, grasp: tuple[bool, str] | None) -> None:
         """The Grasp close: lift on a successful result; abort on a failed one (the hand's own
@@ -411,16 +615,38 @@ class PickMachine:
 
     def abort(self, now: float, reason: str, start: np.ndarray | None = None) -> None:
         """Open the jaw and return home from ``start`` [rad] (default: wherever the arm was
-        commanded to be; a controller that stopped the arm holds it elsewhere: pass that)."""
+        commanded to be; a controller that stopped the arm holds it elsewhere: pass that).
+
+        With joint limits (a place), a place move under way is first stopped along its path
+        (:meth:`_stop_path`: a jump to rest would be an acceleration spike), and the way home
+        takes at least ``durations.abort`` and as long as the limits need (an abort from over
+        a place can be far from home)."""
         if self.state in TERMINAL or self.state == "abort":
             return
         self._abort_from = self.command(now).arm if start is None else np.asarray(start, float)
+        stop = self._stop_path(now) if start is None and self.limits is not None else None
+        if stop is not None:  # a place move: stop it first (within the limits), then go home
+            self._abort_path, rest_at = stop
+            self._abort_lead = rest_at - now
+            self._abort_from = self._abort_path(rest_at)
+        if self.limits is not None:
+            self.durations["abort"] = self._abort_lead + self.cfg.durations["abort"]
+            # a measured start just outside a joint's range keeps the configured duration
+            with contextlib.suppress(InvalidInput):
+                self.durations["abort"] = self._abort_lead + move_duration(
+                    self._abort_from, self.poses["home"], self.limits, self.cfg.durations["abort"]
+                )
         self.abort_reason = reason
         self._enter("abort", now)
 
     def _enter(self, state: str, now: float) -> None:
         self.state, self.t_state, self.still_since = state, now, None
         self._segment = None
+        self.entered.append((state, now))
+        if state == "retreat":
+            self.durations["retreat"] = move_duration(
+                self.poses["released"], self.poses["retreat"], self.limits, self.cfg.place.retreat
+            )
         if state == "close" and self.cfg.close_mode == "force" and not self.cfg.grasping:
             self.force_close = ForceClose(self.cfg.force, now)
 
@@ -462,6 +688,29 @@ class PickMachine:
             self.poses[name] = q = np.asarray(result.q, dtype=float)
             errors.append(result.error)
         self.ik_error = max(errors)
+        self._lift_site = cube + np.array([0.0, 0.0, self.cfg.offsets["lift"]])
+
+    def _plan_place(self, now: float, sensed: PickSensing) -> None:
+        """The place's poses, solved on from the lift pose (the arm's branch stays the one it
+        picked with), and its moves timed by the joint limits.
+
+        A fresh object pose at the end of lift tells where the object sits in the jaws (closing
+        shifts it a few mm towards the fixed jaw): the site targets move by that offset, so the
+        object, not the site, lands on the place. Without one the grasp is taken as planned.
+        """
+        if self._pose_fresh(now, sensed):
+            seen = np.asarray(sensed.cube_pos, float) - self._lift_site
+            self.grip = np.array([seen[0], seen[1], -seen[2]])  # site → object, z as offsets
+        try:
+            self.poses.update(self._place_poses(self.poses["lift"], "place"))
+        except InvalidInput as err:  # reachable from home was checked: a different branch
+            self.abort(now, str(err))
+            return
+        p, poses, lim = self.cfg.place, self.poses, self.limits
+        self.durations["carry"] = move_duration(poses["lift"], poses["carry"], lim, p.carry)
+        self.durations["descend"] = move_duration(poses["carry"], poses["approach"], lim, p.descend)
+        slow = get_shape("quintic").peak(1) * (p.approach + p.press) / p.lower_speed
+        self.durations["lower"] = descent_duration(poses["approach"], poses["bottom"], lim, slow)
 
 
 def grasp_quat(config: PickConfig) -> np.ndarray:

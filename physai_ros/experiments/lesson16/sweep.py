@@ -123,10 +123,11 @@ class RigidCubeWorld:
     at ``cube_pos`` and the arm at home, at rest; arm and jaw targets written straight to their
     position servos (the jaw at its torque cap).
 
-    It reads only what the machine needs in the current state (the cube pose while settling;
-    the jaw speed while closing, and the jaw contacts only when ``PickMachine.wants_contacts``
-    says they can matter): a sweep is 650 000 steps, and the Python around ``mj_step`` is what
-    ``physai bench pick`` measures.
+    It reads only what the machine needs in the current state (the cube pose while settling,
+    and at the end of lift when placing; the jaw speed while closing, and the jaw contacts only
+    when ``PickMachine.wants_contacts`` says they can matter; the jaws' vertical load and the
+    arm joints while lowering to place): a sweep is 650 000 steps, and the Python around
+    ``mj_step`` is what ``physai bench pick`` measures.
 
     ctrl_log: if given, every step's ``data.ctrl`` is appended (benchmarks replay it).
     """
@@ -151,12 +152,14 @@ class RigidCubeWorld:
         self.arm_act = arm_act
         self.jaw_act = model.actuator(rob["jaw_joint"]).id
         self.jaw_dof = model.joint(rob["jaw_joint"]).dofadr[0]
+        self.arm_q = np.array([model.joint(n).qposadr[0] for n in rob["arm_joints"]])
         mujoco.mj_forward(model, data)
         self.start = data.xpos[self.cube_body].copy()
         self.sensor = JawContactSensor(model, "cube", rob["fixed_jaw_body"], rob["moving_jaw_body"])
         self.both_touch = TouchTest(model, self.sensor)
         self.ctrl_log = ctrl_log
         self.squeeze = math.nan  # [N] N1 + N2 when close ended
+        self.sense_load = True  # False: lowering senses only the arm (a robot without a load)
         self._idle = PickSensing()
 
     def actuate(self, machine: PickMachine, command: PickCommand) -> None:
@@ -175,8 +178,12 @@ class RigidCubeWorld:
             speed = float(data.qvel[self.jaw_dof])
             touch = machine.wants_contacts(data.time, speed) and self.both_touch(data)
             return PickSensing(both_touch=touch, jaw_speed=speed)
-        if state == "settle":  # the plan at its end needs the cube pose
+        if state == "settle" or (state == "lift" and machine.place is not None):
+            # the plan at settle's end needs the cube pose; a place, where it sits in the jaws
             return PickSensing(cube_pos=data.xpos[self.cube_body].copy(), cube_stamp=data.time)
+        if state == "lower":  # placing: is the table taking the cube's weight?
+            load = self.sensor.read(data).lift_force if self.sense_load else math.nan
+            return PickSensing(load=load, arm=data.qpos[self.arm_q].copy())
         return self._idle
 
     def close_ended(self, machine: PickMachine) -> None:

@@ -1,0 +1,229 @@
+"""Placing what the jaw pick holds: the target, its parameters and the arm motion of the place.
+
+After lift the pick machine (:class:`~physai_ros.core.pick.machine.PickMachine`) carries the
+object over the place position at a safe height, descends to just above it, lowers it slowly
+until it is *sensed* to be supported,
+opens the jaw and retreats straight up. Two signals tell that the table carries the object, and
+a robot passes whichever it can measure:
+
+* **load**: the vertical force the jaws carry [N] falls below ``support_fraction`` of what they
+  carried when the descent began (the simulation's jaw contact forces; a driver's load estimate);
+* **stall**: the measured arm joints lag their command by ``stall_lag`` [rad] more than at the
+  start of the descent (any position-servoed arm: the table stops the arm, the command goes on).
+
+The descent is a min-jerk move to ``press`` below the placing height, so a missed signal presses
+at most that far; its end plus ``support_wait`` without a signal fails the place with the reason.
+When support is sensed mid-move the arm cannot stop at once without an acceleration spike: the
+move's clock is slowed to rest along the same path (:class:`Brake`), within the joint limits.
+
+Pure: no ROS; MuJoCo only through the IK callable the machine is given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from physai_ros.core.motion.limits import JointLimits, plan_move
+from physai_ros.core.motion.time_scaling import JointMove, get_shape, minjerk, poly_from_boundary
+from physai_ros.errors import InvalidInput
+
+PLACE_STATES = ("carry", "descend", "lower", "open", "retreat")
+SHAPE = "quintic"  # the min-jerk of every pick move (``minjerk`` is its scalar fast path)
+# Brake b(x) on x ∈ [0, 1]: b(0) = 0, b'(0) = 1, b''(0) = 0 (joins the move's clock smoothly),
+# b'(1) = b''(1) = 0 (at rest). b = x − x³ + x⁴/2: travels 1/2, |b''| peaks at 3/2 (x = 1/2).
+_BRAKE = poly_from_boundary(
+    [(0.0, 0, 0.0), (0.0, 1, 1.0), (0.0, 2, 0.0), (1.0, 1, 0.0), (1.0, 2, 0.0)], 4
+)
+BRAKE_TRAVEL = float(np.polyval(_BRAKE[::-1], 1.0))
+BRAKE_PEAK_ACCEL = 1.5
+
+
+@dataclass(frozen=True)
+class PlaceParams:
+    """How the pick places (``place`` section of the pick parameters; these are the defaults).
+
+    carry_height, retreat_height [m]: gripper site above the place position while carrying and after
+    the release (clear of the object and the table); approach [m]: the sensed descent starts this
+    far above the placing height (short, so its joint-space path stays within a fraction of a mm of
+    the vertical; a long one bows by millimetres); press [m]: how far below the placing height the
+    descent may go without a support signal; lower_speed [m/s]: peak descent speed of the site (a
+    slow touch keeps the object upright and the sensing ahead of the press); support_fraction [-],
+    min_load [N], stall_lag [rad]: the support signals (module doc; a load below ``min_load`` is too
+    small to judge by); support_wait [s]: after the descent ends, how long a signal is waited for
+    before the place fails; brake_time [s]: shortest stop of the descent once supported; relief [s]:
+    shortest move back to where the table stopped the arm (its press relieved) before the jaw opens;
+    table_z [m]: the table top in the base frame (a place position below it is inside the table);
+    carry, descend, open, retreat [s]: shortest durations of those moves (lengthened to what the
+    joint limits need).
+    """
+
+    carry_height: float = 0.05
+    retreat_height: float = 0.07
+    approach: float = 0.01
+    press: float = 0.015
+    lower_speed: float = 0.05
+    support_fraction: float = 0.5
+    min_load: float = 0.05
+    stall_lag: float = 0.01
+    support_wait: float = 0.3
+    brake_time: float = 0.05
+    relief: float = 0.15
+    table_z: float = 0.0
+    carry: float = 1.2
+    descend: float = 0.6
+    open: float = 0.4
+    retreat: float = 0.8
+
+    def __post_init__(self) -> None:
+        bad = {k: v for k, v in vars(self).items() if not math.isfinite(v)}
+        if bad:
+            raise InvalidInput(f"place parameters must be finite, got {bad}")
+        positive = (
+            "carry_height",
+            "retreat_height",
+            "approach",
+            "press",
+            "lower_speed",
+            "min_load",
+        )
+        positive += (
+            "stall_lag",
+            "support_wait",
+            "brake_time",
+            "relief",
+            "carry",
+            "descend",
+            "open",
+        )
+        positive += ("retreat",)
+        bad = {k: getattr(self, k) for k in positive if getattr(self, k) <= 0.0}
+        if bad:
+            raise InvalidInput(f"place parameters {sorted(bad)} must be > 0, got {bad}")
+        if not 0.0 < self.support_fraction < 1.0:
+            raise InvalidInput(f"support_fraction must be in (0, 1), got {self.support_fraction}")
+
+    @classmethod
+    def from_tree(cls, section: dict | None) -> PlaceParams:
+        """From a parameters tree's ``place`` section (missing keys: the defaults); unknown keys
+        are refused with the valid ones, so a typo does not fall back silently."""
+        section = section or {}
+        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise InvalidInput(
+                f"unknown place parameters {unknown}; valid: {list(cls.__dataclass_fields__)}"
+            )
+        return cls(**{k: float(v) for k, v in section.items()})
+
+
+class PlaceTarget(NamedTuple):
+    """Where to put the object: its centre [m] in the robot base frame (the IK frame) once it
+    rests there. The grasp's orientation is kept (a top-down jaw sets the object down as it
+    was picked), so there is no yaw."""
+
+    position: np.ndarray
+
+    @classmethod
+    def checked(cls, position: object, params: PlaceParams) -> PlaceTarget:
+        """A target from any 3-sequence, refused (``InvalidInput``) if not finite or below the
+        table top."""
+        try:
+            pos = np.asarray(position, dtype=float)
+        except (TypeError, ValueError) as err:
+            raise InvalidInput(f"place position {position!r} is not 3 numbers [m]") from err
+        if pos.shape != (3,) or not np.all(np.isfinite(pos)):
+            raise InvalidInput(f"place position must be 3 finite numbers [m], got {position!r}")
+        if pos[2] < params.table_z:
+            raise InvalidInput(
+                f"place position z {pos[2]:.4f} m is below the table top (table_z "
+                f"{params.table_z:.4f} m): the object's centre would be inside the table"
+            )
+        return cls(pos.copy())
+
+    def site_targets(self, params: PlaceParams, grip: np.ndarray) -> dict[str, np.ndarray]:
+        """Gripper-site positions [m] of the place: over it (carry), ``approach`` above the
+        placing height (where the sensed descent starts), the descent's lowest end (bottom: the
+        placing height less ``press``) and after the release (retreat).
+
+        grip: the object's centre seen from the site, xy [m], and the site's height above the
+        centre, z [m] (as the pick's ``offsets.down``): the site goes where the object lands on
+        the place with that grip.
+        """
+        up = np.array([0.0, 0.0, 1.0])
+        over = self.position - np.array([grip[0], grip[1], 0.0])
+        return {
+            "carry": over + up * params.carry_height,
+            "approach": over + up * (grip[2] + params.approach),
+            "bottom": over + up * (grip[2] - params.press),
+            "retreat": over + up * params.retreat_height,
+        }
+
+
+def move_duration(
+    start: np.ndarray, goal: np.ndarray, limits: JointLimits, shortest: float = 0.0
+) -> float:
+    """Duration [s] of the min-jerk move ``start → goal`` [rad]: at least ``shortest``, and as
+    long as the joint ``limits`` need (their velocity and acceleration at their control period;
+    a goal outside a joint's range raises ``LimitViolation`` naming the joint)."""
+    move = JointMove(limits.joint_names, start, goal)
+    if float(np.max(np.abs(move.delta))) < 1e-12:  # no motion: nothing for the limits to time
+        return shortest
+    return max(shortest, plan_move(move, SHAPE, limits).duration)
+
+
+def descent_duration(
+    start: np.ndarray, goal: np.ndarray, limits: JointLimits, shortest: float = 0.0
+) -> float:
+    """Duration [s] of the sensed descent ``start → goal`` [rad]: at least ``shortest`` and √2
+    times what the limits need, so the move uses at most half of each joint's acceleration
+    limit and a stop anywhere along it (:func:`brake`) fits in the other half."""
+    return max(shortest, math.sqrt(2.0) * move_duration(start, goal, limits))
+
+
+class Brake(NamedTuple):
+    """A min-jerk move ``qa + s(σ) dq`` slowed to rest from its clock at ``t0`` [s]: the move
+    ran ``σ = (t − start) / T`` until ``t0``, then ``σ = u0 + (D / T) b((t − t0) / D)`` with
+    ``b`` the module's brake, so velocity and acceleration stay continuous and shrink to zero.
+    """
+
+    t0: float
+    u0: float
+    T: float
+    D: float
+
+    def u(self, t: float) -> float:
+        """The move's clock σ at ``t`` [s]."""
+        x = min(1.0, max(0.0, (t - self.t0) / self.D))
+        return self.u0 + self.D / self.T * float(np.polyval(_BRAKE[::-1], x))
+
+    @property
+    def u_end(self) -> float:
+        return self.u0 + self.D / self.T * BRAKE_TRAVEL
+
+
+def brake(
+    t0: float, u0: float, T: float, dq: np.ndarray, limits: JointLimits, shortest: float
+) -> Brake:
+    """The stop of a min-jerk move of ``dq`` [rad] over ``T`` [s] at clock ``u0``, lasting the
+    longer of ``shortest`` [s] and what the acceleration limit needs.
+
+    Why the bound holds: q'' = dq (s''(σ) σ'² + s'(σ) σ''), with σ' ≤ 1/T and |σ''| ≤ 1.5/(T D),
+    so |q''| ≤ |dq| (peak s''/T² + 1.5 peak s'/(T D)); the move alone is inside the limit (it was
+    timed by them), and D is chosen so the second term fits the rest. Velocity only falls.
+    """
+    shape = get_shape(SHAPE)
+    dq = np.abs(np.asarray(dq, dtype=float))
+    spare = limits.acceleration - dq * shape.peak(2) / T**2
+    with np.errstate(divide="ignore"):
+        need = np.where(dq > 0.0, BRAKE_PEAK_ACCEL * shape.peak(1) * dq / (T * spare), 0.0)
+    if np.any(spare <= 0.0):
+        raise InvalidInput(f"the descent of {T:.3f} s leaves no acceleration to stop it with")
+    return Brake(t0, u0, T, max(shortest, float(np.max(need))))
+
+
+def along(qa: np.ndarray, dq: np.ndarray, u: float) -> np.ndarray:
+    """The min-jerk move ``qa + s(u) dq`` [rad] at clock ``u``."""
+    return qa + minjerk(u) * dq
