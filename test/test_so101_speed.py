@@ -15,27 +15,18 @@ import time
 import numpy as np
 import pytest
 from support.optional import require
+from support.servo_loop import run_loop, servo_loop_bench
 
-from physai_ros.core.controllers.gac import GacParams, GripperActionController
-from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams, TrajectoryMsg
+from physai_ros.core.controllers.jtc import TrajectoryMsg
 from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
 from physai_ros.core.motion.limits import load_limits
-from physai_ros.robots.so101.bus import ARM, STALL_TORQUE, BusSettings, So101Bus
-from physai_ros.robots.so101.config import goal_velocity
-from physai_ros.robots.so101.emulator.bus import (
-    JOINTS,
-    FeetechBusEmulator,
-    joint_offsets,
-    write_calibration,
-)
+from physai_ros.robots.so101.bus import ARM
 from physai_ros.robots.so101.emulator.servo import STEP_RAD
-from physai_ros.robots.so101.loop import LoopSettings, ServoLoop
 
 pytestmark = pytest.mark.realtime  # the emulator answers on a pty in wall-clock time
 
 require("lerobot.motors")
 
-PERIOD = 0.01  # [s] the driver's loop_rate of 100 Hz
 # Tolerance of the servo-side check: both goals are rounded to whole steps (2 steps), and a
 # receive time is stamped by the emulator's I/O thread, which a loaded machine may wake a few
 # milliseconds late (10 ms at v_max: 0.047 rad).
@@ -59,37 +50,9 @@ def worst_steps(goals, servo_id: int, v_max: float, since: float):
     return sorted(out, reverse=True)
 
 
-def run_loop(loop: ServoLoop, seconds: float) -> None:
-    """The node's bus thread (``_bus_cycles``): a cycle every PERIOD, late ones start at once."""
-    next_t = time.monotonic()
-    end = next_t + seconds
-    while time.monotonic() < end:
-        loop.cycle(time.monotonic())
-        next_t += PERIOD
-        delay = next_t - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        else:
-            next_t = time.monotonic()
-
-
 @pytest.fixture
 def bench(tmp_path):
-    emu = FeetechBusEmulator(initial=(0.0,) * 6, power_on_torque=True, record_goals=True)
-    emu.start()
-    cal = tmp_path / "cal.json"
-    write_calibration(cal, emu.calibration)
-    m = emu.physics.model
-    lo = np.array([m.jnt_range[m.joint(j).id][0] for j in JOINTS])
-    hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
-    speeds = tuple(int(v) for v in goal_velocity(load_limits("so101")))
-    offsets = tuple(joint_offsets(m))
-    bus = So101Bus(BusSettings(emu.port, cal, lo, hi, joint_offsets=offsets, velocity=speeds))
-    zeros = np.zeros(5)
-    jtc = JointTrajectoryController(JtcParams(tuple(ARM), lo[:5], hi[:5], zeros, zeros))
-    gac = GripperActionController(GacParams(JOINTS[5], lo[5], hi[5], max_effort=STALL_TORQUE))
-    logs: list[tuple[str, str]] = []
-    loop = ServoLoop(bus, jtc, gac, LoopSettings(), lambda level, text: logs.append((level, text)))
+    emu, bus, loop, logs = servo_loop_bench(tmp_path)
     try:
         yield emu, loop, logs
     finally:

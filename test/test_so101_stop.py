@@ -17,26 +17,17 @@ import time
 import numpy as np
 import pytest
 from support.optional import require
-from test_so101_speed import PERIOD, QUANTUM, run_loop
+from support.servo_loop import PERIOD, run_loop, servo_loop_bench
+from test_so101_speed import QUANTUM
 
-from physai_ros.core.controllers.gac import GacParams, GripperActionController
 from physai_ros.core.controllers.jtc import (
     GoalTolerances,
-    JointTrajectoryController,
-    JtcParams,
     TrajectoryMsg,
 )
 from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
 from physai_ros.core.motion.limits import load_limits
-from physai_ros.robots.so101.bus import ARM, STALL_TORQUE, BusSettings, So101Bus
-from physai_ros.robots.so101.config import goal_velocity
-from physai_ros.robots.so101.emulator.bus import (
-    JOINTS,
-    FeetechBusEmulator,
-    joint_offsets,
-    write_calibration,
-)
-from physai_ros.robots.so101.loop import LoopSettings, ServoLoop
+from physai_ros.robots.so101.bus import ARM
+from physai_ros.robots.so101.loop import ServoLoop
 
 pytestmark = pytest.mark.realtime  # the emulator answers on a pty in wall-clock time
 
@@ -48,32 +39,17 @@ REVERSAL = 0.02  # [rad] the joint may come back this much from its furthest (se
 
 
 def start(tmp_path, stop_mode: str):
-    emu = FeetechBusEmulator(initial=(0.0,) * 6, power_on_torque=True, record_goals=True)
-    emu.start()
-    cal = tmp_path / "cal.json"
-    write_calibration(cal, emu.calibration)
-    m = emu.physics.model
-    lo = np.array([m.jnt_range[m.joint(j).id][0] for j in JOINTS])
-    hi = np.array([m.jnt_range[m.joint(j).id][1] for j in JOINTS])
-    limits = load_limits("so101")
-    speeds = tuple(int(v) for v in goal_velocity(limits))
-    offsets = tuple(joint_offsets(m))
-    bus = So101Bus(BusSettings(emu.port, cal, lo, hi, joint_offsets=offsets, velocity=speeds))
-    tol = np.full(5, 0.5)
-    params = JtcParams(
-        tuple(ARM),
-        lo[:5],
-        hi[:5],
-        tol,
-        np.full(5, 0.03),
-        limits=limits.select(ARM),
+    """The loop armed and holding, its arm controller with the limit set's limits, path
+    tolerance 0.5 rad, goal tolerance 0.03 rad, and ``stop_mode``."""
+    limits = load_limits("so101").select(ARM)
+    emu, bus, loop, logs = servo_loop_bench(
+        tmp_path,
+        trajectory=np.full(5, 0.5),
+        goal=np.full(5, 0.03),
+        limits=limits,
         limit_period=PERIOD,
         stop_mode=stop_mode,
     )
-    jtc = JointTrajectoryController(params)
-    gac = GripperActionController(GacParams(JOINTS[5], lo[5], hi[5], max_effort=STALL_TORQUE))
-    logs: list[tuple[str, str]] = []
-    loop = ServoLoop(bus, jtc, gac, LoopSettings(), lambda level, text: logs.append((level, text)))
     loop.configure(time.monotonic())
     loop.activate(time.monotonic())
     run_loop(loop, 0.2)
