@@ -59,6 +59,7 @@ def test_trials_on_the_launched_graph_hold_agree_with_the_truth_and_record_bags(
         # (4.71 rad/s for at most max_step_time 0.05 s: 0.236 rad)
         assert float(row["loop_hz"]) > 20.0 and float(row["loop_hz_min"]) > 0.0, row
         assert 0.0 < float(row["max_step_rad"]) < 0.24, row
+        assert float(row["max_arm_step_rad"]) <= float(row["max_step_rad"]), row
     assert "held_rate = 1.000" in result.stdout
     assert "bus loop [Hz]" in result.stdout and "largest goal step" in result.stdout
     assert (out / "trials.png").stat().st_size > 1000

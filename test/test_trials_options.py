@@ -76,17 +76,21 @@ def test_the_bus_loop_rate_is_the_servos_state_reads_per_second():
     assert loop["loop_hz"] == pytest.approx(85.0, abs=2.0)  # 3.98 s of 100, 100, 40, 100
     assert loop["loop_hz_min"] == pytest.approx(40.0, abs=2.0)  # the starved second
     assert loop["max_step_rad"] == 0.2 and loop["max_step_joint"] == "b"
+    assert loop["max_arm_step_rad"] == 0.2
+    gripper = bus_loop(records([100.0, 100.0], [0.01, 0.02, 0.03, 0, 0, 0.15]))
+    assert gripper["max_step_joint"] == "f" and gripper["max_arm_step_rad"] == 0.03
     assert bus_loop([]) == {}  # no witness (the real arm): nothing claimed
 
 
 def test_the_summary_table_shows_the_loop_rate_and_the_largest_step():
     rows = [
         {"cube_x": 0.22, "cube_y": 0.0, "outcome": "held", "agrees": True, "loop_hz": 110.0,
-         "loop_hz_min": 90.0, "max_step_rad": 0.05},
+         "loop_hz_min": 90.0, "max_step_rad": 0.05, "max_arm_step_rad": 0.05},
         {"cube_x": "0.22", "cube_y": "0.0", "outcome": "held", "agrees": "True",
-         "loop_hz": "130.0", "loop_hz_min": "None", "max_step_rad": "0.08"},
+         "loop_hz": "130.0", "loop_hz_min": "None", "max_step_rad": "0.08",
+         "max_arm_step_rad": "0.02"},
     ]  # fmt: skip
     lines = summary(rows, [(0.22, 0.0)])
     assert "bus loop [Hz]" in lines[0] and "largest goal step [rad/cycle]" in lines[0]
-    assert lines[2] == "| (0.22, 0.0) | 2/2 | [0.34, 1.00] | 2/2 | 120 (90) | 0.080 |"
+    assert lines[2] == "| (0.22, 0.0) | 2/2 | [0.34, 1.00] | 2/2 | 120 (90) | 0.080 (0.050) |"
     assert lines[-1] == "held_rate = 1.000"

@@ -72,6 +72,7 @@ FIELDS = [
     "loop_hz_min",
     "max_step_rad",
     "max_step_joint",
+    "max_arm_step_rad",
     "emulator",
     "bag",
 ]
@@ -146,9 +147,11 @@ def emulator_params(unkind: bool, items: list[str]) -> dict[str, Any]:
 def bus_loop(witness: list[dict]) -> dict[str, Any]:
     """The driver's bus loop as the servos saw it over a trial's witness records: ``loop_hz``,
     the state reads per second from the first read on (one per cycle), ``loop_hz_min``, the
-    lowest over one second, and ``max_step_rad`` / ``max_step_joint``, the largest step between
-    two goals a servo received in a row [rad] and its joint. Empty when the emulator published
-    none of these (no records, or no read yet)."""
+    lowest over one second, ``max_step_rad`` / ``max_step_joint``, the largest step between
+    two goals a servo received in a row [rad] and its joint, and ``max_arm_step_rad``, the
+    largest of the five arm joints' (the gripper's goals step by design, as far as the speed
+    bound lets them). Empty when the emulator published none of these (no records, or no read
+    yet)."""
     reads = [(w["stamp"], w["state_reads"]) for w in witness if w.get("state_reads")]
     if len(reads) < 2 or reads[-1][0] - reads[0][0] <= 0.0:
         return {}
@@ -169,6 +172,7 @@ def bus_loop(witness: list[dict]) -> dict[str, Any]:
         "loop_hz_min": round(lowest, 1) if math.isfinite(lowest) else None,
         "max_step_rad": round(steps[worst], 4),
         "max_step_joint": witness[-1]["joints"][worst],
+        "max_arm_step_rad": round(max(steps[:5]), 4),
     }
 
 
@@ -297,18 +301,23 @@ def _numbers(rows: list[dict], field: str) -> list[float]:
 
 
 def _loop_cells(rows: list[dict]) -> str:
-    """The bus loop's cells: mean rate (lowest one-second rate), largest goal step."""
-    rate, lowest, step = (_numbers(rows, f) for f in ("loop_hz", "loop_hz_min", "max_step_rad"))
+    """The bus loop's cells: mean rate (lowest one-second rate), largest goal step (of the
+    arm joints)."""
+    fields = ("loop_hz", "loop_hz_min", "max_step_rad", "max_arm_step_rad")
+    rate, lowest, step, arm = (_numbers(rows, f) for f in fields)
     cell = f"{sum(rate) / len(rate):.0f}" if rate else "-"
     if lowest:
         cell += f" ({min(lowest):.0f})"
-    return f"{cell} | {max(step):.3f}" if step else f"{cell} | -"
+    steps = f"{max(step):.3f}" if step else "-"
+    if arm:
+        steps += f" ({max(arm):.3f})"
+    return f"{cell} | {steps}"
 
 
 def summary(rows: list[dict], cubes: list[tuple[float, float]]) -> list[str]:
     lines = [
         "| cube (x, y) [m] | held | Wilson 95 % | verdict = truth | bus loop [Hz] mean "
-        "(lowest 1 s) | largest goal step [rad/cycle] |",
+        "(lowest 1 s) | largest goal step [rad/cycle] (arm joints) |",
         "|---|---|---|---|---|---|",
     ]
     total_k = total_n = 0
@@ -403,7 +412,8 @@ def run(args: argparse.Namespace) -> int:
             rows.append({k: str(v) for k, v in row.items()})
             loop = (
                 f"; bus loop {row['loop_hz']} Hz (lowest {row['loop_hz_min']}), largest goal "
-                f"step {row['max_step_rad']} rad ({row['max_step_joint']})"
+                f"step {row['max_step_rad']} rad ({row['max_step_joint']}; arm joints "
+                f"{row['max_arm_step_rad']} rad)"
                 if "loop_hz" in row
                 else ""
             )
