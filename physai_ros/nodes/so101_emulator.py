@@ -37,7 +37,9 @@ a right checksum in every n-th sync read: a desynchronised bus), ``stall_every``
 ``overload_ids`` (latch
 OVERLOAD), ``other_arm`` (true: the port reaches another SO-101, calibrated on its own: every
 homing offset differs; set it while the cable is pulled, as a re-plug into the wrong arm),
-``encoder_error_ids`` (those servos report a failed encoder; [0] = none),
+``encoder_error_ids`` (those servos report a failed encoder; [0] = none), ``adapter_hung``
+(true: the USB adapter stops taking bytes, the driver's next write blocks inside its transfer
+until false),
 ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way; [0.0] removes
 it).
 """
@@ -189,6 +191,8 @@ class So101Emulator(Node):
                 emulator.swap_arm(bool(value))
             elif name == "encoder_error_ids":
                 emulator.force_encoder_error(int(i) for i in value if int(i) > 0)
+            elif name == "adapter_hung":
+                emulator.hang_adapter(bool(value))
             elif name == "obstacle":
                 try:
                     if len(value) == 4:

@@ -28,7 +28,8 @@ the bus's (no servo hears a valid packet, as with real framing errors), an error
 a servo, an overload latched on servos, a failed encoder on servos, power lost and restored
 (servos silent and limp, the arm falls; then they come back reset: torque off, RAM at
 defaults), the cable pulled and plugged back (the pty closes / a new one opens behind the same
-link; physics runs on), and a box obstacle moved into the arm's way. ``witness()`` reports what
+link; physics runs on), a USB adapter that stops taking bytes (the client's write blocks),
+and a box obstacle moved into the arm's way. ``witness()`` reports what
 really happened (true joint angles, cube pose, EPROM writes) for tests to compare with what the
 driver says.
 
@@ -520,6 +521,17 @@ class FeetechBusEmulator:
                 goal = (servo.get("Goal_Position") - shift) % fp.STEPS_PER_TURN
                 servo.set("Goal_Position", goal)
             self.other_arm = other
+
+    def hang_adapter(self, hung: bool) -> None:
+        """``hung``: the USB serial adapter stops taking bytes (its driver's output is stopped:
+        ``tcflow(TCOOFF)`` on the port's side), so the client's next write blocks inside its
+        transfer -- a bus thread alive but stuck, holding whatever lock it holds; False lets the
+        bytes through again (written late: a real hung adapter may lose them too). A new port
+        (a re-plug) is never hung."""
+        with self.lock:
+            if self._slave is not None:
+                with contextlib.suppress(OSError, termios.error):
+                    termios.tcflow(self._slave, termios.TCOOFF if hung else termios.TCOON)
 
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
         """Put a box (half edge [m]) at ``centre`` (world [m]); None removes it."""
