@@ -310,6 +310,8 @@ class So101Driver(LifecycleNode):
         watchdog run by the executor would be stuck with it and /diagnostics would go quiet."""
         while self.running and rclpy.ok(context=self.context):
             time.sleep(period)
+            if not self.running:  # the node is going away: publish nothing more
+                return
             try:
                 self._publish_diagnostics()
             except RCLError:  # the context went down under us (shutdown)
