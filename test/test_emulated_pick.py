@@ -55,7 +55,13 @@ def test_trials_on_the_launched_graph_hold_agree_with_the_truth_and_record_bags(
         assert row["agrees"] == "True", row
         assert float(row["true_lift_cm"]) >= 4.0 and row["true_in_jaws"] == "True"
         assert abs(float(row["lift_cm"]) - float(row["true_lift_cm"])) < 1.0  # FK vs truth
+        # the bus loop as the servos saw it: cycling, and no goal step beyond the speed bound
+        # (4.71 rad/s for at most max_step_time 0.05 s: 0.236 rad)
+        assert float(row["loop_hz"]) > 20.0 and float(row["loop_hz_min"]) > 0.0, row
+        assert 0.0 < float(row["max_step_rad"]) < 0.24, row
+        assert float(row["max_arm_step_rad"]) <= float(row["max_step_rad"]), row
     assert "held_rate = 1.000" in result.stdout
+    assert "bus loop [Hz]" in result.stdout and "largest goal step" in result.stdout
     assert (out / "trials.png").stat().st_size > 1000
 
     bag = Path(rows[0]["bag"])

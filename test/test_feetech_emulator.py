@@ -431,6 +431,34 @@ def test_read_state_reads_position_velocity_and_load_in_one_sync_read(so101_bus,
     assert np.any(one.torque != 0.0)  # gravity loads the arm: the load field is live
 
 
+def test_the_servos_count_state_reads_and_keep_the_largest_goal_step(so101_bus, emulator):
+    """What ``physai trials`` reports of the driver's bus loop, measured on the servo side:
+    each state read (one per driver cycle) counts once, a read of other registers not; each
+    servo keeps the largest step between two goals it received in a row [rad], whatever the
+    sender believes it sent."""
+    bus, lo, hi = so101_bus
+    reads = emulator.stats.state_reads
+    bus.read_state()
+    bus.read_health()  # temperature, voltage, current, status: no state read
+    assert emulator.stats.state_reads - reads == 1
+    start = np.clip(np.zeros(6), lo, hi)
+    bus.send_positions(start)
+    elbow = emulator.servos[2]
+
+    def arrived() -> bool:  # the first goal received before the step is measured
+        return abs(elbow.angle_of(elbow.get("Goal_Position")) - start[2]) <= STEP_RAD
+
+    assert until(arrived, 2.0)
+    emulator.stats.max_goal_step[:] = [0.0] * 6
+    step = np.array([0.0, 0.0, 0.12, 0.0, 0.0, 0.0])
+    bus.send_positions(np.clip(start + step, lo, hi))
+    bus.send_positions(np.clip(start + step + step / 2, lo, hi))
+    assert until(lambda: emulator.stats.max_goal_step[2] > 0.1, 2.0), emulator.stats
+    largest = emulator.stats.max_goal_step
+    assert abs(largest[2] - 0.12) <= 2 * STEP_RAD, largest  # whole steps on the wire
+    assert max(largest[:2] + largest[3:]) <= STEP_RAD, largest  # unchanged goals: no step
+
+
 def test_a_short_reply_to_the_state_read_is_a_failed_read(so101_bus, monkeypatch):
     """A status packet of the right servo but too few bytes for 56-61 (the late reply to an
     earlier 2-byte read, which the SDK takes as this one's) fails the state read as a lost

@@ -594,3 +594,44 @@ def test_a_protection_a_torque_re_enable_does_not_clear_refuses_activation(tmp_p
         assert not bench.send_arm(bench.arm_position(), 1.0).accepted
     finally:
         bench.close()
+
+
+def test_a_bus_thread_stuck_inside_a_transfer_ends_in_an_error_naming_it_and_a_hold(
+    tmp_path, ros_domain
+):
+    """The USB adapter stops taking bytes (emulator ``adapter_hung``): the driver's bus thread
+    blocks inside a write, alive, holding the loop's lock. The watchdog must still say so:
+    /diagnostics turns ERROR naming the stuck bus thread while it hangs (nothing in the driver
+    may wait on that lock to say it). When the adapter takes bytes again the stale goal is
+    not resumed: it is aborted with that reason, the arm holds, a re-arm is needed, and nothing
+    fell or moved meanwhile."""
+    bench = Bench(tmp_path, ros_domain)
+    try:
+        bench.wait_active()
+        start = bench.arm_position()
+        target = inside_range(start + np.array([0.0, 0.0, 0.0, 0.0, 0.4]))
+        handle = bench.send_arm(target, 8.0)  # slow: under way when the adapter hangs
+        assert handle.accepted
+        time.sleep(1.0)
+        before = time.time()
+        bench.set_emulator("adapter_hung", True)
+
+        def stuck_named() -> bool:
+            return any(
+                "bus thread stuck" in s.message for s in bench.diagnostics(DiagnosticStatus.ERROR)
+            )
+
+        assert bench.wait(stuck_named, 10.0), (bench.diag, bench.log()[-3000:])
+        bench.set_emulator("adapter_hung", False)
+        result = bench.arm_result(handle, 20.0)
+        assert result.status == GoalStatus.STATUS_ABORTED, result.status
+        assert "bus thread stuck" in result.result.error_string, result.result.error_string
+        assert bench.wait(lambda: bench.state() == "inactive", 10.0), bench.log()[-3000:]
+        assert bench.wait(stuck_named, 5.0), bench.diag  # the fault stays until a re-arm
+        time.sleep(0.5)
+        records = bench.truth_since(before)
+        assert largest_fall(records) < FALL
+        assert all(records[-1]["torque_enabled"]), records[-1]  # held, never released
+        assert bench.transition("activate"), bench.log()[-3000:]
+    finally:
+        bench.close()

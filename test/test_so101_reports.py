@@ -58,13 +58,16 @@ def test_the_driver_line_counts_the_goals_the_speed_bound_held_back():
 def test_a_supply_outside_its_band_is_a_warning_on_every_line_with_the_reading():
     """A sagging supply (the driver's ``supply_problem``) warns on the driver line and each
     servo's line; a servo's own fault and a driver fault keep their error."""
-    from physai_ros.robots.so101.bus import BusSettings, So101Bus
+    from physai_ros.robots.so101.bus import VOLTAGE_BAND, BusSettings, So101Bus
 
     bus = So101Bus.__new__(So101Bus)  # the band check only: no port, no LeRobot
     bus.s = BusSettings("", None, np.zeros(6), np.ones(6))
-    note = bus.supply_problem(np.array([9.0] * 6))
-    assert "shoulder_pan 9.0 V" in note and "rated_voltage 12 V" in note
-    assert bus.supply_problem(np.array([10.0] * 6)) == ""  # within 20 %
+    low, high = 12.0 * (1.0 - VOLTAGE_BAND), 12.0 * (1.0 + VOLTAGE_BAND)  # 9.6, 14.4 V
+    note = bus.supply_problem(np.array([low - 0.6] * 6))
+    assert f"shoulder_pan {low - 0.6:.1f} V" in note and "rated_voltage 12 V" in note
+    assert f"outside {low:.1f} to {high:.1f} V" in note
+    assert bus.supply_problem(np.array([low + 0.05, high - 0.05, 12.0, 12.0, 12.0, 12.0])) == ""
+    assert bus.supply_problem(np.array([12.0] * 5 + [high + 0.1]))  # above the band too
     seven = BusSettings("", None, np.zeros(6), np.ones(6), rated_voltage=7.4, stall_torque=1.91)
     bus.s = seven
     assert bus.supply_problem(np.array([12.0] * 6))  # a 12 V supply on 7.4 V servos
@@ -74,3 +77,20 @@ def test_a_supply_outside_its_band_is_a_warning_on_every_line_with_the_reading()
     lines = reports(snap, rearm_needed=False, stopped=False)
     assert lines[0].level == "warn" and lines[0].message == note
     assert [s.level for s in lines[1:]] == ["warn", "warn", "error", "warn", "warn", "warn"]
+
+
+def test_the_supply_band_the_users_read_is_the_one_the_driver_checks():
+    """The band is one constant (``VOLTAGE_BAND``); the parameter table, the shipped config's
+    comment and docs/real_so101.md state it in words and must say what the code does."""
+    from support.paths import REPO_ROOT
+
+    from physai_ros.parameters import load_schema
+    from physai_ros.robots.so101.bus import VOLTAGE_BAND
+
+    percent = f"{round(VOLTAGE_BAND * 100)} %"
+    assert percent in load_schema("so101_driver")["rated_voltage"].description
+    assert f"within {percent} of it" in (REPO_ROOT / "config/so101_driver.yaml").read_text()
+    doc = " ".join((REPO_ROOT / "docs/real_so101.md").read_text().split())  # reflow-proof
+    low, high = 12.0 * (1.0 - VOLTAGE_BAND), 12.0 * (1.0 + VOLTAGE_BAND)
+    assert f"within {percent} of `rated_voltage` ({low:.1f} to {high:.1f} V" in doc
+    assert f"leaves the {percent} band" in doc

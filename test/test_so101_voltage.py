@@ -18,12 +18,16 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from support.emulated_so101 import Bench
 from support.optional import require
 
+from physai_ros.robots.so101.bus import VOLTAGE_BAND
+
 pytestmark = pytest.mark.dds
 require("lerobot.motors")
 
 TOLERANCE = 0.05  # effort vs the true actuator torque, relative (the ratio error is 0.2)
 LOADED = (1, 2)  # shoulder_lift, elbow_flex: gravity holds them loaded at the home pose
 SEVEN_VOLT = {"rated_voltage": 7.4, "stall_torque": 1.91, "supply_voltage": 7.4}
+SAGGING = 10.0  # [V] on 12 V servos: inside the band (VOLTAGE_BAND), the scale 10/12
+SAG = round(12.0 * (1.0 - VOLTAGE_BAND) - 0.6, 1)  # [V] 9.0: below the band
 
 
 def effort_vs_truth(bench: Bench, seconds: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -41,7 +45,8 @@ def test_a_sagging_supply_keeps_effort_in_newton_metres_and_a_deep_sag_warns(tmp
     """10 V on a 12 V servo: the load register is a fraction of 10/12 of the rated stall
     torque; the driver's effort must still be the true torque. Then 9 V (beyond the band):
     a WARN on /diagnostics with the reading."""
-    bench = Bench(tmp_path, ros_domain, emulator={"supply_voltage": 10.0})
+    assert abs(SAGGING / 12.0 - 1.0) < VOLTAGE_BAND < abs(SAG / 12.0 - 1.0)
+    bench = Bench(tmp_path, ros_domain, emulator={"supply_voltage": SAGGING})
     try:
         assert bench.get_state.wait_for_service(timeout_sec=90.0), bench.log()
         bench.wait_active()
@@ -53,10 +58,11 @@ def test_a_sagging_supply_keeps_effort_in_newton_metres_and_a_deep_sag_warns(tmp
         assert np.all(truth > 0.2), truth  # loaded enough to judge
         ratio = effort / truth
         assert np.all(np.abs(ratio - 1.0) < TOLERANCE), ratio
-        bench.set_emulator("supply_voltage", 9.0)
+        bench.set_emulator("supply_voltage", SAG)
 
         def sag_warned() -> bool:
-            return any("9.0 V" in s.message for s in bench.diagnostics(DiagnosticStatus.WARN))
+            warnings = bench.diagnostics(DiagnosticStatus.WARN)
+            return any(f"{SAG:.1f} V" in s.message for s in warnings)
 
         assert bench.wait(sag_warned, 10.0), bench.diag
         time.sleep(0.5)

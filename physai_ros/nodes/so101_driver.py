@@ -121,15 +121,19 @@ class So101Driver(LifecycleNode):
         self.create_service(Trigger, "~/stop", self._on_stop)
         self.create_service(Trigger, "~/resume", self._on_resume)
         self.create_service(Trigger, "~/release", self._on_release)
-        self.create_timer(1.0 / p["diagnostics_rate"], self._publish_diagnostics)
         self.create_timer(0.1, self._supervise)
         self.snapshot: Snapshot | None = None
         self.running = True
         self.bus_death = ""  # the exception that ended the bus thread ('' = none)
         self.watchdog_held: bool | None = None  # the watchdog's hold (None = not acted)
         self.stale_stamp: float | None = None  # an old snapshot's stamp the watchdog saw
+        self.watch_lock = threading.Lock()  # one watchdog at a time (this and the bus thread)
         self.thread = threading.Thread(target=self._bus_thread, name="so101-bus", daemon=True)
         self.thread.start()
+        self.watcher = threading.Thread(
+            target=self._watch, args=(1.0 / p["diagnostics_rate"],), name="so101-watch", daemon=True
+        )
+        self.watcher.start()
         self.autostart = p["autostart"]
         self._next_configure = 0.0
         self._configure_error = ""
@@ -300,6 +304,22 @@ class So101Driver(LifecycleNode):
             msg.wrench.force.z = snap.jaw.normal_n * (1.0 if jaw == "fixed_jaw" else -1.0)
             self.pub_jaw[jaw].publish(msg)
 
+    def _watch(self, period: float) -> None:
+        """/diagnostics and the watchdog every ``period`` [s], on a thread of their own: the
+        executor's callbacks (the controllers' feedback and state timers, goal callbacks) wait
+        for the loop's lock, which a bus thread stuck inside a transfer never gives back -- a
+        watchdog run by the executor would be stuck with it and /diagnostics would go quiet."""
+        while self.running and rclpy.ok(context=self.context):
+            time.sleep(period)
+            if not self.running:  # the node is going away: publish nothing more
+                return
+            try:
+                self._publish_diagnostics()
+            except RCLError:  # the context went down under us (shutdown)
+                return
+            except Exception as exc:  # never a silent death: the next period tries again
+                self.get_logger().error(f"diagnostics failed: {type(exc).__name__}: {exc}")
+
     def _bus_problem(self) -> str:
         """Why the bus thread does not cycle ('' = it does)."""
         if self.bus_death:
@@ -317,19 +337,21 @@ class So101Driver(LifecycleNode):
         """The bus thread stopped or stuck: once, a fault that aborts goals and holds the
         present pose (retried while the stuck thread keeps the loop's lock). Returns the
         /diagnostics message ('' = the thread cycles)."""
-        snap = self.snapshot
-        old = snap is not None and time.monotonic() - snap.stamp > BUS_STALL
-        problem = self._bus_problem()
-        self.stale_stamp = snap.stamp if old else None
-        if not problem:
-            self.watchdog_held = None
-            return ""
-        if not self.watchdog_held:
-            self.watchdog_held = self.loop.watchdog(problem)
+        with self.watch_lock:
+            snap = self.snapshot
+            old = snap is not None and time.monotonic() - snap.stamp > BUS_STALL
+            problem = self._bus_problem()
+            self.stale_stamp = snap.stamp if old else None
+            if not problem:
+                self.watchdog_held = None
+                return ""
+            if not self.watchdog_held:
+                self.watchdog_held = self.loop.watchdog(problem)
         effect = (
             "the servos hold the present pose"
             if self.watchdog_held
-            else "cannot command the servos (they keep their last goal)"
+            else "cannot command the servos (they keep their last goal; goals end and the arm "
+            "holds if it cycles again)"
         )
         return f"{problem}: {effect}; joint_states stopped; restart the driver"
 
@@ -380,8 +402,9 @@ class So101Driver(LifecycleNode):
         self.running = False
         # rclpy's shutdown destroys a node whose __init__ was interrupted (Ctrl-C while LeRobot
         # imports torch) before the bus thread existed
-        if (thread := getattr(self, "thread", None)) is not None:
-            thread.join(timeout=1.0)
+        for name in ("thread", "watcher"):
+            if (thread := getattr(self, name, None)) is not None:
+                thread.join(timeout=1.0)
         super().destroy_node()
 
 

@@ -7,9 +7,11 @@ unchanged against it; only the serial port is emulated.
 What really happens is published for tests and for RViz as an independent witness, never as
 an input of the graph: ``~/true_cube_pose`` (PoseStamped, world) and ``~/witness`` (JSON: true
 joint angles, gripper site, cube pose, cube in both jaws, each jaw's true normal force on the
-cube, torque per servo, power, EPROM writes, error byte per servo). With ``mocap:=true`` the
-cube pose also goes to ``cube_pose``, as a motion-capture system beside a real arm would publish
-it.
+cube, torque per servo, power, EPROM writes, error byte per servo; the driver's bus loop as
+the servos see it: ``state_reads``, the state reads so far, one per driver cycle, and
+``max_goal_step``, each servo's largest step between two goals received in a row [rad]).
+With ``mocap:=true`` the cube pose also goes to ``cube_pose``, as a motion-capture system
+beside a real arm would publish it.
 
 ``soft_object:=cube`` (or sphere, cylinder; the ``soft_*`` parameters as the sim bridge's, from
 ``physai_ros.nodes._soft``) puts the sim bridge's soft object in the scene at (soft_x, soft_y);
@@ -35,7 +37,9 @@ a right checksum in every n-th sync read: a desynchronised bus), ``stall_every``
 ``overload_ids`` (latch
 OVERLOAD), ``other_arm`` (true: the port reaches another SO-101, calibrated on its own: every
 homing offset differs; set it while the cable is pulled, as a re-plug into the wrong arm),
-``encoder_error_ids`` (those servos report a failed encoder; [0] = none),
+``encoder_error_ids`` (those servos report a failed encoder; [0] = none), ``adapter_hung``
+(true: the USB adapter stops taking bytes, the driver's next write blocks inside its transfer
+until false),
 ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way; [0.0] removes
 it).
 """
@@ -187,6 +191,8 @@ class So101Emulator(Node):
                 emulator.swap_arm(bool(value))
             elif name == "encoder_error_ids":
                 emulator.force_encoder_error(int(i) for i in value if int(i) > 0)
+            elif name == "adapter_hung":
+                emulator.hang_adapter(bool(value))
             elif name == "obstacle":
                 try:
                     if len(value) == 4:
@@ -228,6 +234,10 @@ class So101Emulator(Node):
             "acceleration": [servo.get("Acceleration") for servo in self.emulator.servos],
             "status": [servo.error for servo in self.emulator.servos],  # error byte per servo
             "torques": list(w.torques),  # [N·m] each joint's true actuator torque
+            # the driver's bus loop as the servos see it: state reads so far (one a cycle)
+            # and each servo's largest step between two goals received in a row [rad]
+            "state_reads": self.emulator.stats.state_reads,
+            "max_goal_step": list(self.emulator.stats.max_goal_step),
         }
         if w.soft is not None:
             record["soft"] = {

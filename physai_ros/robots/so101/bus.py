@@ -55,6 +55,9 @@ RATED_VOLTAGE = 12.0  # [V]
 # motor's stall torque is proportional to its voltage): ``So101Bus.stall``. A supply this far
 # (relative) from the rated voltage is refused at configure and warned about while running.
 VOLTAGE_BAND = 0.2
+# [V] two reads of Present_Voltage (0.1 V a count) agree within one count of ADC noise; a
+# reading that moved further from the supply in use is acted on only when a second agrees
+VOLTAGE_AGREE = 0.1 + 1e-6
 CURRENT_UNIT = 0.0065  # [A] per count
 STEP_RAD = 2.0 * math.pi / fp.STEPS_PER_TURN
 LEROBOT_MAX_RES = 4095  # LeRobot's DEGREES scale: 360° per 4095 steps
@@ -620,15 +623,29 @@ class So101Bus:
 
     def read_health(self) -> Health:
         """Temperature, voltage, current, status; the N·m scale (``stall``) follows the
-        voltage."""
+        voltage as two reads agree (``_confirmed_voltage``). The status flags are the caller's
+        to confirm (``ServoLoop._latched_flags``)."""
         health = Health(
             temperature=self._sync_read("Present_Temperature"),
-            voltage=self._sync_read("Present_Voltage") / 10.0,
+            voltage=self._confirmed_voltage(self._sync_read("Present_Voltage") / 10.0),
             current=self._sync_read("Present_Current") * CURRENT_UNIT,
             status=self._sync_read("Status").astype(int),
         )
         self._note_supply(health.voltage)
         return health
+
+    def _confirmed_voltage(self, first: np.ndarray) -> np.ndarray:
+        """[V] Each servo's supply from ``first`` (a Present_Voltage read): where it moved from
+        the supply in use by more than ``VOLTAGE_AGREE``, a second read must agree with it, or
+        the supply in use stays. One garbled read (a desynchronised bus hands this register
+        another's byte) would otherwise rescale every N·m -- effort, the gripper's torque
+        limit -- and warn of a supply fault that is not there."""
+        moved = np.abs(first - self.supply) > VOLTAGE_AGREE
+        if not moved.any():
+            return first
+        second = self._sync_read("Present_Voltage") / 10.0
+        agreed = np.abs(second - first) <= VOLTAGE_AGREE
+        return np.where(moved, np.where(agreed, second, self.supply), first)
 
     def silent_ids(self) -> list[int]:
         """Servos that do not answer a ping now (names the culprit of a failed sync read).

@@ -238,6 +238,7 @@ class ServoLoop:
         self.relaxed = False
         self.ends: list[GoalEnd | GripperEnd] = []  # goals ended, for the node to deliver
         self._reported_flags = np.zeros(6, dtype=int)
+        self.pending_fault = ""  # a watchdog's fault the stuck bus thread takes when it returns
 
     @property
     def grip_safe(self) -> float:
@@ -517,6 +518,9 @@ class ServoLoop:
             dt = 0.0 if self.last_cycle is None else now - self.last_cycle
             self.last_cycle = now
             try:
+                if self.pending_fault:  # the watchdog found this thread stuck: hold, re-arm
+                    reason, self.pending_fault = self.pending_fault, ""
+                    self._fault(f"{reason} (it cycles again)", hold=True)
                 if self.mode != "unconfigured":
                     self._cycle(now)
             except Exception as exc:  # any bug must end in a safe fault
@@ -759,8 +763,10 @@ class ServoLoop:
         """The bus thread stopped cycling (``reason``; called from another thread): a fault
         that aborts goals and holds the present pose. False when the loop's lock stays taken
         for ``timeout`` [s] (the bus thread is stuck inside a transfer): nothing can command
-        the servos then; they keep their last goal."""
+        the servos then; they keep their last goal, and the fault is left for the bus thread
+        to take first thing should it cycle again (what it was following is stale by then)."""
         if not self.lock.acquire(timeout=timeout):
+            self.pending_fault = reason  # one attribute write: safe without the lock
             return False
         try:
             self._fault(reason, hold=True)

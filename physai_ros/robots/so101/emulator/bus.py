@@ -28,7 +28,8 @@ the bus's (no servo hears a valid packet, as with real framing errors), an error
 a servo, an overload latched on servos, a failed encoder on servos, power lost and restored
 (servos silent and limp, the arm falls; then they come back reset: torque off, RAM at
 defaults), the cable pulled and plugged back (the pty closes / a new one opens behind the same
-link; physics runs on), and a box obstacle moved into the arm's way. ``witness()`` reports what
+link; physics runs on), a USB adapter that stops taking bytes (the client's write blocks),
+and a box obstacle moved into the arm's way. ``witness()`` reports what
 really happened (true joint angles, cube pose, EPROM writes) for tests to compare with what the
 driver says.
 
@@ -185,6 +186,12 @@ class BusStats:
     writes: list[bytes] = field(default_factory=list)  # raw instruction packets, if recorded
     goals: list[GoalRecord] = field(default_factory=list)  # goals as received, if recorded
     stalled_reads: int = 0  # reads whose replies faults.stall_every delayed
+    # The driver's bus loop as the servos see it (always kept, a few numbers): every cycle
+    # reads the state once, so the reads of Present_Position count its cycles; and each
+    # servo's largest step between two goals it received in a row [rad] -- the command step
+    # measured where it lands, whatever the driver believes it sent.
+    state_reads: int = 0
+    max_goal_step: list[float] = field(default_factory=lambda: [0.0] * 6)
 
 
 class Witness(NamedTuple):
@@ -329,6 +336,7 @@ class FeetechBusEmulator:
         self.record_writes = record_writes
         self.other_arm = False  # the port reaches another arm (``swap_arm``)
         self.record_goals = record_goals
+        self._last_goal = [math.nan] * len(self.servos)  # [rad] each servo's last goal received
         self.usb_latency = usb_latency_ms / 1000.0  # [s] added to every reply
         self._received = 0.0  # [s] when the packet being handled was read off the pty
         self._reads = 0  # counts reads, for faults.stall_every
@@ -514,6 +522,17 @@ class FeetechBusEmulator:
                 servo.set("Goal_Position", goal)
             self.other_arm = other
 
+    def hang_adapter(self, hung: bool) -> None:
+        """``hung``: the USB serial adapter stops taking bytes (its driver's output is stopped:
+        ``tcflow(TCOOFF)`` on the port's side), so the client's next write blocks inside its
+        transfer -- a bus thread alive but stuck, holding whatever lock it holds; False lets the
+        bytes through again (written late: a real hung adapter may lose them too). A new port
+        (a re-plug) is never hung."""
+        with self.lock:
+            if self._slave is not None:
+                with contextlib.suppress(OSError, termios.error):
+                    termios.tcflow(self._slave, termios.TCOOFF if hung else termios.TCOON)
+
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
         """Put a box (half edge [m]) at ``centre`` (world [m]); None removes it."""
         with self.lock:
@@ -689,14 +708,22 @@ class FeetechBusEmulator:
         return max(self.faults.stall_ms, 0.0) / 1000.0
 
     def _record_goal(self, servo: EmulatedServo, address: int, size: int) -> None:
-        """Log the servo's Goal_Position if a write of ``size`` bytes at ``address`` set it."""
+        """Note the servo's Goal_Position if a write of ``size`` bytes at ``address`` set it:
+        its step from the goal received before (``stats.max_goal_step``) and, with
+        ``record_goals``, the goal itself."""
         goal = fp.register("Goal_Position")
-        if not self.record_goals or not address <= goal.address < address + size:
+        if not address <= goal.address < address + size:
             return
         steps = servo.get("Goal_Position")
-        self.stats.goals.append(
-            GoalRecord(self._received, servo.servo_id, steps, servo.angle_of(steps))
-        )
+        angle = servo.angle_of(steps)
+        index = IDS.index(servo.servo_id)
+        last = self._last_goal[index]
+        if not math.isnan(last):
+            step = abs(angle - last)
+            self.stats.max_goal_step[index] = max(self.stats.max_goal_step[index], step)
+        self._last_goal[index] = angle
+        if self.record_goals:
+            self.stats.goals.append(GoalRecord(self._received, servo.servo_id, steps, angle))
 
     def _garbled(self, packet: fp.Packet) -> tuple[int, int, int, int] | None:
         """(servo id, raw value, its offset in the reply's data, its size) if this sync read
@@ -742,6 +769,8 @@ class FeetechBusEmulator:
         """Execute one instruction; yields (servo, reply packet) in bus order."""
         sid, code, params = packet
         broadcast = sid == fp.BROADCAST_ID
+        if self._covers(packet, "Present_Position"):  # (a READ or SYNC READ of the state)
+            self.stats.state_reads += 1
         if code == Instruction.PING:
             for servo in self._targets(sid):
                 yield self._status(servo)
