@@ -18,6 +18,7 @@ from physai_ros_interfaces.action import Pick
 
 from physai_ros.core.pick.force_close import ForceCloseParams, capacity_fault
 from physai_ros.core.pick.machine import PickConfig
+from physai_ros.errors import InvalidInput
 
 Result = Pick.Result
 # the judge's outcomes (``physai_ros.core.pick.judge``) and the node's own, as result constants
@@ -119,7 +120,10 @@ def goal_config(
     target = float(goal.force_target)
     if not (math.isfinite(target) and target > 0.0):
         return f"close force needs a force_target > 0 [N], got {target!r}"
-    params = dataclasses.replace(force, target=target)
+    try:  # the parameters check themselves (a target the contact force would over-squeeze)
+        params = dataclasses.replace(force, target=target)
+    except InvalidInput as exc:
+        return f"force_target {target:g} N: {exc}"
     fault = capacity_fault(params) or contact_fault(params.contact)
     if fault is not None:
         return fault
