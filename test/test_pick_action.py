@@ -52,7 +52,7 @@ class Client:
         self.pick = ActionClient(node, Pick, "/pick")
         self.reset_client = node.create_client(Trigger, "/sim/reset")
         self.outcome: dict | None = None
-        self.cube: list[tuple[float, float]] = []  # (wall [s], z [m])
+        self.cube: list[tuple[float, float, float]] = []  # (wall [s], x [m], z [m])
         self.forces = dict.fromkeys(JAWS, (0.0, 0.0))  # jaw: (wall [s], force [N]), latest
         self.joints: dict[str, float] = {}
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -71,7 +71,8 @@ class Client:
         self.outcome = json.loads(msg.data)
 
     def _cube(self, msg: PoseStamped) -> None:
-        self.cube.append((time.monotonic(), msg.pose.position.z))
+        p = msg.pose.position
+        self.cube.append((time.monotonic(), p.x, p.z))
 
     def _joints(self, msg: JointState) -> None:
         self.joints.update(zip(msg.name, msg.position, strict=False))
@@ -114,9 +115,9 @@ class Client:
     def arm(self) -> list[float]:
         return [self.joints[j] for j in ARM]
 
-    def cube_z(self, since: float) -> float:
-        """The cube's latest height [m], from a pose received after ``since`` (wall)."""
-        fresh = [z for wall, z in self.cube if wall > since]
+    def cube_xz(self, since: float) -> tuple[float, float]:
+        """The cube's latest x and height [m] (world), from a pose received after ``since``."""
+        fresh = [(x, z) for wall, x, z in self.cube if wall > since]
         assert fresh, "no fresh cube pose from the sim bridge"
         return fresh[-1]
 
@@ -168,8 +169,9 @@ def test_ros2_action_send_goal_picks_after_the_start_pick(ros2, ros_context, tmp
 
 def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
     """One graph, a Python action client: a goal sent while the start's pick runs is refused
-    (busy); an unknown frame is refused with the reason and nothing moves; a goal picks and
-    holds the reset cube (feedback on the way); a second goal canceled during lift ends
+    (busy); an unknown frame is refused with the reason and nothing moves; the cube reset to
+    another place (the bridge's cube_x), a goal picks and holds it there (feedback on the way);
+    a second goal canceled during lift ends
     CANCELED in lift with the cube still squeezed in the jaws (the sim bridge's truth)."""
     client = launch_graph(ros2, tmp_path, ros_context)
     try:
@@ -191,6 +193,12 @@ def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
         moved = max(abs(a - b) for a, b in zip(client.arm(), before, strict=True))
         assert moved < 1e-3, f"the arm moved {moved:.4f} rad for a rejected goal"
 
+        # the cube put elsewhere for the next goal: the bridge's cube_x, then a reset
+        ros2_output(ros2("param", "set", "/sim_bridge", "cube_x", "0.2"))
+        client.reset()
+        x, _ = client.cube_xz(time.monotonic() - 0.5)
+        assert abs(x - 0.2) < 0.002, f"the reset put the cube at x = {x:.4f} m, not 0.2 m"
+
         # a goal: held, lifted, with feedback on the way
         states: list[str] = []
         status, result, _ = client.send(
@@ -206,7 +214,7 @@ def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
 
         # a second goal, canceled during lift: the arm stops, the jaw keeps the cube
         client.reset()
-        rest_z = client.cube_z(time.monotonic() - 0.5)
+        _, rest_z = client.cube_xz(time.monotonic() - 0.5)
         canceled: list[float] = []
 
         def cancel_in_lift(feedback) -> None:
@@ -227,7 +235,7 @@ def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
         assert result.outcome == Pick.Result.CANCELED and result.state == "lift", result
         assert "the object is in both jaws" in result.reason, result
         client.spin_for(2.0)  # the arm held where it stopped; a dropped cube would be down
-        z = client.cube_z(canceled[0] + 1.5)
+        _, z = client.cube_xz(canceled[0] + 1.5)
         assert z - rest_z > 0.005, f"the cube is at {z:.4f} m, rest {rest_z:.4f} m: dropped"
         for jaw, (wall, force) in client.forces.items():
             assert wall > canceled[0] + 1.5 and force > TOUCH, (jaw, force)
