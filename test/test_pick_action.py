@@ -172,7 +172,8 @@ def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
     (busy); an unknown frame is refused with the reason and nothing moves; the cube reset to
     another place (the bridge's cube_x), a goal picks and holds it there (feedback on the way);
     a second goal canceled during lift ends
-    CANCELED in lift with the cube still squeezed in the jaws (the sim bridge's truth)."""
+    CANCELED in lift with the cube still squeezed in the jaws (the sim bridge's truth); a goal
+    past its time limit aborts, saying so."""
     client = launch_graph(ros2, tmp_path, ros_context)
     try:
         # busy: the start's pick is running (or waiting to start) when the server is up
@@ -239,5 +240,13 @@ def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
         assert z - rest_z > 0.005, f"the cube is at {z:.4f} m, rest {rest_z:.4f} m: dropped"
         for jaw, (wall, force) in client.forces.items():
             assert wall > canceled[0] + 1.5 and force > TOUCH, (jaw, force)
+
+        # a goal past its time limit aborts (the arm goes home) and says why
+        client.reset()
+        status, result, _ = client.send(Pick.Goal(object_frame="cube", time_limit=1.0))
+        assert status == GoalStatus.STATUS_ABORTED
+        assert result.outcome == Pick.Result.ABORTED, result
+        assert result.reason == "time limit 1 s reached" and result.state == "aborted", result
+        assert result.duration >= 1.0, result
     finally:
         client.close()
