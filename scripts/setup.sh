@@ -219,7 +219,7 @@ fi
 # ---------------------------------------------------------------------------------------------
 # 4. Interface packages that no registry has: tf2_msgs, control_msgs, franka_msgs (the gripper
 # actions of franka_ros2, which a ROS install without franka_ros2 lacks) and our own
-# physai_ros_interfaces (the grasp planning service). With the wheels they are
+# physai_ros_interfaces (the grasp planning service, the pick action). With the wheels they are
 # rebuilt whenever ros_interfaces/ changes; a sourced ROS install's own packages are used when
 # they have every type the package needs.
 #
@@ -232,7 +232,8 @@ IFACE_HASH=$(find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat | s
 IFACE_CHECK='import tf2_msgs.msg, control_msgs.action
 from control_msgs.msg import JointTrajectoryControllerState
 from franka_msgs.action import Grasp, Homing, Move
-from physai_ros_interfaces.srv import PlanGrasp'
+from physai_ros_interfaces.srv import PlanGrasp
+from physai_ros_interfaces.action import Pick'
 IFACE_CACHE=${PHYSAI_INTERFACES_CACHE:-$ROOT/.cache/interfaces}
 IFACE_CACHE_KEEP=4 # entries kept, most recently used first
 

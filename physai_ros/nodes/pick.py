@@ -26,6 +26,14 @@ position the user placed it at, a target, not a measurement). Whether it was hel
 the object, lift by forward kinematics) and the cube pose when fresh -- and the outcome names
 the witness. A controller that rejects or aborts a goal ends the pick with its reason.
 
+The pick is an action, ``pick`` (``physai_ros_interfaces/action/Pick``; the goal checks and
+the typed result in ``physai_ros.nodes._pick_action``): with ``autostart`` (the default) the node
+picks the configured cube once at start, then serves goals, one at a time, each a fresh machine
+from where the arm is. A goal is checked before anything moves and refused as the result
+REJECTED with the reason; a cancel cancels the arm controller's goal (the controller holds the
+arm) and leaves the jaw as commanded, so a held object stays squeezed. The outcome JSON is
+published for every pick, the goals' too.
+
 A silent robot ends it too: no joint states for ``silence_timeout`` seconds of wall-clock time,
 or, under ``use_sim_time``, a clock that stands still that long (the sim bridge died: its clock
 stopped, so nothing timed on the node's clock would ever fire). A steady-clock timer watches for
@@ -47,10 +55,12 @@ from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
+from physai_ros_interfaces.action import Pick
 from physai_ros_interfaces.srv import PlanGrasp
-from rclpy.action import ActionClient
+from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.task import Future
 from rclpy.time import Time as RclTime
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -60,7 +70,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 from physai_ros import interfaces
 from physai_ros.config import node_tree
 from physai_ros.core.pick.contact import jaws_touch
-from physai_ros.core.pick.force_close import capacity_fault
+from physai_ros.core.pick.force_close import ForceCloseParams, capacity_fault
 from physai_ros.core.pick.force_plan import (
     NO_SERVICE,
     JawFloor,
@@ -71,9 +81,11 @@ from physai_ros.core.pick.force_plan import (
 from physai_ros.core.pick.goal_chain import GoalChain
 from physai_ros.core.pick.judge import RobotReading, final_verdict, pose_verdict, robot_verdict
 from physai_ros.core.pick.machine import (
+    PickConfig,
     PickMachine,
     PickSensing,
     arm_ik,
+    force_params,
     phase_trajectory,
     pick_config,
 )
@@ -92,12 +104,22 @@ from physai_ros.nodes._common import (
     unflatten,
 )
 from physai_ros.nodes._messages import duration_msg, measured_at
+from physai_ros.nodes._pick_action import (
+    BUSY,
+    NO_PLACE,
+    PickObject,
+    goal_config,
+    goal_object,
+    rejected,
+    result_from_report,
+)
 from physai_ros.robots.franka.hand import HandFloor
 from physai_ros.sim.scene import load_scene_config
 
 FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
+FEEDBACK_PERIOD = 0.1  # [s] between two feedback messages of a goal (node clock)
 
 
 SCHEMA = load_schema("pick")  # config/schema/pick.yaml
@@ -114,6 +136,8 @@ class PickNode(Node):
             overrides = section.get("overrides", {}) if isinstance(section, dict) else {}
             p = declare_schema(self, SCHEMA.without(*ROBOT_PARAMS), flatten(overrides))
             self.cfg = pick_config(unflatten(p), robot)
+            # the force close's parameters with this node's cap, for goals asking for it
+            self.force_base: ForceCloseParams = force_params(unflatten(p), robot)
             self.plan_src = plan_source(unflatten(p))
             planning = self.plan_src.planned and self.cfg.force is not None
             self.plan_fields = (
@@ -151,13 +175,24 @@ class PickNode(Node):
         if self.cfg.force is not None:  # the force close's effort ceiling allows for it
             force = dataclasses.replace(self.cfg.force, friction=self.jaw_friction)
             self.cfg = dataclasses.replace(self.cfg, force=force)
+        self.force_base = dataclasses.replace(self.force_base, friction=self.jaw_friction)
         self.raised: dict | None = None  # {from_N, to_N, why}: the target raised to the floor
 
         self.joints: dict[str, tuple[float, float]] = {}
         self.joints_stamp = -math.inf  # [s] when the last joint state was measured
         self.jaw_force = dict.fromkeys(self.jaws, 0.0)
         self.jaw_stamp = dict.fromkeys(self.jaws, -math.inf)
-        self.cube: tuple[np.ndarray, float] | None = None  # (position [m], when measured [s])
+        # the latest pose [m] and its stamp [s] of every TF frame seen as a child of the world
+        self.frames: dict[str, tuple[np.ndarray, float]] = {}
+        fixed = np.asarray(self.target, dtype=float) if self.target[2] >= 0.0 else None
+        self.object = PickObject(self.cube_frame, fixed)  # what the running pick picks
+        self.pending = bool(p["autostart"])  # a pick to start once ready (autostart or a goal)
+        self.goal = None  # the /pick goal being served (None: the autostart pick, or idle)
+        self.goal_done: Future | None = None  # its result, awaited by the execute callback
+        self.goal_t0 = math.nan  # [s] when the goal was accepted
+        self.time_limit = math.inf  # [s] the goal's, from its acceptance
+        self.feedback_at = -math.inf  # [s] the last feedback sent
+        self.arm_handle = None  # the arm goal running on the controller (cancelled on cancel)
         self.machine: PickMachine | None = None
         self.squeeze = math.nan
         self.site_at_grip = math.nan  # [m] gripper-site height when the close ended
@@ -196,6 +231,13 @@ class PickNode(Node):
             self.grasp_client = ActionClient(self, Grasp, str(rob["grasp_action"]))
         self.pub_state = self.create_publisher(String, interfaces.PICK_STATE, LATCHED)
         self.pub_outcome = self.create_publisher(String, interfaces.PICK_OUTCOME, LATCHED)
+        self.server = ActionServer(
+            self,
+            Pick,
+            interfaces.PICK_ACTION,
+            execute_callback=self.execute,
+            cancel_callback=self.on_cancel,
+        )
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
         self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
         self.chain = GoalChain(self.lead)  # arm goals start where the last one really ends
@@ -226,17 +268,19 @@ class PickNode(Node):
             self.get_logger().warning(
                 "plan.source planner sets force.target: close_mode cap ignores it"
             )
-        if self.refused is None:
+        self.configured = self.cfg  # the node's own close (a goal may ask for another)
+        if self.refused is None and self.pending:
             self.get_logger().info("waiting for joint states, the cube and the controllers")
 
     def floor(self) -> JawFloor | HandFloor:
-        """The least squeeze the gripper sets (see ``__init__``)."""
-        if self.cfg.grasping:  # the hand's data, one place (config/sim_robots.yaml)
-            from physai_ros.config import load_sim_config
+        """The least squeeze the gripper sets (see ``__init__``), whatever the close of the
+        running pick (a goal may ask for a force close of a node configured for the cap)."""
+        if self.cfg.robot.get("force_close") == "grasp":  # the hand's data, one place
+            from physai_ros.config import load_sim_config  # (config/sim_robots.yaml)
 
             hand = load_sim_config()["robots"][self.robot]["franka_hand"]
             return HandFloor(float(hand["min_force"]))
-        p = self.cfg.force
+        p = self.cfg.force or self.force_base
         return JawFloor(self.jaw_friction, p.lever, p.tolerance)
 
     def raise_to_hand_floor(self) -> None:
@@ -306,7 +350,7 @@ class PickNode(Node):
             self.refuse(self.refused)
             return
         self.plan["raised"] = self.raised = raised
-        self.cfg = dataclasses.replace(self.cfg, force=force)
+        self.cfg = self.configured = dataclasses.replace(self.configured, force=force)
         raise_note = (
             "" if raised is None else f" (raised from {raised['from_N']} N: {raised['why']})"
         )
@@ -337,19 +381,29 @@ class PickNode(Node):
         self.jaw_stamp[jaw] = measured_at(msg.header.stamp, self.now())
 
     def on_tf(self, msg: TFMessage) -> None:
+        """Keep the latest pose of every frame published as a child of the world frame: the
+        object a goal names is looked up here (tf2_ros is not in the pip-installed ROS, so the
+        frames are read from /tf; an object must be published relative to the world frame)."""
         for t in msg.transforms:
-            if t.child_frame_id == self.cube_frame and t.header.frame_id == self.world:
+            if t.header.frame_id == self.world:
                 p = t.transform.translation
-                self.cube = (np.array([p.x, p.y, p.z]), measured_at(t.header.stamp, self.now()))
+                stamp = measured_at(t.header.stamp, self.now())
+                self.frames[t.child_frame_id] = (np.array([p.x, p.y, p.z]), stamp)
+
+    @property
+    def cube(self) -> tuple[np.ndarray, float] | None:
+        """The object's last measured pose (position [m], stamp [s]), if it has a TF frame."""
+        return None if self.object.frame is None else self.frames.get(self.object.frame)
 
     def cube_target(self, now: float) -> tuple[np.ndarray, float] | None:
         """The cube position to plan for and when it was measured: a fresh TF pose, else the
         given position (fresh by definition: it is where the user put the cube)."""
-        if self.cube is not None and now - self.cube[1] <= self.max_age:
-            return self.cube
-        if self.target[2] >= 0.0:
-            return np.asarray(self.target, dtype=float), now
-        return self.cube
+        cube = self.cube
+        if cube is not None and now - cube[1] <= self.max_age:
+            return cube
+        if self.object.position is not None:
+            return self.object.position, now
+        return cube
 
     def both_touch(self) -> bool:
         return jaws_touch((self.jaw_force[j] for j in self.jaws), self.cfg.ros["touch_force"])
@@ -392,7 +446,7 @@ class PickNode(Node):
             out.append(f"the arm controller's state ({interfaces.CONTROLLER_STATE})")
         cube = self.cube_target(now)  # fresh: a graph still starting up may lag behind
         if cube is None:
-            out.append(f"the cube's pose (TF frame {self.cube_frame!r})")
+            out.append(f"the cube's pose ({self.object.describe()})")
         elif now - cube[1] > self.max_age:
             out.append(f"a fresh cube pose (the last is {now - cube[1]:.2f} s old)")
         servers = [
@@ -499,6 +553,8 @@ class PickNode(Node):
             handle = f.result()
             if handle.accepted and chained:  # it started by now at the latest
                 self.chain.accepted(phase, self.now())
+                if phase == self.arm_phase:
+                    self.arm_handle = handle  # a cancel of the pick cancels it
             if not handle.accepted:
                 if phase == (self.arm_phase if chained else self.phase):
                     self.trouble = f"the controller rejected the {what}"
@@ -543,23 +599,27 @@ class PickNode(Node):
         self.send_phase(now, start)
 
     def tick(self) -> None:
-        if self.refused is not None or self.planning():
+        if self.planning():
             return
         now = self.now()
+        if self.goal is not None and self.goal.is_cancel_requested:
+            self.cancel_pick(now)
+            return
         if self.machine is None:
-            if not self.ready(now):
+            if not self.pending or not self.ready(now):
                 return
-            home = np.asarray(self.cfg.robot["home"], dtype=float)
-            # the first move starts where the controller holds the arm (inside its ranges)
-            self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.reference)
-            self.enter(self.machine.state, now)
+            self.start_pick(now)
             return
         machine = self.machine
+        self.send_feedback(now)
         if machine.finished:  # report once the arm has done what it was sent (the chain's end)
             if self.report_at is not None and now >= self.report_at:
                 self.report_at = None
                 self.finish(now)
             return
+        over = now - self.goal_t0 > self.time_limit
+        if over and self.trouble is None and machine.state != "abort":
+            self.trouble = f"time limit {self.time_limit:g} s reached"
         if self.trouble is not None:
             trouble, self.trouble = self.trouble, None
             self.get_logger().error(trouble)
@@ -593,6 +653,8 @@ class PickNode(Node):
         machine = self.machine
         if machine is None:  # not started: say what it waits for, every WAITING_LOG_PERIOD
             wall = time.monotonic()
+            if not self.pending:
+                return  # idle: no pick to start
             if wall >= self.waiting_logged + WAITING_LOG_PERIOD:
                 self.waiting_logged = wall
                 waiting = self.missing(self.now())
@@ -614,10 +676,12 @@ class PickNode(Node):
         )
         self.finish(self.now(), stale_by=silent_for)
 
-    def finish(self, now: float, stale_by: float = 0.0) -> None:
-        """Judge and publish the outcome. ``stale_by`` [s, wall]: how long the robot has been
-        silent; every measurement is that much older than the node's clock says (a stopped
-        sim clock makes the last readings look fresh), so none of them judges a silent pick."""
+    def finish(self, now: float, stale_by: float = 0.0, canceled: bool = False) -> None:
+        """Judge and publish the outcome, and end the goal with it. ``stale_by`` [s, wall]:
+        how long the robot has been silent; every measurement is that much older than the
+        node's clock says (a stopped sim clock makes the last readings look fresh), so none of
+        them judges a silent pick. ``canceled``: the client canceled it; the judge's verdict
+        still says what the jaws hold where it stopped."""
         m, cfg = self.machine, self.cfg
         touch = self.both_touch()
         reading = None
@@ -654,10 +718,15 @@ class PickNode(Node):
                 f"witnesses disagree: robot says {robot.outcome} ({robot.reason}), "
                 f"cube pose says {pose.outcome} ({pose.reason})"
             )
+        outcome = final.outcome if m.state != "aborted" else "aborted"
+        reason = final.reason
+        if canceled:  # held or dropped are verdicts on a finished lift: say what the jaws hold
+            jaws = "is in both jaws" if final.in_jaws else "is not in both jaws"
+            outcome, reason = "canceled", f"canceled in {m.state}; the object {jaws}: {reason}"
         report = {
-            "outcome": final.outcome if m.state != "aborted" else "aborted",
+            "outcome": outcome,
             "judged_by": judge,
-            "reason": final.reason,
+            "reason": reason,
             "state": m.state,
             "abort_reason": m.abort_reason,
             "lift_cm": None if math.isnan(final.lift) else round(final.lift * 100.0, 3),
@@ -672,9 +741,11 @@ class PickNode(Node):
             "close_mode": cfg.close_mode,
             "force": self.force_report() if cfg.close_mode == "force" else None,
         }
-        self.pub_state.publish(String(data=m.state))
+        self.pub_state.publish(String(data="canceled" if canceled else m.state))
         self.pub_outcome.publish(String(data=json.dumps(report)))
         self.get_logger().info(f"pick finished: {json.dumps(report)}")
+        self.end_goal(report, now)
+        self.machine, self.report_at = None, None  # ready for the next goal
 
     def refuse(self, reason: str) -> None:
         """Publish an aborted outcome at once for a pick that cannot be done as configured
@@ -695,6 +766,133 @@ class PickNode(Node):
         self.get_logger().error(f"{reason}; the pick does not start")
         self.pub_state.publish(String(data="aborted"))
         self.pub_outcome.publish(String(data=json.dumps(report)))
+        self.pending = False  # the start's pick; goals are still served, each checked
+
+    # --- the pick action -----------------------------------------------------------------
+    async def execute(self, handle) -> Pick.Result:
+        """Serve one goal: check it before anything moves (a refusal is the result REJECTED
+        with the reason: an action server's own rejection carries none), then run a fresh
+        machine from where the arm is and return the judged outcome when the pick ends."""
+        now = self.now()
+        checked = self.check_goal(handle.request, now)
+        if isinstance(checked, str):
+            self.get_logger().warning(f"pick goal rejected: {checked}")
+            handle.abort()
+            return rejected(checked, self.jaws)
+        self.object, self.cfg = checked
+        self.goal, self.goal_t0 = handle, now
+        limit = float(handle.request.time_limit)
+        self.time_limit = limit if limit > 0.0 else math.inf
+        self.goal_done = Future()
+        self.pending = True
+        self.get_logger().info(f"pick goal accepted: {self.object.describe()}")
+        return await self.goal_done
+
+    def check_goal(self, goal: Pick.Goal, now: float) -> tuple[PickObject, PickConfig] | str:
+        """The goal's object and configuration, or why it is refused: busy, place asked for,
+        an unknown or stale object, a close the gripper cannot do, a time limit below zero,
+        an object the arm cannot reach."""
+        if self.goal is not None or self.machine is not None or self.pending:
+            state = "waiting to start" if self.machine is None else self.machine.state
+            return BUSY.format(state=state)
+        if goal.place:
+            return NO_PLACE
+        limit = float(goal.time_limit)
+        if not (math.isfinite(limit) and limit >= 0.0):
+            return f"time_limit must be >= 0 [s] (0 = none), got {limit!r}"
+        target = goal_object(goal, self.world, self.frames, now, self.max_age)
+        if isinstance(target, str):
+            return target
+        if goal.close == Pick.Goal.CLOSE_CONFIGURED and self.refused is not None:
+            return self.refused
+        if goal.close == Pick.Goal.CLOSE_CONFIGURED and self.planning():
+            return "the planned force target has not come from the grasp planner yet"
+        planned = self.configured if self.plan is not None else None
+        cfg = goal_config(
+            goal, self.configured, self.force_base, planned, self.floor().contact_fault
+        )
+        if isinstance(cfg, str):
+            return cfg
+        position = target.position if target.frame is None else self.frames[target.frame][0]
+        home = np.asarray(cfg.robot["home"], dtype=float)
+        for name in ("pre", "down", "lift"):  # as the machine will solve them, from home
+            point = position + np.array([0.0, 0.0, cfg.offsets[name]])
+            result = self.ik(point, home)
+            if not result.converged:
+                return (
+                    f"out of reach: no arm pose puts the gripper at the {name} point "
+                    f"{np.round(point, 4).tolist()} m (IK error {result.error * 1e3:.1f} mm)"
+                )
+        return target, cfg
+
+    def on_cancel(self, handle) -> CancelResponse:
+        """Accept a cancel of the goal being served; the next tick ends the pick there."""
+        return CancelResponse.ACCEPT if handle is self.goal else CancelResponse.REJECT
+
+    def start_pick(self, now: float) -> None:
+        """A fresh machine from where the controller holds the arm (inside its ranges), with
+        every per-pick reading reset."""
+        self.pending = False
+        self.squeeze = self.site_at_grip = self.jaw_start = math.nan
+        self.jaw_sent, self.trouble, self.grasp_result = None, None, None
+        self.peak_force, self.jaw_delay = 0.0, self.lead
+        self.arm_handle, self.feedback_at = None, -math.inf
+        self.chain.forget()
+        if self.goal is None:
+            self.goal_t0 = now
+        home = np.asarray(self.cfg.robot["home"], dtype=float)
+        self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.reference)
+        self.enter(self.machine.state, now)
+
+    def cancel_pick(self, now: float) -> None:
+        """The client canceled: the arm controller's goal is canceled (the controller holds
+        the arm where it is), the jaw is left as commanded (a held object stays squeezed), and
+        the goal ends CANCELED with the state the pick stopped in."""
+        if self.arm_handle is not None:
+            self.arm_handle.cancel_goal_async()
+        self.pending = False
+        if self.machine is None:  # not started yet
+            self.end_goal(
+                {"outcome": "canceled", "reason": "canceled before it started", "state": "waiting"},
+                now,
+            )
+            return
+        self.get_logger().info(f"pick canceled in state {self.machine.state}")
+        self.finish(now, canceled=True)
+
+    def end_goal(self, report: dict, now: float) -> None:
+        """End the goal being served (if any) with the outcome ``report``."""
+        handle, done = self.goal, self.goal_done
+        if handle is None or done is None:
+            return
+        result = result_from_report(report, self.jaws, now - self.goal_t0)
+        if report["outcome"] == "canceled":
+            handle.canceled()
+        elif report["outcome"] in ("held", "placed"):
+            handle.succeed()
+        else:
+            handle.abort()
+        self.goal, self.goal_done, self.time_limit = None, None, math.inf
+        self.cfg = self.configured
+        done.set_result(result)
+
+    def send_feedback(self, now: float) -> None:
+        """The state, the jaw forces and the lift since the close, every FEEDBACK_PERIOD."""
+        if self.goal is None or now - self.feedback_at < FEEDBACK_PERIOD:
+            return
+        self.feedback_at = now
+        lift = 0.0
+        if self.machine.closed and self.arm_joints[0] in self.joints:
+            lift = self.site_height() - self.site_at_grip
+        self.goal.publish_feedback(
+            Pick.Feedback(
+                state=self.machine.state,
+                jaw_names=list(self.jaws),
+                jaw_forces=[float(self.jaw_force[j]) for j in self.jaws],
+                lift=float(lift),
+                elapsed=float(now - self.goal_t0),
+            )
+        )
 
     def force_report(self) -> dict:
         """The force close's numbers for the outcome: target and band, the squeeze per jaw

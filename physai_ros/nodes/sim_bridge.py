@@ -7,7 +7,8 @@ sphere | cylinder, a MuJoCo flex beside the rigid cube) soft_object_pose and
 soft_object_strain; the shared controllers
 (``physai_ros.nodes._controllers``: arm_controller/follow_joint_trajectory, its topic and
 controller_state, gripper_controller/gripper_cmd) run inside the physics steps; sim/reset
-puts robot, cube and soft object back. Physics runs in its own thread paced by
+puts robot, cube and soft object back (the cube at ``cube_x``, ``cube_y``, which a client may set
+while the bridge runs to start the next trial elsewhere). Physics runs in its own thread paced by
 ``real_time_factor``; the maths lives in physai_ros.sim.mujoco_sim and physai_ros.core.
 
 Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_controller_name``,
@@ -249,6 +250,9 @@ class SimBridge(Node):
 
     def _on_parameters(self, params) -> SetParametersResult:
         for param in params:
+            if param.name in ("cube_x", "cube_y"):  # where the next reset puts the cube
+                self.p[param.name] = float(param.value)
+                self.get_logger().info(f"{param.name} -> {param.value:g} m at the next reset")
             if param.name == "real_time_factor":
                 self.rtf = float(param.value)
                 self._repace = True  # the physics loop restarts its pacing from now
@@ -426,6 +430,7 @@ class SimBridge(Node):
     def _on_reset(self, _request, response):
         with self.lock:
             self.sim.reset()
+            self.sim.place_cube((self.p["cube_x"], self.p["cube_y"]))
             ends, self.sim.ends = self.sim.ends, []
         self.servers.deliver(ends)
         response.success, response.message = True, f"reset at sim time {self.sim.time:.3f} s"

@@ -1,0 +1,172 @@
+"""The pick node's ``/pick`` action (``physai_ros_interfaces/action/Pick``): what a goal asks
+for, checked before anything moves, and the outcome as the action's typed result.
+
+Why a module of its own: the node drives the machine; this says what a goal means (which
+object, which close) and turns the outcome the node already judges (the ``pick/outcome``
+JSON) into the result's fields, so both carry the same numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+from physai_ros_interfaces.action import Pick
+
+from physai_ros.core.pick.force_close import ForceCloseParams, capacity_fault
+from physai_ros.core.pick.machine import PickConfig
+from physai_ros.errors import InvalidInput
+
+Result = Pick.Result
+# the judge's outcomes (``physai_ros.core.pick.judge``) and the node's own, as result constants
+OUTCOMES = {
+    "held": Result.HELD,
+    "placed": Result.PLACED,
+    "dropped": Result.DROPPED,
+    "not closed": Result.MISSED,
+    "no measurement": Result.UNJUDGED,
+    "aborted": Result.ABORTED,
+    "canceled": Result.CANCELED,
+    "rejected": Result.REJECTED,
+}
+BUSY = "a pick is running (state {state}): one goal at a time; wait for its result or cancel it"
+NO_PLACE = "place is not served yet: the pick lifts and holds; send the goal with place false"
+
+
+class PickObject(NamedTuple):
+    """What a goal picks: a TF frame (its pose measured, kept fresh) and/or a fixed position
+    in the world [m] (a target the user gave, fresh by definition)."""
+
+    frame: str | None
+    position: np.ndarray | None
+
+    def describe(self) -> str:
+        if self.frame is not None:
+            return f"TF frame {self.frame!r}"
+        return f"the position {np.round(self.position, 4).tolist()} m"
+
+
+def goal_object(
+    goal: Pick.Goal,
+    world: str,
+    frames: dict[str, tuple[np.ndarray, float]],
+    now: float,
+    max_age: float,
+) -> PickObject | str:
+    """The goal's object, or why it cannot be picked: an unknown or stale TF frame, a pose in
+    another frame than ``world`` or older than ``max_age`` [s]. ``frames``: the latest pose
+    [m] and its stamp [s] of every frame seen as a child of ``world``."""
+    if goal.object_frame:
+        seen = frames.get(goal.object_frame)
+        if seen is None:
+            known = sorted(frames) or "none yet"
+            return (
+                f"unknown TF frame {goal.object_frame!r}: no transform from {world!r} to it "
+                f"has been received (frames seen under {world!r}: {known})"
+            )
+        age = now - seen[1]
+        if age > max_age:
+            return (
+                f"stale pose: TF frame {goal.object_frame!r} was last seen {age:.2f} s ago "
+                f"(max_age {max_age:g} s)"
+            )
+        return PickObject(goal.object_frame, None)
+    pose = goal.object_pose
+    frame = pose.header.frame_id or world
+    if frame != world:
+        return (
+            f"object_pose is in frame {frame!r}: give it in {world!r} (or name a TF frame "
+            "in object_frame)"
+        )
+    p = pose.pose.position
+    position = np.array([p.x, p.y, p.z], dtype=float)
+    if not np.all(np.isfinite(position)):
+        return f"object_pose position {position.tolist()} is not finite"
+    stamp = pose.header.stamp.sec + pose.header.stamp.nanosec * 1e-9
+    if stamp > 0.0 and now - stamp > max_age:
+        return f"stale pose: object_pose is {now - stamp:.2f} s old (max_age {max_age:g} s)"
+    return PickObject(None, position)
+
+
+def goal_config(
+    goal: Pick.Goal,
+    configured: PickConfig,
+    force: ForceCloseParams,
+    planned: PickConfig | None,
+    contact_fault: Callable[[float], str | None],
+) -> PickConfig | str:
+    """The pick's configuration for the goal's close, or why it cannot be done.
+
+    configured: the node's own (its close_mode); force: the force close's parameters with
+    the node's cap (used by CLOSE_FORCE whatever the node's close_mode); planned: the
+    configuration with the planner's target (None: the node has no plan); contact_fault:
+    the gripper's check of the contact force (its friction floor)."""
+    if goal.close == Pick.Goal.CLOSE_CONFIGURED:
+        return configured
+    if goal.close == Pick.Goal.CLOSE_CAP:
+        return dataclasses.replace(configured, close_mode="cap", force=None)
+    if goal.close == Pick.Goal.CLOSE_PLANNED:
+        if planned is None:
+            return (
+                "no planned force target: start the node with close_mode force and "
+                "plan.source planner (it asks the grasp planner once, at start)"
+            )
+        return planned
+    if goal.close != Pick.Goal.CLOSE_FORCE:
+        return f"close {goal.close} unknown: 0 configured, 1 cap, 2 force, 3 planned"
+    target = float(goal.force_target)
+    if not (math.isfinite(target) and target > 0.0):
+        return f"close force needs a force_target > 0 [N], got {target!r}"
+    try:  # the parameters check themselves (a target the contact force would over-squeeze)
+        params = dataclasses.replace(force, target=target)
+    except InvalidInput as exc:
+        return f"force_target {target:g} N: {exc}"
+    fault = capacity_fault(params) or contact_fault(params.contact)
+    if fault is not None:
+        return fault
+    return dataclasses.replace(configured, close_mode="force", force=params)
+
+
+def _number(value: float | None, scale: float = 1.0) -> float:
+    return math.nan if value is None else float(value) * scale
+
+
+def result_from_report(report: dict, jaws: tuple[str, ...], duration: float) -> Pick.Result:
+    """The typed result of an outcome report (the node's ``pick/outcome`` JSON, in its units:
+    cm and mm converted to m), ``duration`` [s] from the goal's acceptance."""
+    result = Pick.Result()
+    result.outcome = OUTCOMES.get(report["outcome"], Result.ABORTED)
+    result.reason = str(report.get("reason") or report.get("abort_reason") or "")
+    if report["outcome"] == "aborted" and report.get("abort_reason"):
+        result.reason = str(report["abort_reason"])
+    judged = report.get("judged_by")
+    result.judged_by = "" if judged in (None, "none") else str(judged)
+    result.state = str(report.get("state") or "")
+    result.lift = _number(report.get("lift_cm"), 0.01)
+    result.squeeze = _number(report.get("squeeze_N"))
+    result.jaw_names = list(jaws)
+    result.jaw_forces = [float(f) for f in report.get("jaw_forces_N") or []]
+    result.close_time = _number(report.get("close_s"))
+    result.ik_error = _number(report.get("ik_error_mm"), 1e-3)
+    result.duration = float(duration)
+    force = report.get("force")
+    if force:
+        result.force_target = float(force["target_N"])
+        result.force_capacity = float(force["capacity_N"])
+        result.squeeze_per_jaw = _number(force.get("squeeze_per_jaw_N"))
+        result.force_within_tolerance = bool(force.get("within_tolerance"))
+        result.peak_while_closing = float(force.get("peak_while_closing_N") or 0.0)
+    else:
+        result.force_target = result.force_capacity = result.squeeze_per_jaw = math.nan
+        result.peak_while_closing = math.nan
+    return result
+
+
+def rejected(reason: str, jaws: tuple[str, ...]) -> Pick.Result:
+    """The result of a goal refused before anything moved."""
+    return result_from_report(
+        {"outcome": "rejected", "reason": reason, "state": "rejected"}, jaws, 0.0
+    )

@@ -1,0 +1,148 @@
+"""What a ``/pick`` goal means, checked without a graph (``physai_ros.nodes._pick_action``): the
+object a goal names, the close it asks for, and the outcome report as the typed result. The
+node's own behaviour with these (refusals before anything moves, cancel) is tested over DDS in
+test_pick_action.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from support.optional import require
+
+from physai_ros.core.pick.machine import force_params, load_pick_config, load_pick_tree
+
+Pick = require("physai_ros_interfaces.action").Pick
+action = require("physai_ros.nodes._pick_action")
+
+WORLD = "world"
+FRAMES = {"cube": (np.array([0.22, 0.0, 0.015]), 10.0)}  # position [m], stamp [s]
+
+
+def goal(**fields) -> Pick.Goal:
+    out = Pick.Goal()
+    for name, value in fields.items():
+        setattr(out, name, value)
+    return out
+
+
+def test_a_known_fresh_frame_is_the_object():
+    picked = action.goal_object(goal(object_frame="cube"), WORLD, FRAMES, 10.2, 0.5)
+    assert picked == action.PickObject("cube", None)
+
+
+def test_an_unknown_frame_is_refused_naming_the_frames_seen():
+    why = action.goal_object(goal(object_frame="mug"), WORLD, FRAMES, 10.2, 0.5)
+    assert isinstance(why, str) and "unknown TF frame 'mug'" in why and "['cube']" in why
+
+
+def test_a_frame_not_seen_for_longer_than_max_age_is_stale():
+    why = action.goal_object(goal(object_frame="cube"), WORLD, FRAMES, 11.0, 0.5)
+    assert isinstance(why, str) and why.startswith("stale pose") and "1.00 s" in why
+
+
+def test_a_pose_goal_in_the_world_frame_with_a_zero_stamp_is_now():
+    g = goal()
+    g.object_pose.pose.position.x, g.object_pose.pose.position.z = 0.2, 0.015
+    picked = action.goal_object(g, WORLD, {}, 50.0, 0.5)
+    assert picked.frame is None and np.allclose(picked.position, [0.2, 0.0, 0.015])
+
+
+@pytest.mark.parametrize(
+    ("frame", "stamp", "says"),
+    [("base_link", 0, "give it in 'world'"), ("world", 40, "stale pose"), ("", 40, "stale pose")],
+)
+def test_a_pose_in_another_frame_or_old_is_refused(frame, stamp, says):
+    g = goal()
+    g.object_pose.header.frame_id = frame
+    g.object_pose.header.stamp.sec = stamp
+    why = action.goal_object(g, WORLD, {}, 50.0, 0.5)
+    assert isinstance(why, str) and says in why, why
+
+
+@pytest.fixture(scope="module")
+def configs():
+    """The SO-101's shipped pick configuration (cap close) and its force close's parameters."""
+    return load_pick_config(), force_params(load_pick_tree())
+
+
+def no_fault(_contact: float) -> None:
+    return None
+
+
+def test_the_closes_a_goal_can_ask_for(configs):
+    configured, force = configs
+    assert action.goal_config(goal(), configured, force, None, no_fault) is configured
+    cap = action.goal_config(goal(close=Pick.Goal.CLOSE_CAP), configured, force, None, no_fault)
+    assert cap.close_mode == "cap" and cap.force is None
+    asked = goal(close=Pick.Goal.CLOSE_FORCE, force_target=8.0)
+    forced = action.goal_config(asked, configured, force, None, no_fault)
+    assert forced.close_mode == "force" and forced.force.target == 8.0
+    assert forced.force.cap == force.cap  # the node's cap, the goal's target
+
+
+def test_a_force_target_above_the_capacity_is_refused_with_the_numbers(configs):
+    configured, force = configs
+    asked = goal(close=Pick.Goal.CLOSE_FORCE, force_target=force.capacity * 1.5)
+    why = action.goal_config(asked, configured, force, None, no_fault)
+    assert isinstance(why, str) and "above what the gripper can apply" in why, why
+
+
+def test_a_force_target_the_contact_phase_would_overshoot_is_refused(configs):
+    configured, force = configs
+    asked = goal(close=Pick.Goal.CLOSE_FORCE, force_target=force.contact)
+    why = action.goal_config(asked, configured, force, None, no_fault)
+    assert isinstance(why, str) and "over-squeeze" in why, why
+
+
+@pytest.mark.parametrize("target", [0.0, -1.0, math.nan, math.inf])
+def test_a_force_close_needs_a_finite_positive_target(configs, target):
+    configured, force = configs
+    asked = goal(close=Pick.Goal.CLOSE_FORCE, force_target=target)
+    assert isinstance(action.goal_config(asked, configured, force, None, no_fault), str)
+
+
+def test_a_planned_close_without_a_plan_and_an_unknown_close_are_refused(configs):
+    configured, force = configs
+    planned = goal(close=Pick.Goal.CLOSE_PLANNED)
+    assert "no planned force target" in action.goal_config(
+        planned, configured, force, None, no_fault
+    )
+    assert "unknown" in action.goal_config(goal(close=9), configured, force, None, no_fault)
+
+
+def test_the_result_carries_the_outcome_report_in_si_units():
+    report = {
+        "outcome": "held",
+        "judged_by": "cube_pose",
+        "reason": "lifted",
+        "state": "done",
+        "lift_cm": 7.3,
+        "squeeze_N": 80.0,
+        "jaw_forces_N": [40.0, 40.5],
+        "close_s": 0.5,
+        "ik_error_mm": 0.01,
+        "force": None,
+    }
+    result = action.result_from_report(report, ("fixed_jaw", "moving_jaw"), 5.5)
+    assert result.outcome == Pick.Result.HELD and result.judged_by == "cube_pose"
+    assert result.lift == pytest.approx(0.073) and result.ik_error == pytest.approx(1e-5)
+    assert list(result.jaw_forces) == [40.0, 40.5] and result.duration == 5.5
+    assert math.isnan(result.force_target)  # a cap close has no target
+
+
+@pytest.mark.parametrize(
+    ("outcome", "constant"),
+    [("not closed", "MISSED"), ("dropped", "DROPPED"), ("aborted", "ABORTED")],
+)
+def test_every_judged_outcome_has_its_constant(outcome, constant):
+    report = {"outcome": outcome, "reason": "r", "abort_reason": "why", "state": "aborted"}
+    result = action.result_from_report(report, ("a", "b"), 1.0)
+    assert result.outcome == getattr(Pick.Result, constant)
+    assert math.isnan(result.lift)  # not measured: NaN, never a made-up 0
+
+
+def test_a_refusal_is_rejected_with_its_reason():
+    result = action.rejected("busy", ("a", "b"))
+    assert result.outcome == Pick.Result.REJECTED and result.reason == "busy"
