@@ -167,6 +167,19 @@ def test_ros2_action_send_goal_picks_after_the_start_pick(ros2, ros_context, tmp
     assert "SUCCEEDED" in out, out
 
 
+def set_param(ros2, node: str, name: str, value: str, timeout: float = 60.0) -> None:
+    """``ros2 param set``, again while the command line's discovery has not found the node
+    yet ("Node not found": a fresh ``ros2`` process, or its daemon, may not have seen a node
+    the test's own client already talks to)."""
+    end = time.monotonic() + timeout
+    while True:
+        out = ros2("param", "set", node, name, value).communicate(timeout=60)[0]
+        if "Node not found" not in out or time.monotonic() > end:
+            break
+        time.sleep(1.0)
+    assert "Set parameter successful" in out, out
+
+
 def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
     """One graph, a Python action client: a goal sent while the start's pick runs is refused
     (busy); an unknown frame is refused with the reason and nothing moves; the cube reset to
@@ -195,7 +208,7 @@ def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
         assert moved < 1e-3, f"the arm moved {moved:.4f} rad for a rejected goal"
 
         # the cube put elsewhere for the next goal: the bridge's cube_x, then a reset
-        ros2_output(ros2("param", "set", "/sim_bridge", "cube_x", "0.2"))
+        set_param(ros2, "/sim_bridge", "cube_x", "0.2")
         client.reset()
         x, _ = client.cube_xz(time.monotonic() - 0.5)
         assert abs(x - 0.2) < 0.002, f"the reset put the cube at x = {x:.4f} m, not 0.2 m"
