@@ -162,13 +162,18 @@ def test_negative_pose_wait_is_refused():
 
 
 def test_abort_mid_move_blends_from_where_the_arm_was():
+    """An abort mid-move starts where the arm was commanded, slows it to rest along its path
+    (no velocity jump), opens the jaw (nothing held before the close) and ends home."""
     machine = PickMachine(CFG, linear_ik, HOME)
     _, _ = drive(machine, lambda s, t: (False, 0.0), t_end=1.0)  # in pre, mid-move
     where = machine.command(1.0).arm
+    velocity = (where - machine.command(1.0 - DT).arm) / DT
     machine.abort(1.0, "operator stop")
     np.testing.assert_allclose(machine.command(1.0).arm, where)
+    np.testing.assert_allclose((machine.command(1.0 + DT).arm - where) / DT, velocity, rtol=0.02)
     assert machine.command(1.0).jaw == CFG.jaw_open
-    np.testing.assert_allclose(machine.command(1.0 + CFG.durations["abort"]).arm, HOME)
+    assert machine.durations["abort"] > CFG.durations["abort"]  # the stop comes first
+    np.testing.assert_allclose(machine.command(1.0 + machine.durations["abort"]).arm, HOME)
 
 
 def test_a_resting_arm_goes_home_first_within_its_speed_and_acceleration():
