@@ -46,6 +46,7 @@ DT = LIMITS["sts3215"].control_period  # [s] 2 ms: the lesson's physics step too
 SLACK = 1.0 + 1e-9
 PICK_STATES = ("pre", "down", "close", "lift", "hold")
 PLACE_RUN_STATES = ("pre", "down", "close", "lift", "carry", "descend", "lower", "open", "retreat")
+MOVING = ("pre", "down", "lift", "carry", "descend", "lower", "retreat")  # min-jerk moves
 NEVER_OPENS = 1e-12  # [rad] a jaw command after a cancel is the one before it, to round-off
 
 
@@ -166,6 +167,8 @@ def test_a_cancel_or_an_abort_at_any_time_stays_within_the_limits(
     def event(machine: PickMachine, now: float) -> None:
         if abs(now - k * DT) < DT / 2:
             seen["state"], seen["command"] = machine.state, machine.command(now)
+            seen["t_state"] = machine.t_state
+            seen["duration"] = machine.durations.get(machine.state, 0.0)
             if stop == "cancel":
                 machine.cancel(now)
             else:
@@ -185,6 +188,10 @@ def test_a_cancel_or_an_abort_at_any_time_stays_within_the_limits(
         return
     assert machine.state == "canceled" and machine.canceled_in == seen["state"]
     assert np.all(np.abs(jaws - before.jaw) <= NEVER_OPENS)  # never opens, never moves
+    start = dict(machine.entered)["cancel" if "cancel" in dict(machine.entered) else "canceled"]
+    left = seen["t_state"] + seen["duration"] - start  # [s] of the move it was cancelled in
+    if seen["state"] in MOVING and left > 0.3:  # it stops on the way, not at the move's end
+        assert machine.durations["cancel"] < left - 0.1, (machine.durations["cancel"], left)
     efforts = np.array([cmd.effort for cmd in after])
     same = np.isnan(efforts) if math.isnan(before.effort) else efforts == before.effort
     assert np.all(same)
