@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Sequence
@@ -192,6 +193,12 @@ class RigidCubeWorld:
         self.squeeze = reading.fixed_normal + reading.moving_normal
 
 
+@functools.cache
+def so101_limits() -> JointLimits:
+    """The SO-101's default limit set, read once per process (a sweep runs hundreds of picks)."""
+    return load_limits("so101")
+
+
 def run_pick(
     model: mujoco.MjModel,
     cube_pos: Sequence[float],
@@ -207,7 +214,7 @@ def run_pick(
     the lesson's numbers are those of the configured timings).
     """
     world = RigidCubeWorld(model, cube_pos, cfg, ctrl_log)
-    limits = load_limits("so101") if limits is None else limits
+    limits = so101_limits() if limits is None else limits
     run = run_lockstep_pick(world, cfg, world.home, limits=limits)
     machine, data, sensor = run.machine, world.data, world.sensor
     reading = sensor.read(data)
