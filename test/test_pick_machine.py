@@ -162,13 +162,18 @@ def test_negative_pose_wait_is_refused():
 
 
 def test_abort_mid_move_blends_from_where_the_arm_was():
+    """An abort mid-move starts where the arm was commanded, slows it to rest along its path
+    (no velocity jump), opens the jaw (nothing held before the close) and ends home."""
     machine = PickMachine(CFG, linear_ik, HOME)
     _, _ = drive(machine, lambda s, t: (False, 0.0), t_end=1.0)  # in pre, mid-move
     where = machine.command(1.0).arm
+    velocity = (where - machine.command(1.0 - DT).arm) / DT
     machine.abort(1.0, "operator stop")
     np.testing.assert_allclose(machine.command(1.0).arm, where)
+    np.testing.assert_allclose((machine.command(1.0 + DT).arm - where) / DT, velocity, rtol=0.02)
     assert machine.command(1.0).jaw == CFG.jaw_open
-    np.testing.assert_allclose(machine.command(1.0 + CFG.durations["abort"]).arm, HOME)
+    assert machine.durations["abort"] > CFG.durations["abort"]  # the stop comes first
+    np.testing.assert_allclose(machine.command(1.0 + machine.durations["abort"]).arm, HOME)
 
 
 def test_a_resting_arm_goes_home_first_within_its_speed_and_acceleration():
@@ -345,3 +350,41 @@ def test_grasp_settings_and_the_gripper_kind_are_checked():
     with pytest.raises(InvalidInput, match="lacks \\['jaws'\\]"):
         pick_config({**tree, "panda": {k: v for k, v in tree["panda"].items() if k != "jaws"}},
                     "panda")  # fmt: skip
+
+
+@pytest.mark.parametrize("where", ["close", "hold"])
+def test_a_cancel_keeps_the_force_close_squeeze_where_it_was(where):
+    """close_mode force, cancelled while squeezing (0.25 s into close: touching, the effort
+    being servoed) or holding: the jaw target and effort of that instant are kept for good,
+    so a held cube stays squeezed at its force and a squeeze under way stops where it was."""
+    cfg = force_config(8.0)
+    machine = PickMachine(cfg, linear_ik, HOME)
+    t, at_cancel = 0.0, None
+    while not machine.finished and t < 20.0:
+        if at_cancel is None and machine.state == where and t - machine.t_state >= 0.25:
+            at_cancel = machine.command(t)
+            machine.cancel(t)
+        cmd = machine.command(t)
+        t = round(t + DT, 9)
+        touching = machine.state == "close" and t - machine.t_state > 0.2
+        forces = (cmd.effort / cfg.force.lever,) * 2 if touching else (0.0, 0.0)
+        machine.update(t, PickSensing(False, 0.0, CUBE, t, cfg.force.preshape, forces))
+    assert machine.state == "canceled" and machine.canceled_in == where
+    assert machine.command(t + 5.0) == (pytest.approx(at_cancel.arm), *at_cancel[1:])
+    assert not math.isnan(at_cancel.effort)  # the force close's effort, not the cap
+
+
+def test_a_cancel_stops_an_aborts_way_home_and_an_abort_leaves_a_cancel_alone():
+    """A cancel during an abort's way home stops it where it is (canceled_in abort, the abort's
+    reason kept); an abort during a cancel changes nothing (the arm holds, it does not go home)."""
+    machine = PickMachine(CFG, linear_ik, HOME)
+    drive(machine, lambda s, t: (False, 0.0), t_end=1.0)  # in pre, mid-move
+    machine.abort(1.0, "operator stop")
+    machine.cancel(1.5)
+    assert machine.canceled_in == "abort" and machine.abort_reason == "operator stop"
+    rest = machine.command(1.5 + machine.durations["cancel"]).arm
+    assert not np.allclose(rest, HOME)
+    machine.abort(1.6, "late trouble")
+    machine.update(3.0, PickSensing())
+    assert machine.state == "canceled" and machine.abort_reason == "operator stop"
+    np.testing.assert_allclose(machine.command(9.0).arm, rest)

@@ -1,8 +1,13 @@
 """The scripted pick as a pure state machine: time and sensed inputs in, arm/jaw targets out.
 
-[home →] settle → pre → down → close → lift → hold → done; abort → aborted on trouble. Given a
-place position, lift → carry → descend → lower → open → retreat → placed instead
-(:mod:`~physai_ros.core.pick.place`: lower ends on sensed support, not a timer).
+[home →] settle → pre → down → close → lift → hold → done; abort → aborted on trouble; cancel →
+canceled from any state on request (the arm slows to rest on its path and holds, the jaw keeps
+its command). Given a place position, lift → carry → descend → lower → open → retreat → placed
+instead (:mod:`~physai_ros.core.pick.place`: lower ends on sensed support, not a timer).
+Given the arm's joint limits (``config/limits_<robot>.yaml``), every arm move — home, pre, down,
+lift, the place's and the way home of an abort — is a min-jerk move timed by them with room to
+stop anywhere (:func:`~physai_ros.core.pick.place.stoppable_duration`); the configured durations
+are the shortest.
 ``home`` brings the arm from wherever it was measured to its home pose, slowly enough for the
 configured peak speed and acceleration (a real arm starts folded at rest); it is skipped when
 the arm already is home, as in the simulation and the lesson's sweeps.
@@ -47,12 +52,14 @@ from physai_ros.core.pick.place import (
     brake,
     descent_duration,
     move_duration,
+    own_brake,
+    stoppable_duration,
 )
 from physai_ros.errors import InvalidInput
 
 TIMED = ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
 NEXT = {"settle": "pre", "pre": "down", "down": "close", "close": "lift", "lift": "hold"}
-NEXT.update(home="settle", hold="done", abort="aborted")
+NEXT.update(home="settle", hold="done", abort="aborted", cancel="canceled")
 MOVES = {"settle": ("home", "home"), "pre": ("home", "pre"), "down": ("pre", "down")}
 MOVES["home"] = ("start", "home")
 MOVES.update(lift=("down", "lift"), hold=("lift", "lift"))
@@ -63,7 +70,7 @@ JAW_OPEN_STATES = frozenset({"home", "settle", "pre", "down", "abort", "aborted"
 JAW_OPEN_STATES |= {"retreat", "placed"}
 MINJERK_PEAK_SPEED = 1.875  # peak of s'(u) for s = 10u³ − 15u⁴ + 6u⁵
 MINJERK_PEAK_ACCEL = 10.0 * math.sqrt(3.0) / 3.0  # peak of |s''(u)|
-TERMINAL = frozenset({"done", "aborted", "placed"})
+TERMINAL = frozenset({"done", "aborted", "placed", "canceled"})
 PLACE_NEXT = {"lift": "carry", "carry": "descend", "descend": "lower", "open": "retreat"}
 PLACE_NEXT["retreat"] = "placed"
 HELD_STATES = (
@@ -293,6 +300,11 @@ class PickMachine:
     start: the measured arm joints [rad] (default: at home). Targets for pre/down/lift are
     solved once, from the cube pose seen when settle ends.
 
+    limits: the arm's :class:`JointLimits` (``load_limits(robot, set)``; the arm joints are
+    selected from it). With them every arm move is timed within them, and a :meth:`cancel` or an
+    :meth:`abort` stops the arm within them; without them (a lift-and-hold only) the moves keep
+    their configured durations and a stop adds at most a move's own peak acceleration.
+
     place: where to put the object, its centre [m] in the IK frame (default None: lift and hold).
     Then lift → carry → descend → lower → open → retreat → placed
     (:mod:`~physai_ros.core.pick.place`), every move of those timed within ``limits`` (the arm's
@@ -319,7 +331,12 @@ class PickMachine:
             np.isfinite(self.poses["start"])
         ):
             raise InvalidInput(f"start pose {start!r} must match home {home!r} and be finite")
+        arm_joints = list(config.robot["arm_joints"])
+        self.limits: JointLimits | None = None if limits is None else limits.select(arm_joints)
         travel = home_duration(self.poses["start"], home, config.home_speed, config.home_accel)
+        if self.limits is not None:  # a start just outside a joint's range keeps the config's
+            with contextlib.suppress(InvalidInput):
+                travel = stoppable_duration(self.poses["start"], home, self.limits, travel)
         self.durations = dict(config.durations, home=travel)
         first = (
             "home" if np.max(np.abs(self.poses["start"] - home)) > self.HOME_TOLERANCE else "settle"
@@ -329,6 +346,11 @@ class PickMachine:
         self.close_s = math.nan  # [s] time in close when the grip was sensed (nan: never)
         self.closed = False  # close ended on the sensed condition, not the timeout
         self.abort_reason: str | None = None
+        self.canceled_in: str | None = None  # the state a cancel stopped the pick in
+        self._cancel_path: Callable[[float], np.ndarray] = self._hold_home  # the cancel's stop
+        self._cancel_rest = math.inf  # [s] when that stop is at rest
+        self._cancel_jaw = (config.jaw_open, math.nan)  # (jaw [rad], effort [N·m]) kept
+        self._abort_jaw = (config.jaw_open, math.nan)  # (jaw [rad], effort [N·m]) of an abort
         self.ik_error = math.nan  # [m] worst IK position error of the pick targets
         self._abort_from = self.poses["home"]
         self._abort_lead = 0.0  # [s] an abort's stop before its way home ...
@@ -345,7 +367,6 @@ class PickMachine:
         self.entered: list[tuple[str, float]] = [(self.state, float(t0))]  # (state, when [s])
         self.place: PlaceTarget | None = None
         self._lift_site = np.full(3, np.nan)  # [m] site target of lift (from the cube pose)
-        self.limits: JointLimits | None = None
         self.support_by: str | None = None  # "load" | "stall" once lowering sensed support
         self._brake: Brake | None = None
         self._load0: float | None = None  # [N] the jaws' load when lowering began
@@ -359,7 +380,6 @@ class PickMachine:
         out of the IK's reach or of a joint's range, or no limits to time its moves by."""
         if limits is None:
             raise InvalidInput("a place target needs the arm's joint limits (limits=...)")
-        self.limits = limits.select(list(self.cfg.robot["arm_joints"]))
         self.place = PlaceTarget.checked(place, self.cfg.place)
         self.grip = np.array([0.0, 0.0, self.cfg.offsets["down"]])  # [m] object → site, planned
         self._place_poses(self.poses["home"], "place target")
@@ -405,17 +425,19 @@ class PickMachine:
             return PickCommand(
                 self.poses["down"], cfg.jaw_open + u * (cfg.jaw_closed - cfg.jaw_open)
             )
+        if self.state in ("cancel", "canceled"):
+            return PickCommand(self._cancel_path(min(now, self._cancel_rest)), *self._cancel_jaw)
         if self.state in ("abort", "aborted"):
-            lead = self._abort_lead  # [s] the stop of a place move first (0: none)
+            lead = self._abort_lead  # [s] the stop of the move under way first (0: none)
             if self.state == "abort" and t < lead:
-                return PickCommand(self._abort_path(now), cfg.jaw_open)
+                return PickCommand(self._abort_path(now), *self._abort_jaw)
             u = (
                 minjerk((t - lead) / (self.durations["abort"] - lead))
                 if self.state == "abort"
                 else 1.0
             )
             start, home = self._abort_from, self.poses["home"]
-            return PickCommand(start + u * (home - start), cfg.jaw_open)
+            return PickCommand(start + u * (home - start), *self._abort_jaw)
         if self.state in ("lower", "open"):
             return self._lower_command(now, t)
         if self._segment is None:
@@ -454,30 +476,55 @@ class PickMachine:
     def _hold_home(self, now: float) -> np.ndarray:
         return self.poses["home"]
 
-    def _stop_path(self, now: float) -> tuple[Callable[[float], np.ndarray], float] | None:
-        """How the arm, moving in a place state at ``now``, comes to rest within the limits:
-        (arm [rad] as a function of time [s], when it is at rest [s]); None when at rest.
+    def _move(self) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+        """The min-jerk move under way: (start [rad], change [rad], duration [s], when it
+        began [s]), None in a state where the arm rests (settle, close, hold) or follows a path
+        of its own (open, the stop that leads an abort, a cancel)."""
+        state, t0 = self.state, self.t_state
+        if state == "lower":
+            qa = self.poses["approach"]
+            return qa, self.poses["bottom"] - qa, self.durations["lower"], t0
+        if state == "abort":
+            qa, lead = self._abort_from, self._abort_lead
+            return qa, self.poses["home"] - qa, self.durations["abort"] - lead, t0 + lead
+        pair = PLACE_MOVES.get(state) or MOVES.get(state)
+        if pair is None or state in TERMINAL or pair[0] == pair[1]:
+            return None
+        qa = self.poses[pair[0]]
+        return qa, self.poses[pair[1]] - qa, self.durations[state], t0
 
-        A min-jerk move is braked along its path (:func:`~physai_ros.core.pick.place.brake`);
-        one timed at its limits has no acceleration to spare, and runs to its end instead, as
-        does open (its own stop and relief are short and inside the limits)."""
+    def _stop_path(self, now: float) -> tuple[Callable[[float], np.ndarray], float] | None:
+        """How the arm, moving at ``now``, comes to rest: (arm [rad] as a function of time [s],
+        when it is at rest [s]); None when it is at rest already.
+
+        A min-jerk move is braked along its path (:func:`~physai_ros.core.pick.place.brake`):
+        every move of the pick is timed with half the acceleration limit to spare
+        (:func:`~physai_ros.core.pick.place.stoppable_duration`), so the stop stays within the
+        limits wherever it starts. Without limits the stop adds at most the move's own peak
+        acceleration (:func:`~physai_ros.core.pick.place.own_brake`). Open runs its own short
+        stop and relief to their end (inside the limits), as does the stop that leads an abort;
+        a move without acceleration to spare (none this machine times) runs to its end."""
         state, t0 = self.state, self.t_state
         if state == "open":
             end = t0 + self._open_at
             return (lambda time: self._open_arm(time, time - t0), end) if now < end else None
-        if state == "lower":
-            qa, qb = self.poses["approach"], self.poses["bottom"]
-        elif state in PLACE_MOVES and state != "placed":
-            qa, qb = (self.poses[k] for k in PLACE_MOVES[state])
-        else:
+        if state == "abort" and now - t0 < self._abort_lead:
+            return self._abort_path, t0 + self._abort_lead
+        move = self._move()
+        if move is None:
             return None
-        T, dq = self.durations[state], qb - qa
-        if now - t0 >= T:
+        qa, dq, T, began = move
+        if now - began >= T or not np.any(dq):
             return None
+        u0 = max(0.0, (now - began) / T)
         try:
-            stop = brake(now, (now - t0) / T, T, dq, self.limits, self.cfg.place.brake_time)
+            stop = (
+                brake(now, u0, T, dq, self.limits, self.cfg.place.brake_time)
+                if self.limits is not None
+                else own_brake(now, u0, T, self.cfg.place.brake_time)
+            )
         except InvalidInput:
-            return (lambda time: along(qa, dq, (time - t0) / T)), t0 + T
+            return (lambda time: along(qa, dq, (time - began) / T)), began + T
         return (lambda time: along(qa, dq, stop.u(time))), now + stop.D
 
     def _held_effort(self, jaw: float) -> float:
@@ -613,38 +660,78 @@ class PickMachine:
         elif t > self.cfg.force.timeout:
             self.abort(now, f"no grasp result within force.timeout {self.cfg.force.timeout:g} s")
 
-    def abort(self, now: float, reason: str, start: np.ndarray | None = None) -> None:
-        """Open the jaw and return home from ``start`` [rad] (default: wherever the arm was
+    def abort(
+        self, now: float, reason: str, start: np.ndarray | None = None, empty: bool = False
+    ) -> None:
+        """Stop the pick and return home from ``start`` [rad] (default: wherever the arm was
         commanded to be; a controller that stopped the arm holds it elsewhere: pass that).
 
-        With joint limits (a place), a place move under way is first stopped along its path
-        (:meth:`_stop_path`: a jump to rest would be an acceleration spike), and the way home
-        takes at least ``durations.abort`` and as long as the limits need (an abort from over
-        a place can be far from home)."""
-        if self.state in TERMINAL or self.state == "abort":
+        A move under way is first slowed to rest along its path (:meth:`_stop_path`: a jump
+        from a moving lift or carry to a move home that starts at rest would be an acceleration
+        spike), then the way home takes at least ``durations.abort`` and, with joint limits, as
+        long as they need (an abort from over a place can be far from home).
+
+        The jaw: in lift, hold, carry, descend and lower it may hold the object, and it stays
+        closed (with the force close's effort as it was) all the way home and after, because
+        opening it would drop the object wherever the arm happens to be; the user takes it
+        from the jaw or sends the next goal. ``empty``: the reason is that nothing is held (the
+        jaws closed on nothing, the object fell): then the jaw opens. Elsewhere (before the
+        grip, in close, placing it down) nothing is held yet or any more, and the jaw opens, as
+        the pick's start expects it.
+
+        A cancel under way is not turned into a move home (the arm holds where it stopped);
+        an abort then, like one after the end, does nothing."""
+        if self.state in TERMINAL or self.state in ("abort", "cancel"):
             return
-        self._abort_from = self.command(now).arm if start is None else np.asarray(start, float)
-        stop = self._stop_path(now) if start is None and self.limits is not None else None
-        if stop is not None:  # a place move: stop it first (within the limits), then go home
+        cmd = self.command(now)
+        held = self.state in HELD_STATES and not empty
+        self._abort_jaw = (cmd.jaw, cmd.effort) if held else (self.cfg.jaw_open, math.nan)
+        self._abort_from = cmd.arm if start is None else np.asarray(start, float)
+        stop = self._stop_path(now) if start is None else None
+        if stop is not None:  # a move under way: stop it first (within the limits), then go home
             self._abort_path, rest_at = stop
             self._abort_lead = rest_at - now
             self._abort_from = self._abort_path(rest_at)
+        self.durations["abort"] = self._abort_lead + self.cfg.durations["abort"]
         if self.limits is not None:
-            self.durations["abort"] = self._abort_lead + self.cfg.durations["abort"]
             # a measured start just outside a joint's range keeps the configured duration
             with contextlib.suppress(InvalidInput):
-                self.durations["abort"] = self._abort_lead + move_duration(
+                self.durations["abort"] = self._abort_lead + stoppable_duration(
                     self._abort_from, self.poses["home"], self.limits, self.cfg.durations["abort"]
                 )
         self.abort_reason = reason
         self._enter("abort", now)
+
+    def cancel(self, now: float) -> None:
+        """Stop the pick where it is, at ``now`` [s], and hold: the action's cancel.
+
+        The arm slows to rest along the path it was on, within the joint limits (every move is
+        timed to leave room for that stop), in state ``cancel``, then holds there in the
+        terminal state ``canceled``; it never jumps and never goes home, so nothing it carries
+        swings. The jaw command (and its effort) stays exactly as it was at ``now``: a held
+        object stays squeezed, a close under way keeps its current target, and the jaw never
+        opens on a cancel. ``canceled_in`` remembers the state the cancel came in (a cancel
+        during an abort's way home stops that too). A cancel after the end, or during a cancel,
+        does nothing. :func:`phase_trajectory` samples the stop while in ``cancel``."""
+        if self.finished or self.state == "cancel":
+            return
+        cmd = self.command(now)
+        stop = self._stop_path(now)
+        self.canceled_in = self.state
+        self._cancel_jaw = (cmd.jaw, cmd.effort)
+        if stop is None:  # at rest: hold right here
+            arm = cmd.arm.copy()
+            stop = (lambda time: arm), now
+        self._cancel_path, self._cancel_rest = stop
+        self.durations["cancel"] = self._cancel_rest - now
+        self._enter("cancel" if self._cancel_rest > now else "canceled", now)
 
     def _enter(self, state: str, now: float) -> None:
         self.state, self.t_state, self.still_since = state, now, None
         self._segment = None
         self.entered.append((state, now))
         if state == "retreat":
-            self.durations["retreat"] = move_duration(
+            self.durations["retreat"] = stoppable_duration(
                 self.poses["released"], self.poses["retreat"], self.limits, self.cfg.place.retreat
             )
         if state == "close" and self.cfg.close_mode == "force" and not self.cfg.grasping:
@@ -661,7 +748,9 @@ class PickMachine:
     def _plan(self, now: float, sensed: PickSensing) -> None:
         """Solve pre/down/lift targets from the latest cube pose, or abort with the reason (after
         ``pose_wait`` at rest for a fresh one: on a loaded machine a pose can come a few hundred
-        ms late, which is no reason to give up a pick that has not moved yet)."""
+        ms late, which is no reason to give up a pick that has not moved yet). With joint limits
+        the three moves are timed by them too (the configured durations are the shortest), so
+        every arm reference of the pick is inside them, not only the place's."""
         waited = f"after waiting {self.cfg.pose_wait:g} s for a fresh one"
         if sensed.cube_pos is None or sensed.cube_stamp is None:
             self.abort(now, f"cube pose missing {waited}")
@@ -689,6 +778,16 @@ class PickMachine:
             errors.append(result.error)
         self.ik_error = max(errors)
         self._lift_site = cube + np.array([0.0, 0.0, self.cfg.offsets["lift"]])
+        if self.limits is None:
+            return
+        for name, before in (("pre", "home"), ("down", "pre"), ("lift", "down")):
+            try:  # the configured duration, or as long as a stoppable move needs
+                self.durations[name] = stoppable_duration(
+                    self.poses[before], self.poses[name], self.limits, self.cfg.durations[name]
+                )
+            except InvalidInput as err:  # a pose outside a joint's range
+                self.abort(now, f"the {name} move is outside the arm's limits: {err}")
+                return
 
     def _plan_place(self, now: float, sensed: PickSensing) -> None:
         """The place's poses, solved on from the lift pose (the arm's branch stays the one it
@@ -707,8 +806,10 @@ class PickMachine:
             self.abort(now, str(err))
             return
         p, poses, lim = self.cfg.place, self.poses, self.limits
-        self.durations["carry"] = move_duration(poses["lift"], poses["carry"], lim, p.carry)
-        self.durations["descend"] = move_duration(poses["carry"], poses["approach"], lim, p.descend)
+        self.durations["carry"] = stoppable_duration(poses["lift"], poses["carry"], lim, p.carry)
+        self.durations["descend"] = stoppable_duration(
+            poses["carry"], poses["approach"], lim, p.descend
+        )
         slow = get_shape("quintic").peak(1) * (p.approach + p.press) / p.lower_speed
         self.durations["lower"] = descent_duration(poses["approach"], poses["bottom"], lim, slow)
 
@@ -750,7 +851,8 @@ def phase_trajectory(machine: PickMachine, now: float, dt: float) -> tuple[np.nd
     Returns ``(times, q)``: times [s] from ``now`` (first sample at ``dt``, last at the state's
     end) and the arm targets [rad] there, shape (n, joints). The controller interpolates
     between samples; at ``dt`` = 20 ms the min-jerk blend is followed to well under 0.1 mrad.
-    Empty for ``close`` (the arm holds) and for the terminal states.
+    Empty for ``close`` (the arm holds) and for the terminal states; in ``cancel`` the stop
+    to rest, in ``abort`` the stop (if any) and the way home.
     """
     if machine.state == "close" or machine.finished:
         return np.empty(0), np.empty((0, len(machine.poses["home"])))

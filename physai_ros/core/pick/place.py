@@ -174,13 +174,24 @@ def move_duration(
     return max(shortest, plan_move(move, SHAPE, limits).duration)
 
 
+def stoppable_duration(
+    start: np.ndarray, goal: np.ndarray, limits: JointLimits, shortest: float = 0.0
+) -> float:
+    """Duration [s] of a min-jerk move ``start → goal`` [rad] that can be stopped anywhere:
+    at least ``shortest`` and √2 times what the limits need, so the move uses at most half of
+    each joint's acceleration limit (and 1/√2 of its velocity limit) and a stop anywhere along
+    it (:func:`brake`) fits in the other half. Every arm move of the pick is timed so: a cancel
+    or an abort can then always slow the arm to rest along its path within the limits, where a
+    move timed at the limits could only run to its end."""
+    return max(shortest, math.sqrt(2.0) * move_duration(start, goal, limits))
+
+
 def descent_duration(
     start: np.ndarray, goal: np.ndarray, limits: JointLimits, shortest: float = 0.0
 ) -> float:
-    """Duration [s] of the sensed descent ``start → goal`` [rad]: at least ``shortest`` and √2
-    times what the limits need, so the move uses at most half of each joint's acceleration
-    limit and a stop anywhere along it (:func:`brake`) fits in the other half."""
-    return max(shortest, math.sqrt(2.0) * move_duration(start, goal, limits))
+    """Duration [s] of the sensed descent ``start → goal`` [rad]: a :func:`stoppable_duration`,
+    since support can be sensed anywhere along it."""
+    return stoppable_duration(start, goal, limits, shortest)
 
 
 class Brake(NamedTuple):
@@ -222,6 +233,15 @@ def brake(
     if np.any(spare <= 0.0):
         raise InvalidInput(f"the descent of {T:.3f} s leaves no acceleration to stop it with")
     return Brake(t0, u0, T, max(shortest, float(np.max(need))))
+
+
+def own_brake(t0: float, u0: float, T: float, shortest: float) -> Brake:
+    """The stop of a min-jerk move over ``T`` [s] at clock ``u0`` when no joint limits are
+    known: it adds at most the move's own peak acceleration (so the arm stays within twice what
+    its configured duration asks), lasting the longer of ``shortest`` [s] and 1.5 s'ₘₐₓ T / s''ₘₐₓ
+    (about half the move; :func:`brake`'s bound with the move's peak as the spare)."""
+    shape = get_shape(SHAPE)
+    return Brake(t0, u0, T, max(shortest, BRAKE_PEAK_ACCEL * shape.peak(1) * T / shape.peak(2)))
 
 
 def along(qa: np.ndarray, dq: np.ndarray, u: float) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from typing import NamedTuple
 import mujoco
 import numpy as np
 
+from physai_ros.core.motion.limits import JointLimits, load_limits
 from physai_ros.core.pick.contact import JawContactSensor, contact_force_on, jaws_touch
 from physai_ros.core.pick.grip import OUTCOMES, G, cone_use, pick_outcome
 from physai_ros.core.pick.machine import PickCommand, PickConfig, PickMachine, PickSensing
@@ -191,18 +193,29 @@ class RigidCubeWorld:
         self.squeeze = reading.fixed_normal + reading.moving_normal
 
 
+@functools.cache
+def so101_limits() -> JointLimits:
+    """The SO-101's default limit set, read once per process (a sweep runs hundreds of picks)."""
+    return load_limits("so101")
+
+
 def run_pick(
     model: mujoco.MjModel,
     cube_pos: Sequence[float],
     cfg: PickConfig,
     ctrl_log: list[np.ndarray] | None = None,
+    limits: JointLimits | None = None,
 ) -> PickResult:
     """One scripted pick from rest, lockstep with MuJoCo; returns its measured outcome.
 
     ctrl_log: if given, every step's ``data.ctrl`` is appended (benchmarks replay it).
+    limits: the arm's joint limits every move is timed within (default: the SO-101's default
+    set, as the pick node uses; its moves at the configured durations are well inside it, so
+    the lesson's numbers are those of the configured timings).
     """
     world = RigidCubeWorld(model, cube_pos, cfg, ctrl_log)
-    run = run_lockstep_pick(world, cfg, world.home)
+    limits = so101_limits() if limits is None else limits
+    run = run_lockstep_pick(world, cfg, world.home, limits=limits)
     machine, data, sensor = run.machine, world.data, world.sensor
     reading = sensor.read(data)
     lift = float(data.xpos[world.cube_body][2] - CUBE_SIZE / 2)
