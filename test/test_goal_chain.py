@@ -51,6 +51,21 @@ def test_only_the_last_goal_counts_and_forget_drops_it():
     assert chain.start(11.0) == 11.5
 
 
+def test_lag_is_how_far_behind_the_plan_the_running_goal_is():
+    """A goal sampled from the plan at 10.0 and stamped 10.5 runs 0.5 s behind it; one that
+    reached the controller 0.3 s after its stamp runs 0.8 s behind (a stop sent mid-way joins
+    it stamped now + lag); no goal: lead."""
+    chain = GoalChain(LEAD)
+    assert chain.lag(10.0) == LEAD
+    chain.sent(1, 10.5, 1.2, sent_at=10.0)
+    assert chain.lag(10.2) == pytest.approx(0.5)  # not answered yet: arrives no earlier than now
+    chain.accepted(1, 10.8)
+    assert chain.lag(11.0) == pytest.approx(0.8)
+    chain.sent(2, 12.0, 1.0, sent_at=11.0)  # pushed back by the late goal: 1 s behind the plan
+    chain.accepted(2, 11.1)
+    assert chain.lag(11.5) == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize("lead", [-0.1, math.nan, math.inf])
 def test_bad_lead_is_refused(lead):
     with pytest.raises(InvalidInput, match="lead"):

@@ -480,7 +480,7 @@ class PickNode(Node):
             for t, row in zip(times, q, strict=True)
         ]
         what = f"{self.machine.state} arm goal"
-        self.chain.sent(self.phase, start, float(times[-1]))
+        self.chain.sent(self.phase, start, float(times[-1]), sent_at=now)
         self.arm_phase = self.phase
         self._watch(self.arm.send_goal_async(goal), what, self._arm_done, chained=True)
 
@@ -594,7 +594,10 @@ class PickNode(Node):
         elif state == "close":
             self.jaw_delay = start - now
             self.send_jaw(self.cfg.jaw_closed, self.cap, self.jaw_delay)
-        elif state in ("home", "settle", "abort"):
+        elif state == "abort":  # a jaw that may hold the object keeps its goal (the machine)
+            if abs(self.machine.command(now).jaw - self.cfg.jaw_open) < 1e-9:
+                self.send_jaw(self.cfg.jaw_open, self.cap, start - now)
+        elif state in ("home", "settle"):
             self.send_jaw(self.cfg.jaw_open, self.cap, start - now)
         self.send_phase(now, start)
 
@@ -604,7 +607,6 @@ class PickNode(Node):
         now = self.now()
         if self.goal is not None and self.goal.is_cancel_requested:
             self.cancel_pick(now)
-            return
         if self.machine is None:
             if not self.pending or not self.ready(now):
                 return
@@ -615,14 +617,19 @@ class PickNode(Node):
         if machine.finished:  # report once the arm has done what it was sent (the chain's end)
             if self.report_at is not None and now >= self.report_at:
                 self.report_at = None
-                self.finish(now)
+                self.finish(now, canceled=machine.state == "canceled")
             return
         over = now - self.goal_t0 > self.time_limit
-        if over and self.trouble is None and machine.state != "abort":
+        if over and self.trouble is None and machine.state not in ("abort", "cancel"):
             self.trouble = f"time limit {self.time_limit:g} s reached"
         if self.trouble is not None:
             trouble, self.trouble = self.trouble, None
             self.get_logger().error(trouble)
+            if machine.state == "cancel":  # the stop failed: the controller holds the arm
+                machine.abort_reason = trouble
+                machine.state = "canceled"
+                self.finish(now, canceled=True)
+                return
             if machine.state == "abort":  # even the way back failed: stop here
                 machine.abort_reason = f"{machine.abort_reason}; {trouble}"
                 machine.state = "aborted"
@@ -722,12 +729,13 @@ class PickNode(Node):
         reason = final.reason
         if canceled:  # held or dropped are verdicts on a finished lift: say what the jaws hold
             jaws = "is in both jaws" if final.in_jaws else "is not in both jaws"
-            outcome, reason = "canceled", f"canceled in {m.state}; the object {jaws}: {reason}"
+            where = m.canceled_in or m.state
+            outcome, reason = "canceled", f"canceled in {where}; the object {jaws}: {reason}"
         report = {
             "outcome": outcome,
             "judged_by": judge,
             "reason": reason,
-            "state": m.state,
+            "state": (m.canceled_in or m.state) if canceled else m.state,
             "abort_reason": m.abort_reason,
             "lift_cm": None if math.isnan(final.lift) else round(final.lift * 100.0, 3),
             "robot": robot.as_dict(),
@@ -845,20 +853,29 @@ class PickNode(Node):
         self.enter(self.machine.state, now)
 
     def cancel_pick(self, now: float) -> None:
-        """The client canceled: the arm controller's goal is canceled (the controller holds
-        the arm where it is), the jaw is left as commanded (a held object stays squeezed), and
-        the goal ends CANCELED with the state the pick stopped in."""
-        if self.arm_handle is not None:
-            self.arm_handle.cancel_goal_async()
+        """The client canceled: the machine slows the arm to rest along its path within the
+        limits (``PickMachine.cancel``), sent as one more arm goal that joins the running one
+        where the arm is on it (``GoalChain.lag``); the jaw is left as commanded (a held
+        object stays squeezed). The goal ends CANCELED, with the state the pick stopped in,
+        once the arm is at rest (``tick``)."""
         self.pending = False
-        if self.machine is None:  # not started yet
+        machine = self.machine
+        if machine is None:  # not started yet
             self.end_goal(
                 {"outcome": "canceled", "reason": "canceled before it started", "state": "waiting"},
                 now,
             )
             return
-        self.get_logger().info(f"pick canceled in state {self.machine.state}")
-        self.finish(now, canceled=True)
+        if machine.state in ("cancel", "canceled"):
+            return
+        self.get_logger().info(f"pick canceled in state {machine.state}: slowing to rest")
+        lag = self.chain.lag(now)
+        machine.cancel(now)
+        self.phase += 1
+        self.pub_state.publish(String(data=machine.state))
+        self.send_phase(now, now + lag)
+        if machine.finished:
+            self.report_at = max(now, self.chain.end(now))
 
     def end_goal(self, report: dict, now: float) -> None:
         """End the goal being served (if any) with the outcome ``report``."""

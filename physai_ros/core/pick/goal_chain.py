@@ -30,6 +30,7 @@ from physai_ros.errors import InvalidInput
 class _Goal:
     stamp: float  # [s] header stamp sent
     duration: float  # [s] time_from_start of its last point
+    sent_at: float  # [s] when it was sent: its points' times count from there on the plan
     seen_accepted: float | None = None  # [s] when the acceptance reached the sender
 
 
@@ -60,11 +61,24 @@ class GoalChain:
         arrival = now if goal.seen_accepted is None else goal.seen_accepted
         return max(goal.stamp, arrival) + goal.duration
 
-    def sent(self, key: int, stamp: float, duration: float) -> None:
-        """Record goal ``key`` sent with ``stamp`` and lasting ``duration`` after it."""
+    def lag(self, now: float) -> float:
+        """How far behind the plan the arm runs [s]: a goal sampled from the plan at its
+        send time ``sent_at`` runs on the controller from ``max(stamp, arrival)``, so the
+        plan's time t is reached at t + lag. A goal that replaces the running one mid-way
+        (a stop) joins it when stamped ``now + lag`` (``lead`` when no goal runs)."""
+        goal = self._goal
+        if goal is None:
+            return self.lead
+        arrival = now if goal.seen_accepted is None else goal.seen_accepted
+        return max(goal.stamp, arrival) - goal.sent_at
+
+    def sent(self, key: int, stamp: float, duration: float, sent_at: float | None = None) -> None:
+        """Record goal ``key`` sent at ``sent_at`` (default ``stamp - lead``) with ``stamp``
+        and lasting ``duration`` after it."""
         if not (math.isfinite(stamp) and math.isfinite(duration) and duration >= 0.0):
             raise InvalidInput(f"goal {key}: stamp {stamp!r} and duration {duration!r} [s]")
-        self._key, self._goal = key, _Goal(float(stamp), float(duration))
+        at = stamp - self.lead if sent_at is None else float(sent_at)
+        self._key, self._goal = key, _Goal(float(stamp), float(duration), at)
 
     def accepted(self, key: int, at: float) -> None:
         """Goal ``key``'s acceptance was seen at ``at``; a goal since replaced is ignored."""
