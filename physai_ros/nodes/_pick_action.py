@@ -2,8 +2,8 @@
 for, checked before anything moves, and the outcome as the action's typed result.
 
 Why a module of its own: the node drives the machine; this says what a goal means (which
-object, which close) and turns the outcome the node already judges (the ``pick/outcome``
-JSON) into the result's fields, so both carry the same numbers.
+object, which close, where to place it) and turns the outcome the node already judges (the
+``pick/outcome`` JSON) into the result's fields, so both carry the same numbers.
 """
 
 from __future__ import annotations
