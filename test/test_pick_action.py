@@ -304,29 +304,67 @@ def test_place_goals_put_the_cube_down_where_asked(ros2, ros_context, tmp_path):
         moved = max(abs(a - b) for a, b in zip(client.arm(), before, strict=True))
         assert moved < 1e-3, f"the arm moved {moved:.4f} rad for a rejected goal"
 
-        for x, y, cube_x in PLACES:
-            ros2_output(ros2("param", "set", "/sim_bridge", "cube_x", str(cube_x)))
-            client.reset()
-            states: list[str] = []
-            status, result, _ = client.send(
-                place_goal(x, y, CUBE_HALF),
-                on_feedback=lambda f, seen=states: seen.append(f.feedback.state),
-            )
-            assert result.outcome == Pick.Result.PLACED, result
-            assert status == GoalStatus.STATUS_SUCCEEDED
-            assert result.state == "placed" and result.judged_by == "cube_pose", result
-            assert {"carry", "descend", "lower", "open", "retreat"} <= set(states), states
-            done = time.monotonic()
-            client.spin_for(1.0)
-            wall, centre, quat = client.cube_pose
-            assert wall > done + 0.5, "no fresh cube pose from the sim bridge"
-            error = math.dist(centre, (x, y, CUBE_HALF))
-            tilt = tilt_deg(quat)
-            print(f"place ({x}, {y}): truth error {error * 100:.2f} cm, tilt {tilt:.2f} deg")
-            print(f"  result: {result.reason}")
-            assert error <= 0.01, f"the cube rests {error * 100:.2f} cm from ({x}, {y})"
-            assert tilt < 10.0, f"the cube is tilted {tilt:.1f} deg"
-            for jaw, (_, force) in client.forces.items():
-                assert force <= TOUCH, f"{jaw} still touches the cube: {force:.3f} N"
+        place_all(client, ros2, "load")
+    finally:
+        client.close()
+
+
+def place_all(client: Client, ros2, support_by: str) -> None:
+    """Reset the cube (at each PLACES' cube_x) and place it at each of PLACES: PLACED and
+    SUCCEEDED, judged by the cube's pose, the support sensed by ``support_by``, and the sim
+    bridge's own cube pose within 1 cm of the place pose, upright, no jaw touching it."""
+    for x, y, cube_x in PLACES:
+        ros2_output(ros2("param", "set", "/sim_bridge", "cube_x", str(cube_x)))
+        client.reset()
+        states: list[str] = []
+        status, result, _ = client.send(
+            place_goal(x, y, CUBE_HALF),
+            on_feedback=lambda f, seen=states: seen.append(f.feedback.state),
+        )
+        assert result.outcome == Pick.Result.PLACED, result
+        assert status == GoalStatus.STATUS_SUCCEEDED
+        assert result.state == "placed" and result.judged_by == "cube_pose", result
+        # (lower can end within one feedback period: its support shows in the outcome)
+        assert {"carry", "descend", "open", "retreat"} <= set(states), states
+        done = time.monotonic()
+        client.spin_for(1.0)
+        place = client.outcome["place"]  # this goal's outcome JSON (latched, came by now)
+        assert place["target_m"] == [x, y, CUBE_HALF], place
+        assert place["support_by"] == support_by, place
+        wall, centre, quat = client.cube_pose
+        assert wall > done + 0.5, "no fresh cube pose from the sim bridge"
+        error = math.dist(centre, (x, y, CUBE_HALF))
+        tilt = tilt_deg(quat)
+        print(f"place ({x}, {y}) by {support_by}: truth {error * 100:.2f} cm, tilt {tilt:.2f} deg")
+        print(f"  result: {result.reason}")
+        assert error <= 0.01, f"the cube rests {error * 100:.2f} cm from ({x}, {y})"
+        assert tilt < 10.0, f"the cube is tilted {tilt:.1f} deg"
+        for jaw, (_, force) in client.forces.items():
+            assert force <= TOUCH, f"{jaw} still touches the cube: {force:.3f} N"
+
+
+def test_place_by_the_arms_stall_alone(ros2, ros_context, tmp_path):
+    """The nodes run one by one (``ros2 run``), the pick with ``place_load`` false, as on a
+    robot whose jaw wrenches are only the grip's squeeze: the support is sensed by the arm's
+    stall, and the cube still rests within 1 cm of each place pose, upright."""
+    client = Client(ros_context)
+    sim = ("--ros-args", "-p", "use_sim_time:=true")
+    ros2("run", "physai_ros", "sim_bridge", log=tmp_path / "sim_bridge.log")
+    ros2("run", "physai_ros", "tf_publisher", *sim, log=tmp_path / "tf_publisher.log")
+    ros2(
+        "run",
+        "physai_ros",
+        "pick",
+        *sim,
+        "-p",
+        "place_load:=false",
+        "-p",
+        "autostart:=false",
+        log=tmp_path / "pick.log",
+    )
+    try:
+        assert client.pick.wait_for_server(timeout_sec=GRAPH_UP), "no /pick action server"
+        assert client.reset_client.wait_for_service(timeout_sec=GRAPH_UP), "no sim bridge"
+        place_all(client, ros2, "stall")
     finally:
         client.close()
