@@ -213,7 +213,6 @@ class PickNode(Node):
         self.place: np.ndarray | None = None  # the running pick's place target (world) [m]
         self.shift = 0.0  # [s] the arm runs the current state's goal this long after the machine
         self.released: np.ndarray | None = None  # [m] gripper site when the jaw began to open
-        self.released_stamp = math.nan  # [s] when that was measured
         # the latest pose [m] and its stamp [s] of every TF frame seen as a child of the world
         self.frames: dict[str, tuple[np.ndarray, float]] = {}
         self.rotations: dict[str, np.ndarray] = {}  # their orientations (w, x, y, z)
@@ -516,7 +515,7 @@ class PickNode(Node):
         """Where the gripper site is as the jaw begins to open: the robot's own witness of
         where it set the object down."""
         if self.arm_measured():
-            self.released, self.released_stamp = self.site_position(), self.joints_stamp
+            self.released = self.site_position()
 
     # --- acting --------------------------------------------------------------------------
     def now(self) -> float:
@@ -663,8 +662,9 @@ class PickNode(Node):
         jaw, in the states that move it).
 
         ``shift`` [s]: the state was entered on the running goal's own timeline, that much
-        behind the machine's clock (lowering to place, see ``tick``): its goal is stamped to
-        start now, replacing the running goal at once, where the arm really is on it."""
+        behind the machine's clock (a place's lift, descend and lower, see ``tick``): its goal
+        is stamped to start now, replacing the running goal at once, where the arm really is
+        on it."""
         self.phase += 1
         self.pub_state.publish(String(data=state))
         self.get_logger().info(f"state {state} at t = {now:.3f} s")
@@ -882,12 +882,13 @@ class PickNode(Node):
         touch = self.cfg.ros["touch_force"]
         jaw_touch = any(self.jaw_force[j] > touch for j in self.jaws)
         reading = None
-        if self.released is not None:
-            ages = [now - self.released_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
+        if self.released is not None:  # its age: the readings of now (the jaws after the
+            # retreat); the release point is a reading of its own instant, kept
+            ages = [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
             age = max(ages) + stale_by
             reading = RobotPlaceReading(self.released, m.support_by is not None, jaw_touch, age)
         robot = place_robot_verdict(
-            reading, target, grip_offset=self.cfg.offsets["down"], max_age=math.inf
+            reading, target, grip_offset=self.cfg.offsets["down"], max_age=self.max_age
         )
         pose = None
         cube, frame = self.cube, self.object.frame
@@ -1020,7 +1021,7 @@ class PickNode(Node):
         self.jaw_sent, self.trouble, self.grasp_result = None, None, None
         self.peak_force, self.jaw_delay = 0.0, self.lead
         self.arm_handle, self.feedback_at = None, -math.inf
-        self.released, self.released_stamp, self.shift = None, math.nan, 0.0
+        self.released, self.shift = None, 0.0
         self.chain.forget()
         if self.goal is None:
             self.goal_t0 = now
