@@ -136,6 +136,7 @@ FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
 FEEDBACK_PERIOD = 0.1  # [s] between two feedback messages of a goal (node clock)
+ARM_TIMED = ("lift", "carry", "descend", "lower", "open", "retreat")  # a place's, see tick
 JOIN_TIME = 0.1  # [s] lowering to place is sensed from then at the latest (see PickNode.joined)
 
 
@@ -662,7 +663,7 @@ class PickNode(Node):
         jaw, in the states that move it).
 
         ``shift`` [s]: the state was entered on the running goal's own timeline, that much
-        behind the machine's clock (a place's lift, descend and lower, see ``tick``): its goal
+        behind the machine's clock (a place's states, see ``tick``): its goal
         is stamped to start now, replacing the running goal at once, where the arm really is
         on it."""
         self.phase += 1
@@ -742,9 +743,10 @@ class PickNode(Node):
         # (sent earlier, it would replace the descend goal and the controller's blend would
         # shake the load the lowering starts from); lowering compares the measured arm with
         # what it was commanded at that instant, and a support ends the descent where the arm
-        # really is.
+        # really is. Each place state ends when the arm has done it, so the feedback's state
+        # is the arm's (open, the jaw opening, would otherwise show for a fraction of its time).
         at = now
-        on_arm_time = machine.place is not None and before in ("lift", "descend", "lower")
+        on_arm_time = machine.place is not None and before in ARM_TIMED
         if on_arm_time:
             at = now - self.shift
             if at < machine.t_state:  # the arm is still on the previous state's goal
