@@ -53,6 +53,8 @@ class Client:
         self.reset_client = node.create_client(Trigger, "/sim/reset")
         self.outcome: dict | None = None
         self.cube: list[tuple[float, float, float]] = []  # (wall [s], x [m], z [m])
+        # the latest cube pose: (wall [s], centre (x, y, z) [m], quaternion (w, x, y, z))
+        self.cube_pose: tuple[float, tuple[float, ...], tuple[float, ...]] | None = None
         self.forces = dict.fromkeys(JAWS, (0.0, 0.0))  # jaw: (wall [s], force [N]), latest
         self.joints: dict[str, float] = {}
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -71,8 +73,9 @@ class Client:
         self.outcome = json.loads(msg.data)
 
     def _cube(self, msg: PoseStamped) -> None:
-        p = msg.pose.position
+        p, q = msg.pose.position, msg.pose.orientation
         self.cube.append((time.monotonic(), p.x, p.z))
+        self.cube_pose = (time.monotonic(), (p.x, p.y, p.z), (q.w, q.x, q.y, q.z))
 
     def _joints(self, msg: JointState) -> None:
         self.joints.update(zip(msg.name, msg.position, strict=False))
@@ -261,5 +264,129 @@ def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
         assert result.outcome == Pick.Result.ABORTED, result
         assert result.reason == "time limit 1 s reached" and result.state == "aborted", result
         assert result.duration >= 1.0, result
+    finally:
+        client.close()
+
+
+def place_goal(x: float, y: float, z: float, frame: str = "world") -> Pick.Goal:
+    """A goal to pick the sim's cube and place it with its centre at (x, y, z) [m] in
+    ``frame``."""
+    goal = Pick.Goal(object_frame="cube", place=True, time_limit=60.0)
+    goal.place_pose.header.frame_id = frame
+    goal.place_pose.pose.position.x, goal.place_pose.pose.position.y = x, y
+    goal.place_pose.pose.position.z = z
+    goal.place_pose.pose.orientation.w = 1.0
+    return goal
+
+
+def tilt_deg(quat_wxyz: tuple[float, ...]) -> float:
+    """Angle [deg] between the cube's z axis and the vertical."""
+    _, x, y, _ = quat_wxyz
+    return math.degrees(math.acos(max(-1.0, min(1.0, 1.0 - 2.0 * (x * x + y * y)))))
+
+
+CUBE_HALF = 0.015  # [m] half the sim's cube: its centre's height resting on the table
+CUBE_X0 = 0.22  # [m] the sim bridge's cube_x at start (the SO-101 scene's cube)
+# place centres [m] inside the reachable square (docs/pick.md, PLACE_SQUARE), and the cube's x
+# for the reset before each (the bridge's cube_x): different picks, different places
+PLACES = ((0.19, 0.02, 0.22), (0.215, -0.02, 0.22), (0.18, -0.01, 0.2))
+
+
+def test_place_goals_put_the_cube_down_where_asked(ros2, ros_context, tmp_path):
+    """On the launched graph, after the start's pick: bad place poses (below the table, out
+    of reach, another frame) are refused with the reason and the arm does not move; then
+    the cube, reset each time, is picked and placed at three positions: each goal ends PLACED
+    (SUCCEEDED), judged by the cube's pose, and the sim bridge's own cube pose says it rests
+    within 1 cm of the place pose, tilted less than 10 degrees, no jaw touching it."""
+    client = launch_graph(ros2, tmp_path, ros_context)
+    try:
+        assert client.start_outcome()["outcome"] == "held"
+        client.reset()
+        before = client.arm()
+        refused = {
+            "below the table top": place_goal(0.2, 0.0, -0.02),
+            "out of reach": place_goal(0.45, 0.0, CUBE_HALF),
+            "in frame 'camera'": place_goal(0.2, 0.0, CUBE_HALF, frame="camera"),
+        }
+        for why, goal in refused.items():
+            status, result, _ = client.send(goal)
+            assert result.outcome == Pick.Result.REJECTED, result
+            assert status == GoalStatus.STATUS_ABORTED
+            assert why in result.reason, (why, result.reason)
+            print(f"refused: {result.reason}")
+        client.spin_for(1.0)
+        moved = max(abs(a - b) for a, b in zip(client.arm(), before, strict=True))
+        assert moved < 1e-3, f"the arm moved {moved:.4f} rad for a rejected goal"
+
+        # both signals are read; whichever comes first ends the lowering, the load at least once
+        signals = place_all(client, ros2, {"load", "stall"}, CUBE_X0)
+        assert "load" in signals, signals
+    finally:
+        client.close()
+
+
+def place_all(client: Client, ros2, support_by: set[str], cube_x0: float) -> list[str]:
+    """Reset the cube (at each PLACES' cube_x; the bridge starts with ``cube_x0``) and place it
+    at each of PLACES: PLACED and SUCCEEDED, judged by the cube's pose, the support sensed by
+    one of ``support_by``, and the sim bridge's own cube pose within 1 cm of the place pose,
+    upright, no jaw touching it. Returns which signal sensed each support."""
+    signals = []
+    for x, y, cube_x in PLACES:
+        if cube_x != cube_x0:
+            ros2_output(ros2("param", "set", "/sim_bridge", "cube_x", str(cube_x)))
+            cube_x0 = cube_x
+        client.reset()
+        states: list[str] = []
+        status, result, _ = client.send(
+            place_goal(x, y, CUBE_HALF),
+            on_feedback=lambda f, seen=states: seen.append(f.feedback.state),
+        )
+        assert result.outcome == Pick.Result.PLACED, result
+        assert status == GoalStatus.STATUS_SUCCEEDED
+        assert result.state == "placed" and result.judged_by == "cube_pose", result
+        # (lower can end within one feedback period: its support shows in the outcome)
+        assert {"carry", "descend", "open", "retreat"} <= set(states), states
+        done = time.monotonic()
+        client.spin_for(1.0)
+        place = client.outcome["place"]  # this goal's outcome JSON (latched, came by now)
+        assert place["target_m"] == [x, y, CUBE_HALF], place
+        assert place["support_by"] in support_by, place
+        signals.append(place["support_by"])
+        wall, centre, quat = client.cube_pose
+        assert wall > done + 0.5, "no fresh cube pose from the sim bridge"
+        error = math.dist(centre, (x, y, CUBE_HALF))
+        tilt = tilt_deg(quat)
+        print(f"place ({x}, {y}) by {signals[-1]}: truth {error * 100:.2f} cm, tilt {tilt:.2f} deg")
+        print(f"  result: {result.reason}")
+        assert error <= 0.01, f"the cube rests {error * 100:.2f} cm from ({x}, {y})"
+        assert tilt < 10.0, f"the cube is tilted {tilt:.1f} deg"
+        for jaw, (_, force) in client.forces.items():
+            assert force <= TOUCH, f"{jaw} still touches the cube: {force:.3f} N"
+    return signals
+
+
+def test_place_by_the_arms_stall_alone(ros2, ros_context, tmp_path):
+    """The nodes run one by one (``ros2 run``), the pick with ``place_load`` false, as on a
+    robot whose jaw wrenches are only the grip's squeeze: the support is sensed by the arm's
+    stall, and the cube still rests within 1 cm of each place pose, upright."""
+    client = Client(ros_context)
+    sim = ("--ros-args", "-p", "use_sim_time:=true")
+    ros2("run", "physai_ros", "sim_bridge", log=tmp_path / "sim_bridge.log")
+    ros2("run", "physai_ros", "tf_publisher", *sim, log=tmp_path / "tf_publisher.log")
+    ros2(
+        "run",
+        "physai_ros",
+        "pick",
+        *sim,
+        "-p",
+        "place_load:=false",
+        "-p",
+        "autostart:=false",
+        log=tmp_path / "pick.log",
+    )
+    try:
+        assert client.pick.wait_for_server(timeout_sec=GRAPH_UP), "no /pick action server"
+        assert client.reset_client.wait_for_service(timeout_sec=GRAPH_UP), "no sim bridge"
+        place_all(client, ros2, {"stall"}, CUBE_X0)
     finally:
         client.close()

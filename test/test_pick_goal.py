@@ -146,3 +146,34 @@ def test_every_judged_outcome_has_its_constant(outcome, constant):
 def test_a_refusal_is_rejected_with_its_reason():
     result = action.rejected("busy", ("a", "b"))
     assert result.outcome == Pick.Result.REJECTED and result.reason == "busy"
+
+
+def place(x: float, y: float, z: float, frame: str = "") -> Pick.Goal:
+    g = goal(place=True)
+    g.place_pose.header.frame_id = frame
+    g.place_pose.pose.position.x, g.place_pose.pose.position.y = x, y
+    g.place_pose.pose.position.z = z
+    return g
+
+
+def test_a_goal_without_place_lifts_and_holds_whatever_its_place_pose():
+    g = place(math.nan, 0.0, 0.0, frame="camera")
+    g.place = False
+    assert action.goal_place(g, WORLD) is None
+
+
+@pytest.mark.parametrize("frame", ["", "world"])
+def test_a_place_pose_in_the_world_frame_is_the_place_position(frame):
+    where = action.goal_place(place(0.2, -0.01, 0.015, frame), WORLD)
+    assert isinstance(where, np.ndarray) and np.allclose(where, [0.2, -0.01, 0.015])
+
+
+def test_a_place_pose_in_another_frame_is_refused_naming_both():
+    why = action.goal_place(place(0.2, 0.0, 0.015, "camera"), WORLD)
+    assert isinstance(why, str) and "'camera'" in why and "give it in 'world'" in why
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_a_place_pose_not_finite_is_refused(bad):
+    why = action.goal_place(place(0.2, bad, 0.015), WORLD)
+    assert isinstance(why, str) and "not finite" in why

@@ -121,7 +121,8 @@ def pick_graph(
     cube_y = float(placement["cube_pos"][1] if cube_y is None else cube_y)
     cap = {} if jaw_torque_cap is None else {"jaw_torque_cap": float(jaw_torque_cap)}
     shared = {"robot": robot, "model_path": model_path}
-    pick = {**shared, "use_sim_time": sim, **cap}
+    # the sim's jaw wrenches carry the full contact force: a place senses the jaws' load too
+    pick = {**shared, "use_sim_time": sim, "place_load": sim, **cap}
     env: dict[str, str] = {}
     if sim:
         driver = NodeSpec(

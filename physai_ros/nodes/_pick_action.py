@@ -2,8 +2,8 @@
 for, checked before anything moves, and the outcome as the action's typed result.
 
 Why a module of its own: the node drives the machine; this says what a goal means (which
-object, which close) and turns the outcome the node already judges (the ``pick/outcome``
-JSON) into the result's fields, so both carry the same numbers.
+object, which close, where to place it) and turns the outcome the node already judges (the
+``pick/outcome`` JSON) into the result's fields, so both carry the same numbers.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ OUTCOMES = {
     "rejected": Result.REJECTED,
 }
 BUSY = "a pick is running (state {state}): one goal at a time; wait for its result or cancel it"
-NO_PLACE = "place is not served yet: the pick lifts and holds; send the goal with place false"
 
 
 class PickObject(NamedTuple):
@@ -89,6 +88,24 @@ def goal_object(
     if stamp > 0.0 and now - stamp > max_age:
         return f"stale pose: object_pose is {now - stamp:.2f} s old (max_age {max_age:g} s)"
     return PickObject(None, position)
+
+
+def goal_place(goal: Pick.Goal, world: str) -> np.ndarray | str | None:
+    """The goal's place position (the object's centre where it should rest [m], in ``world``),
+    None for a goal that lifts and holds, or why it cannot be placed: another frame than
+    ``world`` (the pick plans in the world frame: no TF lookup converts it), not finite.
+    Whether the arm can do it is the machine's check (``PickMachine``), made before it moves."""
+    if not goal.place:
+        return None
+    pose = goal.place_pose
+    frame = pose.header.frame_id or world
+    if frame != world:
+        return f"place_pose is in frame {frame!r}: give it in {world!r}"
+    p = pose.pose.position
+    position = np.array([p.x, p.y, p.z], dtype=float)
+    if not np.all(np.isfinite(position)):
+        return f"place_pose position {position.tolist()} is not finite"
+    return position
 
 
 def goal_config(

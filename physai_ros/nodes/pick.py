@@ -32,7 +32,11 @@ picks the configured cube once at start, then serves goals, one at a time, each 
 from where the arm is. A goal is checked before anything moves and refused as the result
 REJECTED with the reason; a cancel cancels the arm controller's goal (the controller holds the
 arm) and leaves the jaw as commanded, so a held object stays squeezed. The outcome JSON is
-published for every pick, the goals' too.
+published for every pick, the goals' too. A goal with ``place`` puts the object down at its
+``place_pose`` (world frame; the machine's place, timed within the robot's default joint
+limits), sensing support from the jaws' load (``place_load``: wrenches turned into the world by
+forward kinematics) and the arm's stall, on the arm's own goal timeline (see ``tick``), and is
+judged by the place judges (``physai_ros.core.pick.judge``).
 
 A silent robot ends it too: no joint states for ``silence_timeout`` seconds of wall-clock time,
 or, under ``use_sim_time``, a clock that stands still that long (the sim bridge died: its clock
@@ -69,6 +73,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.config import node_tree
+from physai_ros.core.motion.limits import JointLimits, load_limits
 from physai_ros.core.pick.contact import jaws_touch
 from physai_ros.core.pick.force_close import ForceCloseParams, capacity_fault
 from physai_ros.core.pick.force_plan import (
@@ -79,8 +84,19 @@ from physai_ros.core.pick.force_plan import (
     planned_params,
 )
 from physai_ros.core.pick.goal_chain import GoalChain
-from physai_ros.core.pick.judge import RobotReading, final_verdict, pose_verdict, robot_verdict
+from physai_ros.core.pick.judge import (
+    PlaceVerdict,
+    RobotPlaceReading,
+    RobotReading,
+    final_place_verdict,
+    final_verdict,
+    place_pose_verdict,
+    place_robot_verdict,
+    pose_verdict,
+    robot_verdict,
+)
 from physai_ros.core.pick.machine import (
+    HELD_STATES,
     PickConfig,
     PickMachine,
     PickSensing,
@@ -106,10 +122,10 @@ from physai_ros.nodes._common import (
 from physai_ros.nodes._messages import duration_msg, measured_at
 from physai_ros.nodes._pick_action import (
     BUSY,
-    NO_PLACE,
     PickObject,
     goal_config,
     goal_object,
+    goal_place,
     rejected,
     result_from_report,
 )
@@ -120,6 +136,8 @@ FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
 FEEDBACK_PERIOD = 0.1  # [s] between two feedback messages of a goal (node clock)
+ARM_TIMED = ("lift", "carry", "descend", "lower", "open", "retreat")  # a place's, see tick
+JOIN_TIME = 0.1  # [s] lowering to place is sensed from then at the latest (see PickNode.joined)
 
 
 SCHEMA = load_schema("pick")  # config/schema/pick.yaml
@@ -166,6 +184,15 @@ class PickNode(Node):
         self.fk_model, self.fk_data = model, mujoco.MjData(model)
         self.fk_site = model.site(str(rob["site"])).id
         self.fk_qadr = [model.jnt_qposadr[model.joint(j).id] for j in self.arm_joints]
+        self.fk_jaw_qadr = int(model.jnt_qposadr[model.joint(self.jaw_joint).id])
+        # a place times its moves within the robot's joint limits (its default set)
+        self.limits: JointLimits | None = None
+        self.limits_fault: str | None = None
+        try:
+            self.limits = load_limits(robot)
+        except (PhysaiError, OSError) as exc:
+            self.limits_fault = f"no joint limits to time a place by: {exc}"
+        self.place_load = bool(p["place_load"])
         # the least squeeze the gripper sets: the SO-101 jaw's dry friction lives in the model
         # (what the sim steps, what the driver's calibration halves), the Franka Hand's floor
         # in its data; a target below it is raised (planned) or refused (servo, parameter)
@@ -182,8 +209,14 @@ class PickNode(Node):
         self.joints_stamp = -math.inf  # [s] when the last joint state was measured
         self.jaw_force = dict.fromkeys(self.jaws, 0.0)
         self.jaw_stamp = dict.fromkeys(self.jaws, -math.inf)
+        # each jaw's contact force [N] in its wrench frame, and that frame (a body of the model)
+        self.jaw_wrench: dict[str, tuple[np.ndarray, str]] = {}
+        self.place: np.ndarray | None = None  # the running pick's place target (world) [m]
+        self.shift = 0.0  # [s] the arm runs the current state's goal this long after the machine
+        self.released: np.ndarray | None = None  # [m] gripper site when the jaw began to open
         # the latest pose [m] and its stamp [s] of every TF frame seen as a child of the world
         self.frames: dict[str, tuple[np.ndarray, float]] = {}
+        self.rotations: dict[str, np.ndarray] = {}  # their orientations (w, x, y, z)
         fixed = np.asarray(self.target, dtype=float) if self.target[2] >= 0.0 else None
         self.object = PickObject(self.cube_frame, fixed)  # what the running pick picks
         self.pending = bool(p["autostart"])  # a pick to start once ready (autostart or a goal)
@@ -378,6 +411,7 @@ class PickNode(Node):
     def on_wrench(self, jaw: str, msg: WrenchStamped) -> None:
         f = msg.wrench.force
         self.jaw_force[jaw] = math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)
+        self.jaw_wrench[jaw] = (np.array([f.x, f.y, f.z]), msg.header.frame_id)
         self.jaw_stamp[jaw] = measured_at(msg.header.stamp, self.now())
 
     def on_tf(self, msg: TFMessage) -> None:
@@ -389,6 +423,8 @@ class PickNode(Node):
                 p = t.transform.translation
                 stamp = measured_at(t.header.stamp, self.now())
                 self.frames[t.child_frame_id] = (np.array([p.x, p.y, p.z]), stamp)
+                r = t.transform.rotation
+                self.rotations[t.child_frame_id] = np.array([r.w, r.x, r.y, r.z])
 
     @property
     def cube(self) -> tuple[np.ndarray, float] | None:
@@ -420,7 +456,47 @@ class PickNode(Node):
             jaw_forces=(self.jaw_force[self.jaws[0]], self.jaw_force[self.jaws[1]]),
             jaw_acked=self.jaw_in_flight == 0,
             grasp=self.grasp_result,
+            load=self.jaw_load(),
+            arm=self.arm_positions() if self.arm_measured() else None,
         )
+
+    def joined(self, machine: PickMachine, at: float) -> bool:
+        """Whether the arm controller has joined the lower goal: its reference is where the
+        machine commands at ``at`` (on the goal's timeline), or ``JOIN_TIME`` has passed.
+
+        Why: a goal that reaches the controller before its stamp replaces the running one,
+        and the controller blends to the new goal's first point; the arm then still moves
+        towards it, and the lowering's stall signal, which starts from the arm's lag at its
+        first reading, would read that blend as a stall."""
+        if at - machine.t_state >= JOIN_TIME or self.reference is None:
+            return True
+        gap = np.abs(machine.command(at).arm - self.reference)
+        return float(np.max(gap)) <= 0.5 * self.cfg.place.stall_lag
+
+    def arm_measured(self) -> bool:
+        return all(j in self.joints for j in self.arm_joints)
+
+    def jaw_load(self) -> float:
+        """The vertical force [N] the jaws carry (up on the object), for a place's lowering:
+        each jaw's wrench turned from its jaw frame into the world by forward kinematics of
+        the measured joints. NaN without ``place_load`` (a wrench that is only the grip's
+        normal force says nothing about the load), or a wrench frame the model lacks."""
+        if not self.place_load or self.jaw_joint not in self.joints or not self.arm_measured():
+            return math.nan
+        if any(jaw not in self.jaw_wrench for jaw in self.jaws):
+            return math.nan
+        self.fk_data.qpos[self.fk_qadr] = self.arm_positions()
+        self.fk_data.qpos[self.fk_jaw_qadr] = self.joints[self.jaw_joint][0]
+        mujoco.mj_kinematics(self.fk_model, self.fk_data)
+        load = 0.0
+        for jaw in self.jaws:
+            force, frame = self.jaw_wrench[jaw]
+            body = mujoco.mj_name2id(self.fk_model, mujoco.mjtObj.mjOBJ_BODY, frame)
+            if body < 0:
+                return math.nan
+            on_jaw = self.fk_data.xmat[body].reshape(3, 3) @ force  # world frame
+            load -= float(on_jaw[2])  # the object pushes the jaw down as much as it is held up
+        return load
 
     def arm_positions(self) -> np.ndarray:
         return np.array([self.joints[j][0] for j in self.arm_joints])
@@ -428,9 +504,19 @@ class PickNode(Node):
     def site_height(self) -> float:
         """Gripper-site height [m] in the world from the measured arm joints (forward
         kinematics of the same model the IK uses)."""
+        return float(self.site_position()[2])
+
+    def site_position(self) -> np.ndarray:
+        """Gripper-site position [m] in the world from the measured arm joints."""
         self.fk_data.qpos[self.fk_qadr] = self.arm_positions()
         mujoco.mj_kinematics(self.fk_model, self.fk_data)
-        return float(self.fk_data.site_xpos[self.fk_site][2])
+        return self.fk_data.site_xpos[self.fk_site].copy()
+
+    def note_release(self) -> None:
+        """Where the gripper site is as the jaw begins to open: the robot's own witness of
+        where it set the object down."""
+        if self.arm_measured():
+            self.released = self.site_position()
 
     # --- acting --------------------------------------------------------------------------
     def now(self) -> float:
@@ -572,15 +658,28 @@ class PickNode(Node):
         if phase == self.arm_phase and self.machine is not None and not self.machine.finished:
             self.trouble = f"{what} ended with error {result.error_code}: {result.error_string}"
 
-    def enter(self, state: str, now: float) -> None:
+    def enter(self, state: str, now: float, shift: float | None = None) -> None:
+        """Send what the machine's new ``state`` commands: its arm phase as one goal (and the
+        jaw, in the states that move it).
+
+        ``shift`` [s]: the state was entered on the running goal's own timeline, that much
+        behind the machine's clock (a place's states, see ``tick``): its goal
+        is stamped to start now, replacing the running goal at once, where the arm really is
+        on it."""
         self.phase += 1
         self.pub_state.publish(String(data=state))
         self.get_logger().info(f"state {state} at t = {now:.3f} s")
-        now = self.now()  # the stamps below are from this instant
-        if state == "abort":  # the controller holds the arm: start from there, now
+        real = self.now()
+        if shift is not None:  # sampled on the machine's clock, started now
             self.chain.forget()
-        start = self.chain.start(now)
-        if start > now + self.lead + 1e-3:
+            now, start = real - shift, real
+        else:
+            now = real  # the stamps below are from this instant
+            if state == "abort":  # the controller holds the arm: start from there, now
+                self.chain.forget()
+            start = self.chain.start(now)
+        self.shift = start - now  # the arm runs this state's goal this far behind the machine
+        if shift is None and start > now + self.lead + 1e-3:
             self.get_logger().warning(
                 f"{state}: the previous arm goal reached the controller late; this phase "
                 f"starts {start - now - self.lead:.3f} s later to join where it ends"
@@ -596,9 +695,14 @@ class PickNode(Node):
             self.send_jaw(self.cfg.jaw_closed, self.cap, self.jaw_delay)
         elif state == "abort":  # a jaw that may hold the object keeps its goal (the machine)
             if abs(self.machine.command(now).jaw - self.cfg.jaw_open) < 1e-9:
-                self.send_jaw(self.cfg.jaw_open, self.cap, start - now)
+                self.send_jaw(self.cfg.jaw_open, self.cap, start - real)
         elif state in ("home", "settle"):
-            self.send_jaw(self.cfg.jaw_open, self.cap, start - now)
+            self.send_jaw(self.cfg.jaw_open, self.cap, start - real)
+        elif state == "open":  # after the stop and the relief of the press, as the machine
+            opens_at = self.machine.durations["open"] - self.cfg.place.open
+            delay = start + (self.machine.t_state + opens_at - now) - real
+            self.send_jaw(self.cfg.jaw_open, self.cap, delay)
+            self._after(delay, self.note_release)
         self.send_phase(now, start)
 
     def tick(self) -> None:
@@ -639,10 +743,27 @@ class PickNode(Node):
             self.enter("abort", now)
             return
         before = machine.state
-        state = machine.update(now, self.sensed(now))
+        # A place senses on the arm's own timeline: the arm runs a state's goal ``shift``
+        # behind the machine's clock (command_lead, or where the previous goal really ended).
+        # The end of lift measures where the object sits in the jaws (the arm must be at the
+        # lift pose, not half way up); the lower goal starts when the descend goal has ended
+        # (sent earlier, it would replace the descend goal and the controller's blend would
+        # shake the load the lowering starts from); lowering compares the measured arm with
+        # what it was commanded at that instant, and a support ends the descent where the arm
+        # really is. Each place state ends when the arm has done it, so the feedback's state
+        # is the arm's (open, the jaw opening, would otherwise show for a fraction of its time).
+        at = now
+        on_arm_time = machine.place is not None and before in ARM_TIMED
+        if on_arm_time:
+            at = now - self.shift
+            if at < machine.t_state:  # the arm is still on the previous state's goal
+                return
+            if before == "lower" and not self.joined(machine, at):
+                return
+        state = machine.update(at, self.sensed(now))
         if before == "close":
             self.peak_force = max(self.peak_force, *self.jaw_force.values())
-        squeezing = state == "close" or (machine.closed and state in ("lift", "hold"))
+        squeezing = state == "close" or (machine.closed and state in HELD_STATES)
         if before == state and squeezing and machine.force_close is not None:
             self.follow_force_close(now)  # (entering close sends its first goal)
         if before == "close" and state != "close":
@@ -652,7 +773,7 @@ class PickNode(Node):
             if machine.finished:
                 self.report_at = max(now, self.chain.end(now))
             else:
-                self.enter(state, now)
+                self.enter(state, at, shift=self.shift if on_arm_time else None)
 
     def watch_silence(self) -> None:
         """End a running pick whose robot has gone silent (see the module docstring)."""
@@ -725,8 +846,13 @@ class PickNode(Node):
                 f"witnesses disagree: robot says {robot.outcome} ({robot.reason}), "
                 f"cube pose says {pose.outcome} ({pose.reason})"
             )
+        place = None
+        if m.place is not None and not canceled:  # a place is judged by the place's judges
+            place = self.judge_place(now, stale_by)
+            judge, reason = place["judged_by"], place["reason"]
+            final = final._replace(outcome=place["outcome"], lift=math.nan)
         outcome = final.outcome if m.state != "aborted" else "aborted"
-        reason = final.reason
+        reason = final.reason if place is None else reason
         if canceled:  # held or dropped are verdicts on a finished lift: say what the jaws hold
             jaws = "is in both jaws" if final.in_jaws else "is not in both jaws"
             where = m.canceled_in or m.state
@@ -748,12 +874,60 @@ class PickNode(Node):
             "time_s": round(now, 3),
             "close_mode": cfg.close_mode,
             "force": self.force_report() if cfg.close_mode == "force" else None,
+            "place": place,
         }
         self.pub_state.publish(String(data="canceled" if canceled else m.state))
         self.pub_outcome.publish(String(data=json.dumps(report)))
         self.get_logger().info(f"pick finished: {json.dumps(report)}")
         self.end_goal(report, now)
         self.machine, self.report_at = None, None  # ready for the next goal
+
+    def judge_place(self, now: float, stale_by: float) -> dict:
+        """The place's verdict and its numbers for the outcome: from the object's fresh pose
+        (its centre within 1 cm of the target and upright, no jaw on it), else from the robot
+        (where its site was as the jaw opened, support sensed, no jaw contact now).
+        ``stale_by`` as in ``finish``."""
+        m = self.machine
+        target = m.place.position
+        touch = self.cfg.ros["touch_force"]
+        jaw_touch = any(self.jaw_force[j] > touch for j in self.jaws)
+        reading = None
+        if self.released is not None:  # its age: the readings of now (the jaws after the
+            # retreat); the release point is a reading of its own instant, kept
+            ages = [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
+            age = max(ages) + stale_by
+            reading = RobotPlaceReading(self.released, m.support_by is not None, jaw_touch, age)
+        robot = place_robot_verdict(
+            reading, target, grip_offset=self.cfg.offsets["down"], max_age=self.max_age
+        )
+        pose = None
+        cube, frame = self.cube, self.object.frame
+        if cube is not None and frame in self.rotations:
+            pose = place_pose_verdict(
+                cube[0],
+                self.rotations[frame],
+                now - cube[1] + stale_by,
+                target,
+                jaw_clear=not jaw_touch,
+                max_age=self.max_age,
+                source=f"TF frame {frame!r}",
+            )
+        final, judge = final_place_verdict(robot, pose)
+
+        def cm(value: float) -> float | None:
+            return None if math.isnan(value) else round(value * 100.0, 3)
+
+        return {
+            "outcome": final.outcome,
+            "judged_by": judge,
+            "reason": final.reason,
+            "target_m": [round(float(v), 4) for v in target],
+            "error_cm": cm(final.error),
+            "tilt_deg": None if math.isnan(final.tilt) else round(math.degrees(final.tilt), 2),
+            "support_by": m.support_by,
+            "robot": _verdict(robot),
+            "cube_pose": None if pose is None else _verdict(pose),
+        }
 
     def refuse(self, reason: str) -> None:
         """Publish an aborted outcome at once for a pick that cannot be done as configured
@@ -787,24 +961,29 @@ class PickNode(Node):
             self.get_logger().warning(f"pick goal rejected: {checked}")
             handle.abort()
             return rejected(checked, self.jaws)
-        self.object, self.cfg = checked
+        self.object, self.cfg, self.place = checked
         self.goal, self.goal_t0 = handle, now
         limit = float(handle.request.time_limit)
         self.time_limit = limit if limit > 0.0 else math.inf
         self.goal_done = Future()
         self.pending = True
-        self.get_logger().info(f"pick goal accepted: {self.object.describe()}")
+        where = "" if self.place is None else f", place at {np.round(self.place, 4).tolist()} m"
+        self.get_logger().info(f"pick goal accepted: {self.object.describe()}{where}")
         return await self.goal_done
 
-    def check_goal(self, goal: Pick.Goal, now: float) -> tuple[PickObject, PickConfig] | str:
-        """The goal's object and configuration, or why it is refused: busy, place asked for,
-        an unknown or stale object, a close the gripper cannot do, a time limit below zero,
-        an object the arm cannot reach."""
+    def check_goal(
+        self, goal: Pick.Goal, now: float
+    ) -> tuple[PickObject, PickConfig, np.ndarray | None] | str:
+        """The goal's object, configuration and place position (None: lift and hold), or why
+        it is refused: busy, an unknown or stale object, a close the gripper cannot do, a time
+        limit below zero, an object the arm cannot reach, a place position in another frame,
+        not finite, below the table or out of reach (the machine's own checks)."""
         if self.goal is not None or self.machine is not None or self.pending:
             state = "waiting to start" if self.machine is None else self.machine.state
             return BUSY.format(state=state)
-        if goal.place:
-            return NO_PLACE
+        place = goal_place(goal, self.world)
+        if isinstance(place, str):
+            return place
         limit = float(goal.time_limit)
         if not (math.isfinite(limit) and limit >= 0.0):
             return f"time_limit must be >= 0 [s] (0 = none), got {limit!r}"
@@ -831,7 +1010,14 @@ class PickNode(Node):
                     f"out of reach: no arm pose puts the gripper at the {name} point "
                     f"{np.round(point, 4).tolist()} m (IK error {result.error * 1e3:.1f} mm)"
                 )
-        return target, cfg
+        if place is not None:
+            if self.limits is None:
+                return str(self.limits_fault)
+            try:  # the machine refuses a place it cannot do, before anything moves
+                PickMachine(cfg, self.ik, home, t0=now, place=place, limits=self.limits)
+            except InvalidInput as exc:
+                return f"place_pose refused: {exc}"
+        return target, cfg, place
 
     def on_cancel(self, handle) -> CancelResponse:
         """Accept a cancel of the goal being served; the next tick ends the pick there."""
@@ -845,11 +1031,13 @@ class PickNode(Node):
         self.jaw_sent, self.trouble, self.grasp_result = None, None, None
         self.peak_force, self.jaw_delay = 0.0, self.lead
         self.arm_handle, self.feedback_at = None, -math.inf
+        self.released, self.shift = None, 0.0
         self.chain.forget()
         if self.goal is None:
             self.goal_t0 = now
         home = np.asarray(self.cfg.robot["home"], dtype=float)
-        self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.reference)
+        place = {} if self.place is None else {"place": self.place, "limits": self.limits}
+        self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.reference, **place)
         self.enter(self.machine.state, now)
 
     def cancel_pick(self, now: float) -> None:
@@ -870,10 +1058,13 @@ class PickNode(Node):
             return
         self.get_logger().info(f"pick canceled in state {machine.state}: slowing to rest")
         lag = self.chain.lag(now)
-        machine.cancel(now)
+        at = now  # the machine's clock: a place's states run on the arm's own timeline (tick)
+        if machine.place is not None and machine.state in ARM_TIMED:
+            at = max(now - self.shift, machine.t_state)
+        machine.cancel(at)
         self.phase += 1
         self.pub_state.publish(String(data=machine.state))
-        self.send_phase(now, now + lag)
+        self.send_phase(at, at + lag)
         if machine.finished:
             self.report_at = max(now, self.chain.end(now))
 
@@ -890,7 +1081,7 @@ class PickNode(Node):
         else:
             handle.abort()
         self.goal, self.goal_done, self.time_limit = None, None, math.inf
-        self.cfg = self.configured
+        self.cfg, self.place = self.configured, None
         done.set_result(result)
 
     def send_feedback(self, now: float) -> None:
@@ -934,6 +1125,17 @@ class PickNode(Node):
             "raised": self.raised,
             "plan": self.plan,
         }
+
+
+def _verdict(verdict: PlaceVerdict) -> dict:
+    """A place verdict for the outcome JSON (NaN, not JSON, as null), in cm and degrees."""
+    error, tilt = verdict.error, verdict.tilt
+    return {
+        "outcome": verdict.outcome,
+        "error_cm": None if math.isnan(error) else round(error * 100.0, 3),
+        "tilt_deg": None if math.isnan(tilt) else round(math.degrees(tilt), 2),
+        "reason": verdict.reason,
+    }
 
 
 def main(args: list[str] | None = None) -> None:
