@@ -54,6 +54,10 @@ TRIALS = {
         "physai_ros.experiments.trials.so101_force",
         "force picks of the soft cube by the SO-101 on the bus emulator",
     ),
+    "pick-goals": (
+        "physai_ros.experiments.trials.pick_goals",
+        "many pick-and-place goals to the /pick action in one simulated graph",
+    ),
     "net": (
         "physai_ros.experiments.trials.net",
         "the pick split across two network namespaces: loss sweep, listeners (root)",

@@ -143,6 +143,7 @@ TRIAL_OPTIONS = {
         "--json", "--table", "--gain",
     ),
     "hand-pick": ("--runs", "--half", "--domain", "--keep", "--json", "--table"),
+    "pick-goals": ("--goals", "--half", "--no-place", "--seed", "--domain", "--keep", "--json"),
     "so101-force": (
         "--runs", "--target", "--contact", "--planned", "--band", "--positions", "--timeout",
         "--keep",

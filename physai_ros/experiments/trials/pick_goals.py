@@ -1,0 +1,308 @@
+"""Many pick-and-place goals in one graph, over ROS: the Pick action's judged run as a bench.
+
+Starts the graph ``ros2 launch physai_ros pick.launch.py sim:=true`` starts (``pick_graph``:
+sim bridge paced at real time, TF publisher, pick node, each in a process of its own with the
+product's parameters), waits for its start pick's outcome, then sends ``--goals`` goals to the
+``/pick`` action from a client node here, as any user's client would. Before each goal the
+cube is put at the next position of a deterministic walk over the ±``--half`` square around
+its configured place (the sim bridge's ``cube_x``/``cube_y`` parameters, then ``/sim/reset``);
+with ``--place`` (the default) the goal also asks to put it down at a place drawn from the
+reachable place square (``PLACE_SQUARE``, seeded by ``--seed``).
+
+Each goal is judged twice: by the action's typed result (PLACED, or HELD without a place), and
+by the simulation's truth, the sim bridge's own cube pose a second after the result: placed =
+its centre within ``--tolerance`` of the place position on the table and upright (tilt under
+10°); held = lifted at least the pick's ``min_lift``. The table gives both counts with their
+Wilson 95 % intervals, how often they agree, and the place errors and durations::
+
+    physai bench pick-goals --goals 20
+    physai bench pick-goals --goals 5 --no-place --keep /tmp/pick_goals --json /tmp/goals.json
+    physai bench pick-goals --table /tmp/goals.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from physai_ros.errors import InvalidInput
+from physai_ros.experiments.trials.force_runs import positions, wilson
+from physai_ros.launching.graph import pick_graph
+
+HALF = 0.02  # [m] cube positions within ±2 cm of its configured place
+TOLERANCE = 0.01  # [m] a placed cube's centre within this of the place position
+MAX_TILT = 10.0  # [deg] and upright within this
+GRAPH_UP = 150.0  # [s wall] the graph up and its start pick judged, on 2 loaded cores
+GOAL_TIMEOUT = 120.0  # [s wall] one goal, sent to its result
+
+
+@dataclass
+class Goal:
+    """One goal: cube start and place position [m], the result's outcome and reason, the truth
+    (place error [cm], tilt [deg], lift [cm]) and the wall time it took [s]."""
+
+    cube_x: float
+    cube_y: float
+    place_x: float
+    place_y: float
+    outcome: str
+    reason: str
+    truth: bool
+    error_cm: float = math.nan
+    tilt_deg: float = math.nan
+    lift_cm: float = math.nan
+    wall_s: float = math.nan
+
+
+def table(goals: list[Goal], place: bool) -> str:
+    """The summary (the result's verdict and the truth, each with its Wilson interval, their
+    agreement, the error span) and one row per goal."""
+    want = "placed" if place else "held"
+    said = sum(g.outcome == want for g in goals)
+    true = sum(g.truth for g in goals)
+    agree = sum((g.outcome == want) == g.truth for g in goals)
+    n = len(goals)
+    (lo_s, hi_s), (lo_t, hi_t) = wilson(said, n), wilson(true, n)
+    errors = [g.error_cm for g in goals if math.isfinite(g.error_cm)]
+    span = f"{min(errors):.2f}–{max(errors):.2f}" if errors else "–"
+    walls = [g.wall_s for g in goals if math.isfinite(g.wall_s)]
+    lines = [
+        f"| goals | {want} (result) | {want} (sim truth) | agree | place error cm | s per goal |",
+        "|---|---|---|---|---|---|",
+        f"| {n} | **{said}/{n}** [{lo_s:.2f}, {hi_s:.2f}] | **{true}/{n}** [{lo_t:.2f}, "
+        f"{hi_t:.2f}] | {agree}/{n} | {span} | {np.median(walls) if walls else math.nan:.1f} |",
+        "",
+        "| cube x, y m | place x, y m | result | truth | error cm | tilt ° | lift cm | reason |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for g in goals:
+        lines.append(
+            f"| {g.cube_x:.4f}, {g.cube_y:.4f} | {g.place_x:.4f}, {g.place_y:.4f} | {g.outcome} "
+            f"| {g.truth} | {g.error_cm:.2f} | {g.tilt_deg:.1f} | {g.lift_cm:.2f} | "
+            f"{g.reason[:70]} |"
+        )
+    return "\n".join(lines)
+
+
+class Client:
+    """The bench's node: the /pick action client, the sim bridge's reset and parameters, the
+    start pick's outcome and the cube's true pose (sim bridge ``cube_pose``)."""
+
+    def __init__(self, context) -> None:
+        import rclpy
+        from geometry_msgs.msg import PoseStamped
+        from physai_ros_interfaces.action import Pick
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.action import ActionClient
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from std_msgs.msg import String
+        from std_srvs.srv import Trigger
+
+        from physai_ros import interfaces
+
+        self.node = node = rclpy.create_node("pick_goals_bench", context=context)
+        self.pick = ActionClient(node, Pick, "/pick")
+        self.reset_client = node.create_client(Trigger, interfaces.SIM_RESET)
+        self.params = node.create_client(SetParameters, "/sim_bridge/set_parameters")
+        self.outcome: dict | None = None
+        self.cube: tuple[float, np.ndarray, np.ndarray] | None = None  # wall, pos, quat wxyz
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(String, interfaces.PICK_OUTCOME, self._outcome, latched)
+        node.create_subscription(PoseStamped, "/cube_pose", self._cube, 10)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(node)
+
+    def _outcome(self, msg) -> None:
+        self.outcome = json.loads(msg.data)
+
+    def _cube(self, msg) -> None:
+        p, q = msg.pose.position, msg.pose.orientation
+        self.cube = (time.monotonic(), np.array([p.x, p.y, p.z]), np.array([q.w, q.x, q.y, q.z]))
+
+    def spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def wait(self, future, timeout: float):
+        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
+        if not future.done():
+            raise TimeoutError(f"no answer within {timeout} s")
+        return future.result()
+
+    def start_outcome(self) -> dict:
+        end = time.monotonic() + GRAPH_UP
+        while self.outcome is None and time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.1)
+        if self.outcome is None:
+            raise TimeoutError(f"the graph's start pick published no outcome in {GRAPH_UP} s")
+        return self.outcome
+
+    def put_cube(self, x: float, y: float) -> None:
+        """The cube at (x, y) [m] on the table, the robot home: the bridge's parameters, then
+        its reset; a second of fresh poses after."""
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+        from std_srvs.srv import Trigger
+
+        def value(v: float) -> ParameterValue:
+            return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=float(v))
+
+        if not self.params.wait_for_service(timeout_sec=30.0):
+            raise TimeoutError("no /sim_bridge/set_parameters service")
+        request = SetParameters.Request(
+            parameters=[
+                Parameter(name="cube_x", value=value(x)),
+                Parameter(name="cube_y", value=value(y)),
+            ]
+        )
+        answer = self.wait(self.params.call_async(request), 30.0)
+        refused = [r.reason for r in answer.results if not r.successful]
+        if refused:
+            raise InvalidInput(f"the sim bridge refused the cube position: {refused}")
+        if not self.reset_client.wait_for_service(timeout_sec=30.0):
+            raise TimeoutError("no /sim/reset service")
+        if not self.wait(self.reset_client.call_async(Trigger.Request()), 30.0).success:
+            raise RuntimeError("/sim/reset failed")
+        self.spin_for(1.0)
+
+    def send(self, goal):
+        """Send ``goal``; its (status, result)."""
+        if not self.pick.wait_for_server(timeout_sec=30.0):
+            raise TimeoutError("no /pick action server")
+        handle = self.wait(self.pick.send_goal_async(goal), 30.0)
+        answer = self.wait(handle.get_result_async(), GOAL_TIMEOUT)
+        return answer.status, answer.result
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def tilt_deg(quat_wxyz: np.ndarray) -> float:
+    """The angle [deg] between a body's z axis and the world's."""
+    _, x, y, _ = quat_wxyz / np.linalg.norm(quat_wxyz)
+    cos = 1.0 - 2.0 * (x * x + y * y)
+    return math.degrees(math.acos(max(-1.0, min(1.0, cos))))
+
+
+def one_goal(client: Client, cube: tuple[float, float], place: np.ndarray | None) -> Goal:
+    """Put the cube, send the goal, judge it by its result and by the sim's truth."""
+    from geometry_msgs.msg import PoseStamped
+    from physai_ros_interfaces.action import Pick
+
+    from physai_ros.config import node_tree
+
+    client.put_cube(*cube)
+    rest = client.cube[1].copy() if client.cube is not None else np.full(3, math.nan)
+    goal = Pick.Goal(object_frame="cube", time_limit=GOAL_TIMEOUT - 10.0)
+    if place is not None:
+        target = PoseStamped()
+        target.header.frame_id = "world"
+        target.pose.position.x, target.pose.position.y = float(place[0]), float(place[1])
+        target.pose.position.z = float(place[2])
+        goal.place, goal.place_pose = True, target
+    began = time.monotonic()
+    try:
+        _, result = client.send(goal)
+        names = {v: k.lower() for k, v in vars(Pick.Result).items() if k.isupper()}
+        outcome, reason = names.get(result.outcome, str(result.outcome)), str(result.reason)
+    except TimeoutError as exc:
+        outcome, reason = "no result", str(exc)
+    wall = time.monotonic() - began
+    client.spin_for(1.0)  # the cube comes to rest where it is left
+    px, py = (math.nan, math.nan) if place is None else (float(place[0]), float(place[1]))
+    row = Goal(cube[0], cube[1], px, py, outcome, reason, False, wall_s=wall)
+    if client.cube is None or client.cube[0] < time.monotonic() - 0.5:
+        row.reason += " (no fresh cube pose from the sim bridge: judged not done)"
+        return row
+    pos, quat = client.cube[1], client.cube[2]
+    row.tilt_deg = tilt_deg(quat)
+    row.lift_cm = 100.0 * float(pos[2] - rest[2])
+    if place is not None:
+        row.error_cm = 100.0 * float(np.linalg.norm(pos - place))
+        row.truth = row.error_cm <= 100.0 * TOLERANCE and row.tilt_deg < MAX_TILT
+    else:
+        min_lift = float(node_tree("pick.yaml")["min_lift"])
+        row.truth = row.lift_cm >= 100.0 * min_lift
+    return row
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--goals", type=int, default=20, help="goals sent to the one graph")
+    parser.add_argument(
+        "--half", type=float, default=HALF, help="half side of the cube's square [m]"
+    )
+    parser.add_argument(
+        "--no-place", dest="place", action="store_false", help="pick and hold (no place pose)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the place positions")
+    parser.add_argument("--domain", type=int, default=83, help="ROS_DOMAIN_ID of the graph")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
+    parser.add_argument("--json", type=Path, default=None, help="write every goal's numbers here")
+    parser.add_argument(
+        "--table", type=Path, default=None, help="print the table of a --json file; run nothing"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.goals < 1:
+        raise InvalidInput(f"--goals must be at least 1, got {args.goals}")
+    if not 0.0 <= args.half <= 0.03:
+        raise InvalidInput(f"--half must be in [0, 0.03] m, got {args.half}")
+    if args.table is not None:
+        rows = [Goal(**row) for row in json.loads(args.table.read_text())]
+        print(table(rows, place=all(math.isfinite(g.place_x) for g in rows)))
+        return 0
+    import rclpy
+    from tqdm import tqdm
+
+    from physai_ros.experiments.lesson16.place import square_places
+    from physai_ros.launching.bringup import start, stop
+
+    os.environ["ROS_DOMAIN_ID"] = str(args.domain)
+    specs = pick_graph(sim=True)
+    os.environ.update(specs[0].env)  # this client discovers as the graph does
+    bridge = next(s for s in specs if s.name == "sim_bridge").parameters
+    centre = (float(bridge.get("cube_x", 0.22)), float(bridge.get("cube_y", 0.0)))
+    cubes = positions(args.goals, centre, lambda x, y: True, args.half)
+    places = square_places(args.goals, args.seed) if args.place else [None] * args.goals
+    load = os.getloadavg()
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
+          f"{os.cpu_count()} cores; {args.goals} goals in one graph", file=sys.stderr)  # fmt: skip
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    goals: list[Goal] = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pick-goals-") as tmp:
+        base = args.keep or Path(tmp)
+        base.mkdir(parents=True, exist_ok=True)
+        client = Client(context)  # first: it sees the start pick's latched outcome
+        procs = start(specs, base)
+        try:
+            first = client.start_outcome()
+            tqdm.write(f"start pick: {first['outcome']}")
+            for cube, place in tqdm(list(zip(cubes, places, strict=True)), unit="goal"):
+                goals.append(one_goal(client, cube, place))
+                g = goals[-1]
+                tqdm.write(f"goal {len(goals)}: {g.outcome} (truth {g.truth}, {g.error_cm:.2f} cm)")
+                if args.json is not None:
+                    args.json.write_text(json.dumps([asdict(r) for r in goals], indent=1))
+        finally:
+            client.close()
+            stop(procs)
+            rclpy.shutdown(context=context)
+    print(table(goals, args.place))
+    print(f"\nload {load[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
+          f"{time.monotonic() - started:.0f} s for {len(goals)} goals")  # fmt: skip
+    return 0
