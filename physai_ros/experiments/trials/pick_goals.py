@@ -5,7 +5,8 @@ sim bridge paced at real time, TF publisher, pick node, each in a process of its
 product's parameters), waits for its start pick's outcome, then sends ``--goals`` goals to the
 ``/pick`` action from a client node here, as any user's client would. Before each goal the
 cube is put at the next position of a deterministic walk over the ±``--half`` square around
-its configured place (the sim bridge's ``cube_x``/``cube_y`` parameters, then ``/sim/reset``);
+the centre of the square the top-down grasp reaches (``PLACE_SQUARE``: 17.5–22.5 cm out,
+±2.5 cm; the sim bridge's ``cube_x``/``cube_y`` parameters, then ``/sim/reset``);
 with ``--place`` (the default) the goal also asks to put it down at a place drawn from the
 reachable place square (``PLACE_SQUARE``, seeded by ``--seed``).
 
@@ -38,11 +39,12 @@ from physai_ros.errors import InvalidInput
 from physai_ros.experiments.trials.force_runs import positions, wilson
 from physai_ros.launching.graph import pick_graph
 
-HALF = 0.02  # [m] cube positions within ±2 cm of its configured place
+HALF = 0.025  # [m] cube positions within ±2.5 cm of the reachable square's centre
 TOLERANCE = 0.01  # [m] a placed cube's centre within this of the place position
 MAX_TILT = 10.0  # [deg] and upright within this
 GRAPH_UP = 150.0  # [s wall] the graph up and its start pick judged, on 2 loaded cores
 GOAL_TIMEOUT = 120.0  # [s wall] one goal, sent to its result
+OUTCOMES = ("HELD", "PLACED", "DROPPED", "MISSED", "UNJUDGED", "ABORTED", "CANCELED", "REJECTED")
 
 
 @dataclass
@@ -215,7 +217,7 @@ def one_goal(client: Client, cube: tuple[float, float], place: np.ndarray | None
     began = time.monotonic()
     try:
         _, result = client.send(goal)
-        names = {v: k.lower() for k, v in vars(Pick.Result).items() if k.isupper()}
+        names = {getattr(Pick.Result, name): name.lower() for name in OUTCOMES}
         outcome, reason = names.get(result.outcome, str(result.outcome)), str(result.reason)
     except TimeoutError as exc:
         outcome, reason = "no result", str(exc)
@@ -258,8 +260,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.goals < 1:
         raise InvalidInput(f"--goals must be at least 1, got {args.goals}")
-    if not 0.0 <= args.half <= 0.03:
-        raise InvalidInput(f"--half must be in [0, 0.03] m, got {args.half}")
+    if not 0.0 <= args.half <= HALF:
+        raise InvalidInput(
+            f"--half must be in [0, {HALF}] m (the reachable square), got {args.half}"
+        )
     if args.table is not None:
         rows = [Goal(**row) for row in json.loads(args.table.read_text())]
         print(table(rows, place=all(math.isfinite(g.place_x) for g in rows)))
@@ -267,15 +271,14 @@ def run(args: argparse.Namespace) -> int:
     import rclpy
     from tqdm import tqdm
 
-    from physai_ros.experiments.lesson16.place import square_places
+    from physai_ros.experiments.lesson16.place import PLACE_SQUARE, square_places
     from physai_ros.launching.bringup import start, stop
 
     os.environ["ROS_DOMAIN_ID"] = str(args.domain)
     specs = pick_graph(sim=True)
     os.environ.update(specs[0].env)  # this client discovers as the graph does
-    bridge = next(s for s in specs if s.name == "sim_bridge").parameters
-    centre = (float(bridge.get("cube_x", 0.22)), float(bridge.get("cube_y", 0.0)))
-    cubes = positions(args.goals, centre, lambda x, y: True, args.half)
+    (x0, x1), (y0, y1) = PLACE_SQUARE  # where the top-down grasp reaches: picks and places
+    cubes = positions(args.goals, ((x0 + x1) / 2, (y0 + y1) / 2), lambda x, y: True, args.half)
     places = square_places(args.goals, args.seed) if args.place else [None] * args.goals
     load = os.getloadavg()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
