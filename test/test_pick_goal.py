@@ -144,7 +144,7 @@ def test_every_judged_outcome_has_its_constant(outcome, constant):
 
 
 def test_a_refusal_is_rejected_with_its_reason():
-    result = action.rejected("busy", ("a", "b"))
+    result = action.result_from_report(action.refusal("busy"), ("a", "b"), 0.0)
     assert result.outcome == Pick.Result.REJECTED and result.reason == "busy"
 
 

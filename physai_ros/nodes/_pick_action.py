@@ -182,8 +182,6 @@ def result_from_report(report: dict, jaws: tuple[str, ...], duration: float) -> 
     return result
 
 
-def rejected(reason: str, jaws: tuple[str, ...]) -> Pick.Result:
-    """The result of a goal refused before anything moved."""
-    return result_from_report(
-        {"outcome": "rejected", "reason": reason, "state": "rejected"}, jaws, 0.0
-    )
+def refusal(reason: str) -> dict:
+    """The outcome report of a goal refused before anything moved (any pick node's)."""
+    return {"outcome": "rejected", "reason": reason, "state": "rejected"}

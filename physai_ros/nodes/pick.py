@@ -26,8 +26,11 @@ position the user placed it at, a target, not a measurement). Whether it was hel
 the object, lift by forward kinematics) and the cube pose when fresh -- and the outcome names
 the witness. A controller that rejects or aborts a goal ends the pick with its reason.
 
-The pick is an action, ``pick`` (``physai_ros_interfaces/action/Pick``; the goal checks and
-the typed result in ``physai_ros.nodes._pick_action``): with ``autostart`` (the default) the node
+The pick is an action, ``pick`` (``physai_ros_interfaces/action/Pick``: served by
+``physai_ros.nodes._pick_server``, shared with the hand pick; this node's goals in
+``physai_ros.nodes._pick_goals``, what a goal's fields mean and the typed result in
+``physai_ros.nodes._pick_action``, a place's sensing and verdict in
+``physai_ros.nodes._pick_place``): with ``autostart`` (the default) the node
 picks the configured cube once at start, then serves goals, one at a time, each a fresh machine
 from where the arm is. A goal is checked before anything moves and refused as the result
 REJECTED with the reason; a cancel cancels the arm controller's goal (the controller holds the
@@ -59,12 +62,9 @@ from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import WrenchStamped
-from physai_ros_interfaces.action import Pick
 from physai_ros_interfaces.srv import PlanGrasp
-from rclpy.action import ActionClient, ActionServer, CancelResponse
-from rclpy.clock import Clock, ClockType
+from rclpy.action import ActionClient
 from rclpy.node import Node
-from rclpy.task import Future
 from rclpy.time import Time as RclTime
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -84,20 +84,9 @@ from physai_ros.core.pick.force_plan import (
     planned_params,
 )
 from physai_ros.core.pick.goal_chain import GoalChain
-from physai_ros.core.pick.judge import (
-    PlaceVerdict,
-    RobotPlaceReading,
-    RobotReading,
-    final_place_verdict,
-    final_verdict,
-    place_pose_verdict,
-    place_robot_verdict,
-    pose_verdict,
-    robot_verdict,
-)
+from physai_ros.core.pick.judge import RobotReading, final_verdict, pose_verdict, robot_verdict
 from physai_ros.core.pick.machine import (
     HELD_STATES,
-    PickConfig,
     PickMachine,
     PickSensing,
     arm_ik,
@@ -105,7 +94,6 @@ from physai_ros.core.pick.machine import (
     phase_trajectory,
     pick_config,
 )
-from physai_ros.core.pick.silence import SilenceWatch
 from physai_ros.errors import InvalidInput, PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
 from physai_ros.nodes._common import (
@@ -121,13 +109,17 @@ from physai_ros.nodes._common import (
 )
 from physai_ros.nodes._messages import duration_msg, measured_at
 from physai_ros.nodes._pick_action import (
-    BUSY,
     PickObject,
-    goal_config,
-    goal_object,
-    goal_place,
-    rejected,
     result_from_report,
+)
+from physai_ros.nodes._pick_goals import PickGoals
+from physai_ros.nodes._pick_place import PlaceSensing, on_arm_timeline
+from physai_ros.nodes._pick_server import (
+    JointReader,
+    PickServer,
+    PlannerCall,
+    publish_outcome,
+    silence_watch,
 )
 from physai_ros.robots.franka.hand import HandFloor
 from physai_ros.sim.scene import load_scene_config
@@ -135,15 +127,12 @@ from physai_ros.sim.scene import load_scene_config
 FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
-FEEDBACK_PERIOD = 0.1  # [s] between two feedback messages of a goal (node clock)
-ARM_TIMED = ("lift", "carry", "descend", "lower", "open", "retreat")  # a place's, see tick
-JOIN_TIME = 0.1  # [s] lowering to place is sensed from then at the latest (see PickNode.joined)
 
 
 SCHEMA = load_schema("pick")  # config/schema/pick.yaml
 
 
-class PickNode(Node):
+class PickNode(JointReader, PickGoals, PlaceSensing, Node):
     def __init__(self) -> None:
         super().__init__("pick")
         robot, model_path, base_pos, base_yaw = declare_robot_params(self, SCHEMA)
@@ -220,11 +209,6 @@ class PickNode(Node):
         fixed = np.asarray(self.target, dtype=float) if self.target[2] >= 0.0 else None
         self.object = PickObject(self.cube_frame, fixed)  # what the running pick picks
         self.pending = bool(p["autostart"])  # a pick to start once ready (autostart or a goal)
-        self.goal = None  # the /pick goal being served (None: the autostart pick, or idle)
-        self.goal_done: Future | None = None  # its result, awaited by the execute callback
-        self.goal_t0 = math.nan  # [s] when the goal was accepted
-        self.time_limit = math.inf  # [s] the goal's, from its acceptance
-        self.feedback_at = -math.inf  # [s] the last feedback sent
         self.arm_handle = None  # the arm goal running on the controller (cancelled on cancel)
         self.machine: PickMachine | None = None
         self.squeeze = math.nan
@@ -264,12 +248,11 @@ class PickNode(Node):
             self.grasp_client = ActionClient(self, Grasp, str(rob["grasp_action"]))
         self.pub_state = self.create_publisher(String, interfaces.PICK_STATE, LATCHED)
         self.pub_outcome = self.create_publisher(String, interfaces.PICK_OUTCOME, LATCHED)
-        self.server = ActionServer(
+        self.server = PickServer(
             self,
-            Pick,
-            interfaces.PICK_ACTION,
-            execute_callback=self.execute,
-            cancel_callback=self.on_cancel,
+            self.check_goal,
+            self.begin_goal,
+            lambda report, duration: result_from_report(report, self.jaws, duration),
         )
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
         self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
@@ -279,19 +262,19 @@ class PickNode(Node):
         self.phase = 0  # counts the goals sent, so a stale goal's reply is recognised
         self.arm_phase = 0  # the phase of the last arm goal: it is in charge until replaced
         self.trouble: str | None = None  # a controller's rejection or abort, acted on at tick
-        # the silence watchdog, on the steady clock (a stopped sim clock stops the node's timers)
-        sim_time = bool(self.get_parameter("use_sim_time").value)
-        self.quiet = SilenceWatch(self.silence_timeout, self.now(), time.monotonic(), sim_time)
+        self.quiet = silence_watch(self, self.silence_timeout, self.watch_silence)
         self.waiting_logged = time.monotonic()  # [s, steady] what a pick not started waits for
-        self.watchdog = self.create_timer(
-            0.1, self.watch_silence, clock=Clock(clock_type=ClockType.STEADY_TIME)
-        )
         self.plan: dict | None = None  # the planner's answer, for the outcome
         self.refused: str | None = None
         if self.plan_fields is not None:  # the target comes later: ask, then check capacity
-            self.planner = self.create_client(PlanGrasp, interfaces.PLAN_GRASP)
-            self.plan_future = None
-            self.plan_deadline = time.monotonic() + self.plan_src.timeout
+            self.planner = PlannerCall(
+                self,
+                interfaces.PLAN_GRASP,
+                self.plan_fields,
+                self.plan_src.timeout,
+                self.on_plan,
+                self.plan_failed,
+            )
             self.get_logger().info(f"asking {interfaces.PLAN_GRASP} for the force target")
             self.ask_planner()
         elif self.cfg.force is not None:
@@ -344,28 +327,22 @@ class PickNode(Node):
     def ask_planner(self) -> None:
         """Send the plan request once the service is there; abort on the deadline (run from
         the steady-clock watchdog too: it ticks without a sim clock)."""
-        if not self.planning():
-            return
-        if time.monotonic() > self.plan_deadline:
-            why = (
-                NO_SERVICE
-                if self.plan_future is None
-                else f"plan_grasp gave no answer within {self.plan_src.timeout:.1f} s"
-            )
-            self.refused = why
-            self.refuse(why)
-            return
-        if self.plan_future is None and self.planner.service_is_ready():
-            request = PlanGrasp.Request()
-            for name, value in self.plan_fields.items():
-                setattr(request, name, value)
-            self.plan_future = self.planner.call_async(request)
-            self.plan_future.add_done_callback(self.on_plan)
+        if self.planning():
+            self.planner.poll()
 
-    def on_plan(self, future) -> None:
-        if not self.planning():  # answered after the deadline: the pick already ended
+    def plan_failed(self, asked: bool) -> None:
+        """No plan by the deadline: the pick is refused before it moves."""
+        why = (
+            f"plan_grasp gave no answer within {self.plan_src.timeout:.1f} s"
+            if asked
+            else NO_SERVICE
+        )
+        self.refused = why
+        self.refuse(why)
+
+    def on_plan(self, answer: PlanGrasp.Response) -> None:
+        if not self.planning():  # answered after the pick was refused
             return
-        answer = future.result()
         self.plan = {
             "force_targets_N": [round(v, 4) for v in answer.force_targets],
             "basis": answer.force_target_basis,
@@ -395,13 +372,6 @@ class PickNode(Node):
         self.check_capacity()
 
     # --- sensing -------------------------------------------------------------------------
-    def on_joints(self, msg: JointState) -> None:
-        self.quiet.heard(time.monotonic())
-        velocity = list(msg.velocity) or [0.0] * len(msg.name)
-        for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
-            self.joints[name] = (q, v)
-        self.joints_stamp = measured_at(msg.header.stamp, self.now())
-
     def on_controller(self, msg: JointTrajectoryControllerState) -> None:
         if list(msg.joint_names) == self.arm_joints and len(msg.reference.positions) == len(
             self.arm_joints
@@ -460,43 +430,8 @@ class PickNode(Node):
             arm=self.arm_positions() if self.arm_measured() else None,
         )
 
-    def joined(self, machine: PickMachine, at: float) -> bool:
-        """Whether the arm controller has joined the lower goal: its reference is where the
-        machine commands at ``at`` (on the goal's timeline), or ``JOIN_TIME`` has passed.
-
-        Why: a goal that reaches the controller before its stamp replaces the running one,
-        and the controller blends to the new goal's first point; the arm then still moves
-        towards it, and the lowering's stall signal, which starts from the arm's lag at its
-        first reading, would read that blend as a stall."""
-        if at - machine.t_state >= JOIN_TIME or self.reference is None:
-            return True
-        gap = np.abs(machine.command(at).arm - self.reference)
-        return float(np.max(gap)) <= 0.5 * self.cfg.place.stall_lag
-
     def arm_measured(self) -> bool:
         return all(j in self.joints for j in self.arm_joints)
-
-    def jaw_load(self) -> float:
-        """The vertical force [N] the jaws carry (up on the object), for a place's lowering:
-        each jaw's wrench turned from its jaw frame into the world by forward kinematics of
-        the measured joints. NaN without ``place_load`` (a wrench that is only the grip's
-        normal force says nothing about the load), or a wrench frame the model lacks."""
-        if not self.place_load or self.jaw_joint not in self.joints or not self.arm_measured():
-            return math.nan
-        if any(jaw not in self.jaw_wrench for jaw in self.jaws):
-            return math.nan
-        self.fk_data.qpos[self.fk_qadr] = self.arm_positions()
-        self.fk_data.qpos[self.fk_jaw_qadr] = self.joints[self.jaw_joint][0]
-        mujoco.mj_kinematics(self.fk_model, self.fk_data)
-        load = 0.0
-        for jaw in self.jaws:
-            force, frame = self.jaw_wrench[jaw]
-            body = mujoco.mj_name2id(self.fk_model, mujoco.mjtObj.mjOBJ_BODY, frame)
-            if body < 0:
-                return math.nan
-            on_jaw = self.fk_data.xmat[body].reshape(3, 3) @ force  # world frame
-            load -= float(on_jaw[2])  # the object pushes the jaw down as much as it is held up
-        return load
 
     def arm_positions(self) -> np.ndarray:
         return np.array([self.joints[j][0] for j in self.arm_joints])
@@ -512,16 +447,7 @@ class PickNode(Node):
         mujoco.mj_kinematics(self.fk_model, self.fk_data)
         return self.fk_data.site_xpos[self.fk_site].copy()
 
-    def note_release(self) -> None:
-        """Where the gripper site is as the jaw begins to open: the robot's own witness of
-        where it set the object down."""
-        if self.arm_measured():
-            self.released = self.site_position()
-
     # --- acting --------------------------------------------------------------------------
-    def now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
     def missing(self, now: float) -> list[str]:
         """What the pick still waits for before it starts; nothing: ready."""
         out = []
@@ -709,7 +635,7 @@ class PickNode(Node):
         if self.planning():
             return
         now = self.now()
-        if self.goal is not None and self.goal.is_cancel_requested:
+        if self.server.cancel_requested:
             self.cancel_pick(now)
         if self.machine is None:
             if not self.pending or not self.ready(now):
@@ -723,9 +649,9 @@ class PickNode(Node):
                 self.report_at = None
                 self.finish(now, canceled=machine.state == "canceled")
             return
-        over = now - self.goal_t0 > self.time_limit
+        over = self.server.over(now)
         if over and self.trouble is None and machine.state not in ("abort", "cancel"):
-            self.trouble = f"time limit {self.time_limit:g} s reached"
+            self.trouble = f"time limit {self.server.time_limit:g} s reached"
         if self.trouble is not None:
             trouble, self.trouble = self.trouble, None
             self.get_logger().error(trouble)
@@ -743,23 +669,10 @@ class PickNode(Node):
             self.enter("abort", now)
             return
         before = machine.state
-        # A place senses on the arm's own timeline: the arm runs a state's goal ``shift``
-        # behind the machine's clock (command_lead, or where the previous goal really ended).
-        # The end of lift measures where the object sits in the jaws (the arm must be at the
-        # lift pose, not half way up); the lower goal starts when the descend goal has ended
-        # (sent earlier, it would replace the descend goal and the controller's blend would
-        # shake the load the lowering starts from); lowering compares the measured arm with
-        # what it was commanded at that instant, and a support ends the descent where the arm
-        # really is. Each place state ends when the arm has done it, so the feedback's state
-        # is the arm's (open, the jaw opening, would otherwise show for a fraction of its time).
-        at = now
-        on_arm_time = machine.place is not None and before in ARM_TIMED
-        if on_arm_time:
-            at = now - self.shift
-            if at < machine.t_state:  # the arm is still on the previous state's goal
-                return
-            if before == "lower" and not self.joined(machine, at):
-                return
+        on_arm_time = on_arm_timeline(machine)
+        at = self.arm_time(machine, now) if on_arm_time else now
+        if at is None:  # the arm is not there yet (see arm_time)
+            return
         state = machine.update(at, self.sensed(now))
         if before == "close":
             self.peak_force = max(self.peak_force, *self.jaw_force.values())
@@ -876,58 +789,10 @@ class PickNode(Node):
             "force": self.force_report() if cfg.close_mode == "force" else None,
             "place": place,
         }
-        self.pub_state.publish(String(data="canceled" if canceled else m.state))
-        self.pub_outcome.publish(String(data=json.dumps(report)))
-        self.get_logger().info(f"pick finished: {json.dumps(report)}")
+        state = "canceled" if canceled else m.state
+        publish_outcome(self, self.pub_state, self.pub_outcome, state, report, "pick")
         self.end_goal(report, now)
         self.machine, self.report_at = None, None  # ready for the next goal
-
-    def judge_place(self, now: float, stale_by: float) -> dict:
-        """The place's verdict and its numbers for the outcome: from the object's fresh pose
-        (its centre within 1 cm of the target and upright, no jaw on it), else from the robot
-        (where its site was as the jaw opened, support sensed, no jaw contact now).
-        ``stale_by`` as in ``finish``."""
-        m = self.machine
-        target = m.place.position
-        touch = self.cfg.ros["touch_force"]
-        jaw_touch = any(self.jaw_force[j] > touch for j in self.jaws)
-        reading = None
-        if self.released is not None:  # its age: the readings of now (the jaws after the
-            # retreat); the release point is a reading of its own instant, kept
-            ages = [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
-            age = max(ages) + stale_by
-            reading = RobotPlaceReading(self.released, m.support_by is not None, jaw_touch, age)
-        robot = place_robot_verdict(
-            reading, target, grip_offset=self.cfg.offsets["down"], max_age=self.max_age
-        )
-        pose = None
-        cube, frame = self.cube, self.object.frame
-        if cube is not None and frame in self.rotations:
-            pose = place_pose_verdict(
-                cube[0],
-                self.rotations[frame],
-                now - cube[1] + stale_by,
-                target,
-                jaw_clear=not jaw_touch,
-                max_age=self.max_age,
-                source=f"TF frame {frame!r}",
-            )
-        final, judge = final_place_verdict(robot, pose)
-
-        def cm(value: float) -> float | None:
-            return None if math.isnan(value) else round(value * 100.0, 3)
-
-        return {
-            "outcome": final.outcome,
-            "judged_by": judge,
-            "reason": final.reason,
-            "target_m": [round(float(v), 4) for v in target],
-            "error_cm": cm(final.error),
-            "tilt_deg": None if math.isnan(final.tilt) else round(math.degrees(final.tilt), 2),
-            "support_by": m.support_by,
-            "robot": _verdict(robot),
-            "cube_pose": None if pose is None else _verdict(pose),
-        }
 
     def refuse(self, reason: str) -> None:
         """Publish an aborted outcome at once for a pick that cannot be done as configured
@@ -950,79 +815,6 @@ class PickNode(Node):
         self.pub_outcome.publish(String(data=json.dumps(report)))
         self.pending = False  # the start's pick; goals are still served, each checked
 
-    # --- the pick action -----------------------------------------------------------------
-    async def execute(self, handle) -> Pick.Result:
-        """Serve one goal: check it before anything moves (a refusal is the result REJECTED
-        with the reason: an action server's own rejection carries none), then run a fresh
-        machine from where the arm is and return the judged outcome when the pick ends."""
-        now = self.now()
-        checked = self.check_goal(handle.request, now)
-        if isinstance(checked, str):
-            self.get_logger().warning(f"pick goal rejected: {checked}")
-            handle.abort()
-            return rejected(checked, self.jaws)
-        self.object, self.cfg, self.place = checked
-        self.goal, self.goal_t0 = handle, now
-        limit = float(handle.request.time_limit)
-        self.time_limit = limit if limit > 0.0 else math.inf
-        self.goal_done = Future()
-        self.pending = True
-        where = "" if self.place is None else f", place at {np.round(self.place, 4).tolist()} m"
-        self.get_logger().info(f"pick goal accepted: {self.object.describe()}{where}")
-        return await self.goal_done
-
-    def check_goal(
-        self, goal: Pick.Goal, now: float
-    ) -> tuple[PickObject, PickConfig, np.ndarray | None] | str:
-        """The goal's object, configuration and place position (None: lift and hold), or why
-        it is refused: busy, an unknown or stale object, a close the gripper cannot do, a time
-        limit below zero, an object the arm cannot reach, a place position in another frame,
-        not finite, below the table or out of reach (the machine's own checks)."""
-        if self.goal is not None or self.machine is not None or self.pending:
-            state = "waiting to start" if self.machine is None else self.machine.state
-            return BUSY.format(state=state)
-        place = goal_place(goal, self.world)
-        if isinstance(place, str):
-            return place
-        limit = float(goal.time_limit)
-        if not (math.isfinite(limit) and limit >= 0.0):
-            return f"time_limit must be >= 0 [s] (0 = none), got {limit!r}"
-        target = goal_object(goal, self.world, self.frames, now, self.max_age)
-        if isinstance(target, str):
-            return target
-        if goal.close == Pick.Goal.CLOSE_CONFIGURED and self.refused is not None:
-            return self.refused
-        if goal.close == Pick.Goal.CLOSE_CONFIGURED and self.planning():
-            return "the planned force target has not come from the grasp planner yet"
-        planned = self.configured if self.plan is not None else None
-        cfg = goal_config(
-            goal, self.configured, self.force_base, planned, self.floor().contact_fault
-        )
-        if isinstance(cfg, str):
-            return cfg
-        position = target.position if target.frame is None else self.frames[target.frame][0]
-        home = np.asarray(cfg.robot["home"], dtype=float)
-        for name in ("pre", "down", "lift"):  # as the machine will solve them, from home
-            point = position + np.array([0.0, 0.0, cfg.offsets[name]])
-            result = self.ik(point, home)
-            if not result.converged:
-                return (
-                    f"out of reach: no arm pose puts the gripper at the {name} point "
-                    f"{np.round(point, 4).tolist()} m (IK error {result.error * 1e3:.1f} mm)"
-                )
-        if place is not None:
-            if self.limits is None:
-                return str(self.limits_fault)
-            try:  # the machine refuses a place it cannot do, before anything moves
-                PickMachine(cfg, self.ik, home, t0=now, place=place, limits=self.limits)
-            except InvalidInput as exc:
-                return f"place_pose refused: {exc}"
-        return target, cfg, place
-
-    def on_cancel(self, handle) -> CancelResponse:
-        """Accept a cancel of the goal being served; the next tick ends the pick there."""
-        return CancelResponse.ACCEPT if handle is self.goal else CancelResponse.REJECT
-
     def start_pick(self, now: float) -> None:
         """A fresh machine from where the controller holds the arm (inside its ranges), with
         every per-pick reading reset."""
@@ -1030,77 +822,14 @@ class PickNode(Node):
         self.squeeze = self.site_at_grip = self.jaw_start = math.nan
         self.jaw_sent, self.trouble, self.grasp_result = None, None, None
         self.peak_force, self.jaw_delay = 0.0, self.lead
-        self.arm_handle, self.feedback_at = None, -math.inf
+        self.arm_handle = None
         self.released, self.shift = None, 0.0
         self.chain.forget()
-        if self.goal is None:
-            self.goal_t0 = now
+        self.server.started(now)
         home = np.asarray(self.cfg.robot["home"], dtype=float)
         place = {} if self.place is None else {"place": self.place, "limits": self.limits}
         self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.reference, **place)
         self.enter(self.machine.state, now)
-
-    def cancel_pick(self, now: float) -> None:
-        """The client canceled: the machine slows the arm to rest along its path within the
-        limits (``PickMachine.cancel``), sent as one more arm goal that joins the running one
-        where the arm is on it (``GoalChain.lag``); the jaw is left as commanded (a held
-        object stays squeezed). The goal ends CANCELED, with the state the pick stopped in,
-        once the arm is at rest (``tick``)."""
-        self.pending = False
-        machine = self.machine
-        if machine is None:  # not started yet
-            self.end_goal(
-                {"outcome": "canceled", "reason": "canceled before it started", "state": "waiting"},
-                now,
-            )
-            return
-        if machine.state in ("cancel", "canceled"):
-            return
-        self.get_logger().info(f"pick canceled in state {machine.state}: slowing to rest")
-        lag = self.chain.lag(now)
-        at = now  # the machine's clock: a place's states run on the arm's own timeline (tick)
-        if machine.place is not None and machine.state in ARM_TIMED:
-            at = max(now - self.shift, machine.t_state)
-        machine.cancel(at)
-        self.phase += 1
-        self.pub_state.publish(String(data=machine.state))
-        self.send_phase(at, at + lag)
-        if machine.finished:
-            self.report_at = max(now, self.chain.end(now))
-
-    def end_goal(self, report: dict, now: float) -> None:
-        """End the goal being served (if any) with the outcome ``report``."""
-        handle, done = self.goal, self.goal_done
-        if handle is None or done is None:
-            return
-        result = result_from_report(report, self.jaws, now - self.goal_t0)
-        if report["outcome"] == "canceled":
-            handle.canceled()
-        elif report["outcome"] in ("held", "placed"):
-            handle.succeed()
-        else:
-            handle.abort()
-        self.goal, self.goal_done, self.time_limit = None, None, math.inf
-        self.cfg, self.place = self.configured, None
-        done.set_result(result)
-
-    def send_feedback(self, now: float) -> None:
-        """The state, the jaw forces and the lift since the close, every FEEDBACK_PERIOD."""
-        if self.goal is None or now - self.feedback_at < FEEDBACK_PERIOD:
-            return
-        self.feedback_at = now
-        lift = 0.0
-        if self.machine.closed and self.arm_joints[0] in self.joints:
-            lift = self.site_height() - self.site_at_grip
-        self.goal.publish_feedback(
-            Pick.Feedback(
-                state=self.machine.state,
-                jaw_names=list(self.jaws),
-                jaw_forces=[float(self.jaw_force[j]) for j in self.jaws],
-                lift=float(lift),
-                elapsed=float(now - self.goal_t0),
-            )
-        )
 
     def force_report(self) -> dict:
         """The force close's numbers for the outcome: target and band, the squeeze per jaw
@@ -1125,17 +854,6 @@ class PickNode(Node):
             "raised": self.raised,
             "plan": self.plan,
         }
-
-
-def _verdict(verdict: PlaceVerdict) -> dict:
-    """A place verdict for the outcome JSON (NaN, not JSON, as null), in cm and degrees."""
-    error, tilt = verdict.error, verdict.tilt
-    return {
-        "outcome": verdict.outcome,
-        "error_cm": None if math.isnan(error) else round(error * 100.0, 3),
-        "tilt_deg": None if math.isnan(tilt) else round(math.degrees(tilt), 2),
-        "reason": verdict.reason,
-    }
 
 
 def main(args: list[str] | None = None) -> None:
