@@ -3,7 +3,8 @@
 The seed's whole pipeline over ROS with the Barrett-like hand on the simulated Panda: the sim
 bridge (MuJoCo, a soft sphere), the TF publisher, the trajectory node, the grasp planner and
 the hand pick (plan -> pre-grasp through the trajectory node -> close to the contacts -> force
-close -> lift). The outcome is latched on ``/hand_pick/outcome``. The nodes come from
+close -> lift). The outcome is latched on ``/hand_pick/outcome``; the hand pick serves the
+``/pick`` action (docs/hand_pick.md). The nodes come from
 ``physai_ros.launching.graph.hand_pick_graph``, as for ``physai bringup hand_pick``.
 """
 
@@ -17,6 +18,7 @@ ARGUMENTS = {
     "mass": ("", "its mass [kg]; empty = config/hand_pick.yaml"),
     "real_time_factor": ("1.0", "sim pacing: 1 = real time, 0 = as fast as possible"),
     "model_path": ("", "Menagerie-style folder of the Panda arm; empty = the embedded model"),
+    "autostart": ("true", "pick once at start; false: only /pick goals"),
     "rviz": ("false", "start RViz with config/physai.rviz"),
 }
 
@@ -30,6 +32,7 @@ def node_specs(values: dict[str, str]) -> list:
         mass=optional_float(values["mass"]),
         real_time_factor=float(values["real_time_factor"]),
         model_path=values["model_path"],
+        autostart=as_bool(values["autostart"]),
     )
 
 

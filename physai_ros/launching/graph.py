@@ -311,6 +311,7 @@ def hand_pick_graph(
     mass: float | None = None,
     real_time_factor: float = 1.0,
     model_path: str = "",
+    autostart: bool = True,
 ) -> list[NodeSpec]:
     """The seed's pipeline with the Barrett-like hand on the simulated Panda: the sim
     bridge (``panda_barrett`` with the soft object of config/hand_pick.yaml, beside the rigid
@@ -318,7 +319,8 @@ def hand_pick_graph(
     (the arm's moves inside the Panda's limits), the grasp planner and the hand pick.
 
     object_x, object_y: where the object lies, base frame [m]; young [Pa], mass [kg]: its
-    material (None: config/hand_pick.yaml's); real_time_factor: sim pacing."""
+    material (None: config/hand_pick.yaml's); real_time_factor: sim pacing; autostart: the
+    hand pick picks once at start (else it waits for ``/pick`` goals)."""
     if robot != "panda_barrett":
         raise InvalidInput(f"the hand pick runs robot 'panda_barrett', not {robot!r}")
     obj = hand_pick_defaults()
@@ -343,6 +345,7 @@ def hand_pick_graph(
     }
     trajectory = trajectory_graph("panda", sim=True)[-1]
     pick = {**shared, "use_sim_time": True, **{f"object.{k}": v for k, v in obj.items()}}
+    pick["autostart"] = bool(autostart)
     return [
         NodeSpec("sim_bridge", "sim_bridge", bridge),
         NodeSpec("tf_publisher", "tf_publisher", tf),

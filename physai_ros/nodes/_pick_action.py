@@ -182,6 +182,34 @@ def result_from_report(report: dict, jaws: tuple[str, ...], duration: float) -> 
     return result
 
 
+def hand_result_from_report(report: dict, fingers: tuple[str, ...], duration: float) -> Pick.Result:
+    """The typed result of the hand pick's outcome report (``hand_pick/outcome``): its numbers
+    put where the jaw pick's are -- the rise as the lift, the fingers as the jaws, the squeeze
+    the sum of the three final forces -- and, as the result has one force target, the largest
+    finger target and the smallest finger capacity, the mean final force, all three within
+    tolerance, the largest peak. Per finger, the outcome JSON has each. A crushed object is no
+    constant of the result: ABORTED, the reason saying so."""
+    force = report.get("force") or {}
+    targets, final = force.get("targets_N"), force.get("final_N") or []
+    as_jaw = {
+        **{k: report.get(k) for k in ("outcome", "reason", "abort_reason", "state", "close_s")},
+        "judged_by": None if report.get("judged_by") is None else "object_pose",
+        "lift_cm": report.get("rise_cm"),
+        "squeeze_N": sum(final) if report.get("close_s") is not None else None,
+        "jaw_forces_N": final,
+        "ik_error_mm": report.get("ik_error_mm"),
+    }
+    if targets:
+        as_jaw["force"] = {
+            "target_N": max(targets),
+            "capacity_N": min(force.get("capacity_N") or [math.nan]),
+            "squeeze_per_jaw_N": sum(final) / len(final) if final else None,
+            "within_tolerance": all(force.get("within_tolerance") or [False]),
+            "peak_while_closing_N": max(force.get("peak_while_closing_N") or [0.0]),
+        }
+    return result_from_report(as_jaw, fingers, duration)
+
+
 def refusal(reason: str) -> dict:
     """The outcome report of a goal refused before anything moved (any pick node's)."""
     return {"outcome": "rejected", "reason": reason, "state": "rejected"}

@@ -14,12 +14,21 @@ from ``soft_object_pose`` and ``soft_object_strain``. State on ``hand_pick/state
 (latched JSON) on ``hand_pick/outcome``: held / crushed / dropped / not closed / no
 measurement, or aborted with the reason (no plan, out of reach, a target beyond a finger's
 capacity, a finger's force close that failed, an arm move that failed, a silent robot).
-Docs: docs/force_close.md "The three-finger hand".
+
+The pick is also the ``/pick`` action (``physai_ros_interfaces/action/Pick``, served as the jaw
+pick serves it: ``physai_ros.nodes._pick_server``): with ``autostart`` (the default) the node
+picks the soft object once at start, then serves goals, one at a time, each a fresh machine
+with the plan asked at start moved onto the goal's object (a TF frame under ``world_frame``,
+the graph's ``grasp_object``, or a world position). A goal the hand cannot do is refused before
+anything moves (the result REJECTED with the reason): a place (the hand lifts and holds), a cap
+close or a single force target (each finger squeezes to its own planned target), an unknown or
+stale object, one out of reach. A cancel cancels the arm's goal (the trajectory node's
+controller holds the arm where it is) and sends the fingers nothing more: they keep squeezing.
+Docs: docs/hand_pick.md, docs/force_close.md "The three-finger hand".
 """
 
 from __future__ import annotations
 
-import json
 import math
 import time
 
@@ -27,12 +36,13 @@ import numpy as np
 from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from geometry_msgs.msg import PoseStamped, WrenchStamped
+from physai_ros_interfaces.action import Pick
 from physai_ros_interfaces.srv import PlanGrasp
 from rclpy.action import ActionClient
-from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
+from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
@@ -44,7 +54,6 @@ from physai_ros.core.pick.hand_machine import (
     hand_verdict,
     plan_request,
 )
-from physai_ros.core.pick.silence import SilenceWatch
 from physai_ros.errors import PhysaiError
 from physai_ros.models import load_robot_spec, place_robot
 from physai_ros.models.joints import PANDA_ARM_JOINTS
@@ -59,11 +68,30 @@ from physai_ros.nodes._common import (
     unflatten,
 )
 from physai_ros.nodes._messages import duration_msg, measured_at
+from physai_ros.nodes._pick_action import BUSY, PickObject, goal_object, hand_result_from_report
+from physai_ros.nodes._pick_server import (
+    JointReader,
+    PickServer,
+    PlannerCall,
+    publish_outcome,
+    silence_watch,
+)
 
 SCHEMA = load_schema("hand_pick")  # config/schema/hand_pick.yaml
+FINGERS = ("F1", "F2", "F3")  # the fingers' names in the outcome, the feedback and the result
+PLANNED_CLOSES = (Pick.Goal.CLOSE_CONFIGURED, Pick.Goal.CLOSE_PLANNED)
+HAND_CLOSES = (
+    "the hand closes each finger to its own planned force target (close 0 configured or 3 planned)"
+)
+REFUSED_CLOSES = {
+    Pick.Goal.CLOSE_CAP: f"close cap refused: {HAND_CLOSES}; a cap close squeezes the soft "
+    "object with every finger's full torque",
+    Pick.Goal.CLOSE_FORCE: f"close force refused: {HAND_CLOSES}; one force_target for all "
+    "three fingers would not balance the planned grasp",
+}
 
 
-class HandPickNode(Node):
+class HandPickNode(JointReader, Node):
     def __init__(self) -> None:
         super().__init__("hand_pick")
         robot, model_path, base_pos, base_yaw = declare_robot_params(self, SCHEMA)
@@ -108,22 +136,38 @@ class HandPickNode(Node):
         self.spread_name = names["spread"]
         self.sent: dict[str, tuple[float, float]] = {}
         self.in_flight = dict.fromkeys(self.hand, 0)
-        self.planner = self.create_client(PlanGrasp, names["plan_service"])
-        self.plan_future = None
         self.plan: dict | None = None
-        self.plan_deadline = time.monotonic() + float(p["plan.timeout"])
+        self.grasp = None  # (PlannedGrasp, levers [m]): the plan, for every pick
+        self.plan_fault: str | None = None  # why there is no plan
         self.machine: HandPickMachine | None = None
         self.move_sent, self.move_result = 0, None
+        self.arm_handle = None  # the running arm goal (a cancel cancels it)
         self.peak = np.zeros(3)
         self.rise_from = math.nan
-        self.reported = False
         self.state_said = ""
+        self.world, self.max_age = p["world_frame"], float(p["max_age"])
+        self.frames: dict[str, tuple[np.ndarray, float]] = {}  # TF children of the world
+        self.create_subscription(TFMessage, interfaces.TF, self.on_tf, stream_qos(100))
+        self.target: PickObject | None = None  # a goal's object; None: the soft object's pose
+        self.pending = bool(p["autostart"])  # a pick to start once ready
         self.pub_state = self.create_publisher(String, interfaces.HAND_PICK_STATE, LATCHED)
         self.pub_outcome = self.create_publisher(String, interfaces.HAND_PICK_OUTCOME, LATCHED)
-        sim_time = bool(self.get_parameter("use_sim_time").value)
-        self.quiet = SilenceWatch(p["silence_timeout"], self.now(), time.monotonic(), sim_time)
+        self.server = PickServer(
+            self,
+            self.check_goal,
+            self.begin_goal,
+            lambda report, duration: hand_result_from_report(report, FINGERS, duration),
+        )
+        self.planner = PlannerCall(
+            self,
+            names["plan_service"],
+            self.request,
+            float(p["plan.timeout"]),
+            self.on_plan,
+            self.plan_failed,
+        )
+        self.quiet = silence_watch(self, p["silence_timeout"], self.watch)
         self.create_timer(1.0 / p["control_rate"], self.tick)
-        self.create_timer(0.1, self.watch, clock=Clock(clock_type=ClockType.STEADY_TIME))
         self.get_logger().info(
             f"hand pick of a {tree['object']['shape']} ({self.request['size']} m, "
             f"{self.request['mass']} kg, E {self.request['young']:g} Pa): asking "
@@ -131,15 +175,13 @@ class HandPickNode(Node):
         )
 
     # --- sensing -----------------------------------------------------------------------------
-    def now(self) -> float:
-        return self.get_clock().now().nanoseconds * 1e-9
-
-    def on_joints(self, msg: JointState) -> None:
-        self.quiet.heard(time.monotonic())
-        velocity = list(msg.velocity) or [0.0] * len(msg.name)
-        for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
-            self.joints[name] = (q, v)
-        self.joints_stamp = measured_at(msg.header.stamp, self.now())
+    def on_tf(self, msg: TFMessage) -> None:
+        """The latest position and stamp of every TF frame whose parent is the world: a goal's
+        object frame is looked up here (tf2_ros is not in the pip-installed ROS)."""
+        for t in (t for t in msg.transforms if t.header.frame_id == self.world):
+            p = t.transform.translation
+            at = measured_at(t.header.stamp, self.now())
+            self.frames[t.child_frame_id] = (np.array([p.x, p.y, p.z]), at)
 
     def on_wrench(self, name: str, msg: WrenchStamped) -> None:
         f = msg.wrench.force
@@ -155,15 +197,31 @@ class HandPickNode(Node):
         if self.machine is not None and self.machine.state in ("close", "lift", "hold"):
             self.strain_peak = max(self.strain_peak, self.strain)
 
-    def sensed(self) -> HandSensing:
+    def object_now(self, now: float) -> tuple[np.ndarray, float] | None:
+        """Where the pick's object is and when it was measured: a goal's TF frame, a goal's
+        position (fresh by definition: where the user says it lies), else the soft object."""
+        if self.target is None:
+            return self.object
+        if self.target.frame is not None:
+            return self.frames.get(self.target.frame)
+        return self.target.position, now
+
+    def judged(self) -> tuple[np.ndarray, float] | None:
+        """The object pose the verdict reads: the goal's TF frame, else the soft object's."""
+        if self.target is not None and self.target.frame is not None:
+            return self.frames.get(self.target.frame)
+        return self.object
+
+    def sensed(self, now: float) -> HandSensing:
         q = [self.joints.get(j, (math.nan, 0.0)) for j in INNER_JOINTS]
+        target = self.object_now(now)
         return HandSensing(
             fingers=np.array([v[0] for v in q]),
             speeds=np.array([v[1] for v in q]),
             forces=np.array([self.forces[c] for c in self.contacts]),
             acked=tuple(self.in_flight[n] == 0 for n in self.finger_names),
-            object_pos=None if self.object is None else self.object[0],
-            object_stamp=None if self.object is None else self.object[1],
+            object_pos=None if target is None else target[0],
+            object_stamp=None if target is None else target[1],
             move=self.move_result,
         )
 
@@ -180,22 +238,18 @@ class HandPickNode(Node):
         return out
 
     # --- the plan ----------------------------------------------------------------------------
-    def ask_planner(self) -> None:
-        if self.plan_future is None and self.planner.service_is_ready():
-            request = PlanGrasp.Request()
-            for name, value in self.request.items():
-                setattr(request, name, value)
-            self.plan_future = self.planner.call_async(request)
-            self.plan_future.add_done_callback(self.on_plan)
-        elif time.monotonic() > self.plan_deadline and self.machine.state == "plan":
-            why = "no plan_grasp service" if self.plan_future is None else "no plan in time"
-            self.machine.plan_failed(self.now(), f"{why} within {self.p['plan.timeout']:g} s")
+    def plan_failed(self, asked: bool) -> None:
+        """No plan by ``plan.timeout``: every pick ends aborted before it moves."""
+        why = "no plan in time" if asked else "no plan_grasp service"
+        self.no_plan(f"{why} within {self.p['plan.timeout']:g} s")
 
-    def on_plan(self, future) -> None:
-        machine = self.machine
-        if machine.state != "plan":
-            return
-        answer = future.result()
+    def no_plan(self, reason: str) -> None:
+        self.plan_fault = reason
+        self.get_logger().error(f"no grasp plan: {reason}")
+        if self.machine is not None:
+            self.machine.plan_failed(self.now(), reason)
+
+    def on_plan(self, answer: PlanGrasp.Response) -> None:
         self.plan = {
             "success": answer.success,
             "message": answer.message,
@@ -205,7 +259,7 @@ class HandPickNode(Node):
             "request": self.request,
         }
         if not answer.success:
-            machine.plan_failed(self.now(), f"grasp planner: {answer.message}")
+            self.no_plan(f"grasp planner: {answer.message}")
             return
         try:
             o = answer.object_pose.position
@@ -219,48 +273,133 @@ class HandPickNode(Node):
             )
             levers = self.kin.levers(grasp)
         except PhysaiError as exc:
-            machine.plan_failed(self.now(), f"unusable plan: {exc}")
+            self.no_plan(f"unusable plan: {exc}")
             return
         self.plan["levers_m"] = [round(float(v), 5) for v in levers]
         self.get_logger().info(
             f"planned: force targets {self.plan['force_targets_N']} N per finger "
             f"({answer.force_target_basis}), levers {self.plan['levers_m']} m; {answer.message}"
         )
-        machine.planned(self.now(), grasp, levers)
+        self.grasp = (grasp, levers)
+        if self.machine is not None:
+            self.machine.planned(self.now(), grasp, levers)
+
+    # --- the pick action -----------------------------------------------------------------------
+    def check_goal(self, goal: Pick.Goal, now: float) -> PickObject | str:
+        """The goal's object, or why the hand refuses the goal (before anything moves): busy,
+        a place, a close other than the planned one, a bad time limit, an unknown or stale
+        object, no plan, an object the arm cannot reach with the planned grasp."""
+        if self.server.goal is not None or self.machine is not None or self.pending:
+            state = "waiting to start" if self.machine is None else self.machine.state
+            return BUSY.format(state=state)
+        if goal.place:
+            return "place refused: the hand lifts and holds the object (send place false)"
+        if goal.close not in PLANNED_CLOSES:
+            known = f"close {goal.close} unknown: 0 configured, 1 cap, 2 force, 3 planned"
+            return REFUSED_CLOSES.get(goal.close, known)
+        limit = float(goal.time_limit)
+        if not (math.isfinite(limit) and limit >= 0.0):
+            return f"time_limit must be >= 0 [s] (0 = none), got {limit!r}"
+        target = goal_object(goal, self.world, self.frames, now, self.max_age)
+        if isinstance(target, str):
+            return target
+        if self.plan_fault is not None:
+            return f"no grasp plan: {self.plan_fault}"
+        if self.grasp is None:
+            return "the grasp plan has not come from the grasp planner yet"
+        at = target.position if target.frame is None else self.frames[target.frame][0]
+        try:
+            self.kin.poses(self.grasp[0], at, self.cfg.approach_distance, self.cfg.lift_height)
+        except PhysaiError as exc:
+            return f"out of reach: {exc}"
+        return target
+
+    def begin_goal(self, target: PickObject, now: float) -> None:
+        """A goal accepted: pick its object as soon as the next tick finds everything ready."""
+        self.target, self.pending = target, True
+        self.get_logger().info(f"pick goal accepted: {target.describe()}")
+
+    def cancel_pick(self, now: float) -> None:
+        """The client canceled: the arm's goal is canceled (its controller holds the arm where
+        it is), the fingers are sent nothing more (they keep their squeeze), and the goal ends
+        CANCELED with the state the pick stopped in and what the fingers hold."""
+        self.pending = False
+        if self.machine is None:
+            report = {"outcome": "canceled", "reason": "canceled before it started"}
+            self.server.end(report | {"state": "waiting"}, now)
+            return
+        if self.arm_handle is not None:
+            self.arm_handle.cancel_goal_async()
+        self.get_logger().info(f"pick canceled in state {self.machine.state}: the arm holds")
+        self.finish(now, canceled=True)
+
+    def feedback(self, elapsed: float) -> Pick.Feedback:
+        """The state, each finger's force now and how far the object rose since the close."""
+        pose = self.judged()
+        rise = 0.0
+        if pose is not None and math.isfinite(self.rise_from):
+            rise = float(pose[0][2]) - self.rise_from
+        return Pick.Feedback(
+            state=self.machine.state,
+            jaw_names=list(FINGERS),
+            jaw_forces=[float(self.forces[c]) for c in self.contacts],
+            lift=rise,
+            elapsed=float(elapsed),
+        )
 
     # --- acting ------------------------------------------------------------------------------
     def tick(self) -> None:
         now = self.now()
+        self.planner.poll()
+        if self.server.cancel_requested:
+            self.cancel_pick(now)
         if self.machine is None:
-            if self.missing():
-                return
-            home = np.array([self.joints[j][0] for j in PANDA_ARM_JOINTS])
-
-            def poses(grasp, at):
-                return self.kin.poses(grasp, at, self.cfg.approach_distance, self.cfg.lift_height)
-
-            self.machine = HandPickMachine(self.cfg, poses, home, now)
-            self.publish_state("plan", now)
-            self.ask_planner()
+            if self.pending and not self.missing():
+                self.start_pick(now)
             return
         machine = self.machine
         if machine.state != self.state_said:  # changed in a callback (the plan came, or failed)
             self.publish_state(machine.state, now)
+        if self.server.over(now) and machine.state not in ("abort", "aborted"):
+            machine.abort(now, f"time limit {self.server.time_limit:g} s reached")
         if machine.finished:
             self.finish(now)
             return
         before = machine.state
-        sensed = self.sensed()
+        sensed = self.sensed(now)
         machine.update(now, sensed)
         if before == "close":
             self.peak = np.maximum(self.peak, sensed.forces)
-        if before == "close" and machine.state == "lift" and self.object is not None:
-            self.rise_from = float(self.object[0][2])
+        pose = self.judged()
+        if before == "close" and machine.state == "lift" and pose is not None:
+            self.rise_from = float(pose[0][2])
         if machine.state != before:
             self.publish_state(machine.state, now)
         self.send_commands()
         if machine.finished:
             self.finish(now)
+        else:
+            self.server.feedback(now, self.feedback)
+
+    def start_pick(self, now: float) -> None:
+        """A fresh machine from where the arm is, with the plan (when it has come) on it and
+        every per-pick reading reset."""
+        self.pending = False
+        home = np.array([self.joints[j][0] for j in PANDA_ARM_JOINTS])
+
+        def poses(grasp, at):
+            return self.kin.poses(grasp, at, self.cfg.approach_distance, self.cfg.lift_height)
+
+        self.machine = machine = HandPickMachine(self.cfg, poses, home, now)
+        self.sent, self.peak, self.rise_from = {}, np.zeros(3), math.nan
+        self.strain_peak, self.arm_handle = 0.0, None
+        self.move_sent, self.move_result = 0, None
+        self.server.started(now)
+        self.publish_state("plan", now)
+        if self.grasp is not None:
+            machine.planned(now, *self.grasp)
+        elif self.plan_fault is not None:
+            machine.plan_failed(now, self.plan_fault)
 
     def publish_state(self, state: str, now: float) -> None:
         self.state_said = state
@@ -294,9 +433,13 @@ class HandPickNode(Node):
             )
         ]
 
+        machine = self.machine  # a move of an earlier pick answers nothing of this one
+
         def result(future) -> None:
             answer = future.result()
             ok = answer.status == GoalStatus.STATUS_SUCCEEDED
+            if self.machine is not machine:
+                return
             self.move_result = (
                 move_id,
                 ok,
@@ -305,9 +448,12 @@ class HandPickNode(Node):
 
         def responded(future) -> None:
             handle = future.result()
+            if self.machine is not machine:
+                return
             if not handle.accepted:
                 self.move_result = (move_id, False, "the trajectory node rejected the goal")
                 return
+            self.arm_handle = handle
             handle.get_result_async().add_done_callback(result)
 
         self.arm.send_goal_async(goal).add_done_callback(responded)
@@ -326,11 +472,11 @@ class HandPickNode(Node):
 
     def watch(self) -> None:
         """The steady-clock watchdog: the planner's deadline, a silent robot."""
+        self.planner.poll()
         machine = self.machine
         if machine is None or machine.finished:
             return
         if machine.state == "plan":
-            self.ask_planner()
             return
         silent = self.quiet.check(self.now(), time.monotonic())
         if silent is not None:
@@ -340,17 +486,16 @@ class HandPickNode(Node):
             machine.state = "aborted"
             self.finish(self.now(), stale_by=silent_for)
 
-    def finish(self, now: float, stale_by: float = 0.0) -> None:
-        """Judge (from the object's pose and the fingers' forces) and publish the outcome."""
-        if self.reported:
-            return
-        self.reported = True
-        m, p = self.machine, self.p
+    def finish(self, now: float, stale_by: float = 0.0, canceled: bool = False) -> None:
+        """Judge (from the object's pose and the fingers' forces), publish the outcome and end
+        the goal with it; ready for the next pick. ``canceled``: the verdict says what the
+        fingers hold where it stopped."""
+        m, p, pose = self.machine, self.p, self.judged()
         forces = np.array([self.forces[c] for c in self.contacts])
         stamps = [self.joints_stamp, *self.force_stamp.values()]
-        stamps.append(self.object[1] if self.object is not None else -math.inf)
+        stamps.append(pose[1] if pose is not None else -math.inf)
         age = max(now - s for s in stamps) + stale_by
-        rise = float(self.object[0][2]) - self.rise_from if self.object is not None else math.nan
+        rise = float(pose[0][2]) - self.rise_from if pose is not None else math.nan
         touching = int(np.sum(forces > self.cfg.fingers["touch"]))
         verdict = hand_verdict(
             m.closed, rise, touching, self.strain_peak, age,
@@ -358,9 +503,14 @@ class HandPickNode(Node):
         )  # fmt: skip
         targets = None if m.grasp is None else m.grasp.targets
         tol = self.cfg.fingers["tolerance"]
+        outcome = "aborted" if m.state == "aborted" else verdict.outcome
+        reason = m.abort_reason if m.state == "aborted" else verdict.reason
+        if canceled:
+            outcome, reason = "canceled", f"canceled in {m.state}; {verdict.outcome}: {reason}"
+        capacity = self.cfg.fingers["cap"] / m.levers if m.grasp is not None else None
         report = {
-            "outcome": "aborted" if m.state == "aborted" else verdict.outcome,
-            "reason": m.abort_reason if m.state == "aborted" else verdict.reason,
+            "outcome": outcome,
+            "reason": reason,
             "verdict": verdict.outcome,
             "judged_by": "object pose",
             "state": m.state,
@@ -372,6 +522,7 @@ class HandPickNode(Node):
             "close_s": None if math.isnan(m.close_s) else round(m.close_s, 3),
             "force": {
                 "targets_N": None if targets is None else [round(v, 4) for v in targets],
+                "capacity_N": None if capacity is None else [round(v, 4) for v in capacity],
                 "final_N": [round(v, 4) for v in forces],
                 "tolerance": tol,
                 "within_tolerance": None
@@ -384,9 +535,10 @@ class HandPickNode(Node):
             "plan": self.plan,
             "time_s": round(now, 3),
         }
-        self.pub_state.publish(String(data=m.state))
-        self.pub_outcome.publish(String(data=json.dumps(report)))
-        self.get_logger().info(f"hand pick finished: {json.dumps(report)}")
+        state = "canceled" if canceled else m.state
+        publish_outcome(self, self.pub_state, self.pub_outcome, state, report, "hand pick")
+        self.server.end(report, now)
+        self.machine, self.target, self.state_said = None, None, ""
 
 
 def main(args: list[str] | None = None) -> None:

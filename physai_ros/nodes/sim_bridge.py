@@ -7,8 +7,9 @@ sphere | cylinder, a MuJoCo flex beside the rigid cube) soft_object_pose and
 soft_object_strain; the shared controllers
 (``physai_ros.nodes._controllers``: arm_controller/follow_joint_trajectory, its topic and
 controller_state, gripper_controller/gripper_cmd) run inside the physics steps; sim/reset
-puts robot, cube and soft object back (the cube at ``cube_x``, ``cube_y``, which a client may set
-while the bridge runs to start the next trial elsewhere). Physics runs in its own thread paced by
+puts robot, cube and soft object back (the cube at ``cube_x``, ``cube_y``, the soft object at
+``soft_x``, ``soft_y``, which a client may set while the bridge runs to start the next trial
+elsewhere). Physics runs in its own thread paced by
 ``real_time_factor``; the maths lives in physai_ros.sim.mujoco_sim and physai_ros.core.
 
 Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_controller_name``,
@@ -127,6 +128,8 @@ class SimBridge(Node):
             raise SystemExit(f"sim_bridge: {exc}") from exc
         if soft is None:
             self.rates["soft_object"] = 0.0
+        else:  # where sim/reset puts it (soft_x, soft_y may be set while running)
+            self.p |= {"soft_x": soft.pos[0], "soft_y": soft.pos[1]}
         # the controllers' parameters: config/sim_robots.yaml's defaults, declared so that a
         # params file or `ros2 param set` changes them
         jtc = declare_jtc(self, SCHEMA, self.sim.arm.p)
@@ -250,8 +253,8 @@ class SimBridge(Node):
 
     def _on_parameters(self, params) -> SetParametersResult:
         for param in params:
-            if param.name in ("cube_x", "cube_y"):  # where the next reset puts the cube
-                self.p[param.name] = float(param.value)
+            if param.name in ("cube_x", "cube_y", "soft_x", "soft_y"):  # where the next reset
+                self.p[param.name] = float(param.value)  # puts the cube or the soft object
                 self.get_logger().info(f"{param.name} -> {param.value:g} m at the next reset")
             if param.name == "real_time_factor":
                 self.rtf = float(param.value)
@@ -431,6 +434,8 @@ class SimBridge(Node):
         with self.lock:
             self.sim.reset()
             self.sim.place_cube((self.p["cube_x"], self.p["cube_y"]))
+            if self.sim.soft is not None:
+                self.sim.place_soft((self.p["soft_x"], self.p["soft_y"]))
             ends, self.sim.ends = self.sim.ends, []
         self.servers.deliver(ends)
         response.success, response.message = True, f"reset at sim time {self.sim.time:.3f} s"

@@ -595,6 +595,23 @@ class MujocoSim:
         self._cube_home = d.qpos[self._cube_q : self._cube_q + 7].copy()
         mujoco.mj_forward(self.model, d)
 
+    def place_soft(self, soft_pos: Sequence[float]) -> None:
+        """Move the soft object, at rest and undeformed, to ``soft_pos`` (x, y) [m], base
+        frame, on the table: its vertex bodies (children of the world) are shifted in the model
+        and their sliders put back to rest, so a later ``reset`` leaves it there too."""
+        self._need_soft()
+        m, d, verts = self.model, self.data, self._soft_body.verts
+        bodies = m.flex_vertbodyid[verts]
+        centre = cube_world_pos(soft_pos, self.soft.size, self._base_pos, self._base_yaw)
+        rest = self._soft_body.weight @ m.body_pos[bodies]  # its centre of mass at rest
+        m.body_pos[bodies, :2] += centre[:2] - rest[:2]
+        for body in bodies:
+            first, count = m.body_jntadr[body], m.body_jntnum[body]
+            for joint in range(first, first + count):
+                d.qpos[m.jnt_qposadr[joint]] = m.qpos0[m.jnt_qposadr[joint]]
+                d.qvel[m.jnt_dofadr[joint]] = 0.0
+        mujoco.mj_forward(m, d)
+
     def cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """Cube centre [m] and orientation quaternion (w, x, y, z) in the world."""
         return self.data.xpos[self._cube_body].copy(), self.data.xquat[self._cube_body].copy()

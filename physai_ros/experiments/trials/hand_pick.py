@@ -1,21 +1,20 @@
 """The three-finger pick's judged run as a bench: the Barrett-like hand on the simulated Panda
-picks the soft sphere at ``--runs`` positions, over ROS.
+picks the soft sphere at ``--runs`` positions, over ROS, in one graph.
 
-Each run starts the graph ``ros2 launch physai_ros hand_pick.launch.py`` starts
-(``hand_pick_graph``: sim bridge paced at real time, TF publisher, trajectory node, hand pick,
-each in a process of its own with the product's parameters, ``physai_ros.launching.bringup.start``)
-with
-the soft sphere (config/hand_pick.yaml ``object``) at one position of a deterministic walk over
-the ±``--half`` square around its place. The ``grasp_planner`` node of that graph is started
-once, with the graph's parameters, and serves every run (the request is the same object each
-time; the hand pick moves the planned grasp onto the object where it lies): the first run pays
-the plan, the others are answered from the planner's cache.
+The graph is the one ``ros2 launch physai_ros hand_pick.launch.py autostart:=false`` starts
+(``hand_pick_graph``: sim bridge paced at real time, TF publisher, trajectory node, grasp
+planner, hand pick, each in a process of its own with the product's parameters,
+``physai_ros.launching.bringup.start``). For each position of a deterministic walk over the
+±``--half`` square around the object's place, the bench puts the soft object there (the sim
+bridge's ``soft_x``/``soft_y`` parameters, then ``/sim/reset``) and sends one ``/pick`` goal
+for the TF frame ``grasp_object``; the hand plans once, at start, and moves the planned grasp
+onto the object where it lies.
 
-A client node here watches ``hand_pick/outcome``. A run passes when the outcome is ``held``
-(the object's centre of mass rose ≥ 4 cm since the close with all three fingers on it, its
-largest edge strain under the limit); the table gives the held rate with its Wilson 95 %
-interval and each run's rise, final and peak finger forces against the planned targets, strain
-and close time::
+A run passes when the typed result is HELD (the object's centre of mass rose ≥ 4 cm since the
+close with all three fingers on it, its largest edge strain under the limit); each goal's
+``hand_pick/outcome`` JSON gives the per-finger numbers. The table gives the held rate with its
+Wilson 95 % interval and each run's rise, final and peak finger forces against the planned
+targets, strain and close time::
 
     physai bench hand-pick --runs 10
     physai bench hand-pick --runs 3 --keep /tmp/hand_bench --json /tmp/hand.json
@@ -34,14 +33,14 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from physai_ros import interfaces
 from physai_ros.errors import InvalidInput
 from physai_ros.experiments.trials.force_runs import positions, progress, wilson
-from physai_ros.experiments.trials.spinning import Spinning
-from physai_ros.launching.graph import hand_pick_defaults, hand_pick_graph
-from physai_ros.launching.process_graph import run_graph
+from physai_ros.experiments.trials.pick_goals import Client
+from physai_ros.launching.graph import HAND_OBJECT_FRAME, hand_pick_defaults, hand_pick_graph
 
 HALF = 0.02  # [m] positions in ±2 cm around the object's place
-TIMEOUT = 420.0  # [s wall] graph start + (first) plan + pick on a loaded machine
+GOAL_TIMEOUT = 420.0  # [s wall] graph start + the plan + one pick, on a loaded machine
 
 
 @dataclass
@@ -98,49 +97,30 @@ def table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
-class Watcher:
-    """A client node spun on a thread (``spinning.Spinning``): the hand pick's outcome."""
+def one_run(client: Client, x: float, y: float) -> Run:
+    """Put the object at (x, y), send one goal for it, read the result and its outcome JSON."""
+    from physai_ros_interfaces.action import Pick
 
-    def __init__(self, context) -> None:
-        import rclpy
-        from rclpy.qos import DurabilityPolicy, QoSProfile
-        from std_msgs.msg import String
-
-        from physai_ros import interfaces
-
-        node = rclpy.create_node("hand_bench", context=context)
-        self.outcome: dict | None = None
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(String, interfaces.HAND_PICK_OUTCOME, self.on_outcome, latched)
-        self.spinning = Spinning(context, node)
-
-    def on_outcome(self, msg) -> None:
-        self.outcome = self.outcome or json.loads(msg.data)
-
-    def close(self) -> None:
-        self.spinning.close()
-
-
-def one_run(context, x: float, y: float, log_dir: Path) -> Run:
-    """Start the graph (all but the shared planner), watch until the outcome, stop it."""
-    from physai_ros.launching.bringup import select
-
-    watcher = Watcher(context)
-    specs = select(hand_pick_graph(object_x=x, object_y=y), [], ["grasp_planner"])
+    client.put_cube(x, y, what="soft")
+    client.outcome = None
     began = time.monotonic()
     try:
-        dead = run_graph(specs, log_dir, watcher, TIMEOUT)
-    finally:
-        watcher.close()
-    out = watcher.outcome
+        _, result = client.send(Pick.Goal(object_frame=HAND_OBJECT_FRAME), GOAL_TIMEOUT)
+    except TimeoutError as exc:
+        return Run(x, y, "no result", reason=str(exc))
+    end = time.monotonic() + 10.0  # the outcome JSON goes out with the result
+    while client.outcome is None and time.monotonic() < end:
+        client.spin_for(0.1)
+    out = client.outcome
+    held = result.outcome == Pick.Result.HELD
     if out is None:
-        return Run(x, y, "no outcome", reason=f"none within {TIMEOUT} s; exited: {dead}")
+        return Run(x, y, "held" if held else "no outcome", reason="no outcome JSON")
     force = out["force"]
     return Run(
         x,
         y,
-        str(out["outcome"]),
-        reason=str(out.get("reason") or ""),
+        "held" if held else str(out["outcome"]),
+        reason=str(result.reason),
         rise_cm=math.nan if out["rise_cm"] is None else float(out["rise_cm"]),
         targets=force["targets_N"] or [],
         final=force["final_N"],
@@ -155,7 +135,7 @@ def one_run(context, x: float, y: float, log_dir: Path) -> Run:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", type=int, default=10, help="positions")
     parser.add_argument("--half", type=float, default=HALF, help="half side of the square [m]")
-    parser.add_argument("--domain", type=int, default=81, help="ROS_DOMAIN_ID of the graphs")
+    parser.add_argument("--domain", type=int, default=81, help="ROS_DOMAIN_ID of the graph")
     parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
     parser.add_argument("--json", type=Path, default=None, help="write every run's numbers here")
     parser.add_argument(
@@ -182,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
           f"{os.cpu_count()} cores; {obj['shape']} {obj['size']} m, {obj['mass']} kg, "
           f"E {obj['young']:g} Pa", file=sys.stderr)  # fmt: skip
+    specs = hand_pick_graph(autostart=False)
+    os.environ.update(specs[0].env)  # this client discovers as the graph does
     context = rclpy.Context()
     rclpy.init(context=context)
     runs: list[Run] = []
@@ -189,17 +171,18 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="hand-bench-") as tmp:
         base = args.keep or Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
-        planner = [s for s in hand_pick_graph() if s.name == "grasp_planner"]
-        shared = start(planner, base)
+        client = Client(context, interfaces.HAND_PICK_OUTCOME, "hand_bench")
+        procs = start(specs, base)
         try:
             progress(0, len(where), started, None)
             for i, (x, y) in enumerate(where):
-                runs.append(one_run(context, x, y, base / f"{i:02d}"))
+                runs.append(one_run(client, x, y))
                 progress(i + 1, len(where), started, None)
                 if args.json is not None:
                     args.json.write_text(json.dumps([asdict(r) for r in runs], indent=1))
         finally:
-            stop(shared)
+            client.close()
+            stop(procs)
             rclpy.shutdown(context=context)
     print(table(runs))
     print(f"\nload {load[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end; "

@@ -99,7 +99,7 @@ class Client:
     """The bench's node: the /pick action client, the sim bridge's reset and parameters, the
     start pick's outcome and the cube's true pose (sim bridge ``cube_pose``)."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context, outcome_topic: str = "", name: str = "pick_goals_bench") -> None:
         import rclpy
         from geometry_msgs.msg import PoseStamped
         from physai_ros_interfaces.action import Pick
@@ -112,14 +112,15 @@ class Client:
 
         from physai_ros import interfaces
 
-        self.node = node = rclpy.create_node("pick_goals_bench", context=context)
+        self.node = node = rclpy.create_node(name, context=context)
         self.pick = ActionClient(node, Pick, "/pick")
         self.reset_client = node.create_client(Trigger, interfaces.SIM_RESET)
         self.params = node.create_client(SetParameters, "/sim_bridge/set_parameters")
         self.outcome: dict | None = None
         self.cube: tuple[float, np.ndarray, np.ndarray] | None = None  # wall, pos, quat wxyz
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(String, interfaces.PICK_OUTCOME, self._outcome, latched)
+        topic = outcome_topic or interfaces.PICK_OUTCOME
+        node.create_subscription(String, topic, self._outcome, latched)
         node.create_subscription(PoseStamped, "/cube_pose", self._cube, 10)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(node)
@@ -150,9 +151,9 @@ class Client:
             raise TimeoutError(f"the graph's start pick published no outcome in {GRAPH_UP} s")
         return self.outcome
 
-    def put_cube(self, x: float, y: float) -> None:
-        """The cube at (x, y) [m] on the table, the robot home: the bridge's parameters, then
-        its reset; a second of fresh poses after."""
+    def put_cube(self, x: float, y: float, what: str = "cube") -> None:
+        """The cube (``what`` soft: the soft object) at (x, y) [m] on the table, the robot
+        home: the bridge's parameters, then its reset; a second of fresh poses after."""
         from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
         from rcl_interfaces.srv import SetParameters
         from std_srvs.srv import Trigger
@@ -164,26 +165,26 @@ class Client:
             raise TimeoutError("no /sim_bridge/set_parameters service")
         request = SetParameters.Request(
             parameters=[
-                Parameter(name="cube_x", value=value(x)),
-                Parameter(name="cube_y", value=value(y)),
+                Parameter(name=f"{what}_x", value=value(x)),
+                Parameter(name=f"{what}_y", value=value(y)),
             ]
         )
         answer = self.wait(self.params.call_async(request), 30.0)
         refused = [r.reason for r in answer.results if not r.successful]
         if refused:
-            raise InvalidInput(f"the sim bridge refused the cube position: {refused}")
+            raise InvalidInput(f"the sim bridge refused the {what} position: {refused}")
         if not self.reset_client.wait_for_service(timeout_sec=30.0):
             raise TimeoutError("no /sim/reset service")
         if not self.wait(self.reset_client.call_async(Trigger.Request()), 30.0).success:
             raise RuntimeError("/sim/reset failed")
         self.spin_for(1.0)
 
-    def send(self, goal):
-        """Send ``goal``; its (status, result)."""
+    def send(self, goal, timeout: float = GOAL_TIMEOUT):
+        """Send ``goal``; its (status, result) within ``timeout`` [s wall]."""
         if not self.pick.wait_for_server(timeout_sec=30.0):
             raise TimeoutError("no /pick action server")
         handle = self.wait(self.pick.send_goal_async(goal), 30.0)
-        answer = self.wait(handle.get_result_async(), GOAL_TIMEOUT)
+        answer = self.wait(handle.get_result_async(), timeout)
         return answer.status, answer.result
 
     def close(self) -> None:
