@@ -4,15 +4,38 @@ and hand pick, each its own process), the outcome read from ``/hand_pick/outcome
 in the test process and judged again by a witness there (``support.witness``: the soft
 object's pose and the fingers' contact wrenches, as the sim bridge publishes them). The seed's
 whole pipeline: plan → pre-grasp through the trajectory node → close to the contacts → force
-close → lift."""
+close → lift. Then the same graph with ``autostart:=false`` serving ``/pick`` goals: from ROS 2's
+own ``ros2 action send_goal``, refusals, a cancel."""
 
 from __future__ import annotations
 
+import math
+import re
+import shlex
+import time
+
 import pytest
+import rclpy
+from action_msgs.msg import GoalStatus
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from rclpy.action import ActionClient
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from support.optional import require
+from support.paths import REPO_ROOT
+from support.processes import ros2_output
 from support.witness import JAWS, Witness, shipped
 from test_user_paths import Watcher
 
 from physai_ros import interfaces
+from physai_ros.models.joints import PANDA_ARM_JOINTS
+
+Pick = require("physai_ros_interfaces.action").Pick
+GRAPH_UP = 420.0  # [s wall] the graph up and the plan in, on 2 loaded cores
+GOAL_TIMEOUT = 300.0  # [s wall] one hand pick goal, the sim below real time on 2 loaded cores
+TOUCH = shipped("hand_pick", "fingers", "touch")  # [N] a finger touches the object above this
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -46,3 +69,138 @@ def test_ros2_launch_hand_pick_lifts_the_soft_sphere_at_the_planned_forces(
     text = log.read_text()
     # the arm went through the trajectory node (limit-checked, then to the bridge's controller)
     assert "[trajectory" in text and "[hand_pick" in text and "[grasp_planner" in text, text[-3000:]
+
+
+class GoalClient:
+    """The test's ``/pick`` client and the simulation's truth: the soft object's pose, each
+    finger's contact force, the arm's joints (from the sim bridge's topics)."""
+
+    def __init__(self, context) -> None:
+        self.node = node = rclpy.create_node("hand_goal_client", context=context)
+        self.pick = ActionClient(node, Pick, "/pick")
+        self.object: tuple[float, float] | None = None  # (wall [s], z [m]), latest
+        self.forces = dict.fromkeys(JAWS["hand"], (0.0, 0.0))  # finger: (wall [s], force [N])
+        self.joints: dict[str, float] = {}
+        self.state = ""  # the hand pick's latest state
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        node.create_subscription(String, "/hand_pick/state", self._state, latched)
+        node.create_subscription(PoseStamped, "/soft_object_pose", self._object, 10)
+        node.create_subscription(JointState, "/joint_states", self._joints, 10)
+        for finger in JAWS["hand"]:
+            node.create_subscription(
+                WrenchStamped, f"/jaw_contact/{finger}", lambda m, f=finger: self._force(f, m), 10
+            )
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(node)
+
+    def _state(self, msg: String) -> None:
+        self.state = msg.data
+
+    def _object(self, msg: PoseStamped) -> None:
+        self.object = (time.monotonic(), msg.pose.position.z)
+
+    def _joints(self, msg: JointState) -> None:
+        self.joints.update(zip(msg.name, msg.position, strict=False))
+
+    def _force(self, finger: str, msg: WrenchStamped) -> None:
+        f = msg.wrench.force
+        self.forces[finger] = (time.monotonic(), math.sqrt(f.x**2 + f.y**2 + f.z**2))
+
+    def spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def wait(self, future, timeout: float):
+        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
+        assert future.done(), f"no answer within {timeout} s"
+        return future.result()
+
+    def arm(self) -> list[float]:
+        return [self.joints[j] for j in PANDA_ARM_JOINTS]
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def docs_command(start: str) -> list[str]:
+    """docs/hand_pick.md's command line that begins with ``start``, as ``ros2``'s arguments."""
+    for line in (REPO_ROOT / "docs" / "hand_pick.md").read_text().splitlines():
+        if line.startswith(start):
+            return shlex.split(line)[1:]
+    raise AssertionError(f"docs/hand_pick.md has no line starting {start!r}")
+
+
+def put_object(ros2, x: float, y: float) -> None:
+    """The soft object at (x, y) [m], base frame, the arm home: the sim bridge's parameters,
+    then its reset (as docs/hand_pick.md tells users)."""
+    for name, value in (("soft_x", x), ("soft_y", y)):
+        out = ros2("param", "set", "/sim_bridge", name, str(value)).communicate(timeout=60)[0]
+        assert "Set parameter successful" in out, out
+    ros2_output(ros2("service", "call", "/sim/reset", "std_srvs/srv/Trigger"))
+
+
+def test_hand_pick_action_goals_refusals_and_cancel(ros2, ros_context, tmp_path):
+    """``ros2 launch physai_ros hand_pick.launch.py autostart:=false``, then ``/pick`` goals:
+    an unknown frame and a place are refused (REJECTED with the reason, the arm unmoved); the
+    object put elsewhere by the sim bridge, ``ros2 action send_goal`` (docs/hand_pick.md's line)
+    picks it: HELD, SUCCEEDED, three finger forces; a goal canceled during lift ends CANCELED
+    in lift, the object still up in the fingers (the sim's truth)."""
+    client = GoalClient(ros_context)
+    log = tmp_path / "launch.log"
+    ros2("launch", "physai_ros", "hand_pick.launch.py", "autostart:=false", log=log)
+    try:
+        end = time.monotonic() + GRAPH_UP  # the plan in: the node says "ready" (latched)
+        while client.state != "ready" and time.monotonic() < end:
+            client.spin_for(0.2)
+        assert client.state == "ready", (client.state, log.read_text()[-3000:])
+        before = client.arm()
+        for goal, why in (
+            (Pick.Goal(object_frame="nowhere"), "unknown TF frame 'nowhere'"),
+            (Pick.Goal(object_frame="grasp_object", place=True), "the hand lifts and holds"),
+            (Pick.Goal(object_frame="grasp_object", close=1), "close cap refused"),
+        ):
+            handle = client.wait(client.pick.send_goal_async(goal), 30.0)
+            answer = client.wait(handle.get_result_async(), 30.0)
+            assert answer.status == GoalStatus.STATUS_ABORTED, answer.status
+            assert answer.result.outcome == Pick.Result.REJECTED, answer.result
+            assert why in answer.result.reason, (why, answer.result.reason)
+        client.spin_for(1.0)
+        moved = max(abs(a - b) for a, b in zip(client.arm(), before, strict=True))
+        assert moved < 1e-3, f"the arm moved {moved:.4f} rad for a refused goal"
+
+        put_object(ros2, 0.51, -0.01)
+        out = ros2_output(ros2(*docs_command("ros2 action send_goal")), timeout=GOAL_TIMEOUT)
+        assert "Result:" in out, out
+        out = out.split("Result:", 1)[1]
+        outcome = re.search(r"^\s*outcome: (\d+)$", out, re.MULTILINE)
+        assert outcome and int(outcome.group(1)) == Pick.Result.HELD, out
+        assert "SUCCEEDED" in out and "- F3" in out, out
+
+        put_object(ros2, 0.5, 0.0)
+        client.spin_for(2.0)
+        rest = client.object[1]
+        canceled: list[float] = []
+        handles: list = []
+
+        def cancel_in_lift(feedback) -> None:
+            f = feedback.feedback
+            if f.state == "lift" and f.lift >= 0.01 and not canceled:
+                canceled.append(time.monotonic())
+                handles[0].cancel_goal_async()
+
+        goal = Pick.Goal(object_frame="grasp_object")
+        handles.append(client.wait(client.pick.send_goal_async(goal, cancel_in_lift), 30.0))
+        answer = client.wait(handles[0].get_result_async(), GOAL_TIMEOUT)
+        assert canceled, "no lift feedback came to cancel on"
+        assert answer.status == GoalStatus.STATUS_CANCELED, answer.status
+        assert answer.result.outcome == Pick.Result.CANCELED, answer.result
+        assert answer.result.state == "lift", answer.result
+        client.spin_for(3.0)  # the arm holds where it stopped; a dropped object would be down
+        wall, z = client.object
+        assert wall > canceled[0] + 2.5 and z - rest > 0.01, (z, rest)
+        for finger, (wall, force) in client.forces.items():
+            assert wall > canceled[0] + 2.5 and force > TOUCH, (finger, force)
+    finally:
+        client.close()

@@ -283,6 +283,8 @@ class HandPickNode(JointReader, Node):
         self.grasp = (grasp, levers)
         if self.machine is not None:
             self.machine.planned(self.now(), grasp, levers)
+        elif not self.pending:  # idle: goals can come (clients wait for this latched state)
+            self.publish_state("ready", self.now())
 
     # --- the pick action -----------------------------------------------------------------------
     def check_goal(self, goal: Pick.Goal, now: float) -> PickObject | str:

@@ -97,6 +97,23 @@ def table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
+def wait_ready(client: Client) -> None:
+    """Wait until the hand pick has its plan and waits for goals (its latched state ``ready``)."""
+    from rclpy.qos import DurabilityPolicy, QoSProfile
+    from std_msgs.msg import String
+
+    states: list[str] = []
+    latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    client.node.create_subscription(
+        String, interfaces.HAND_PICK_STATE, lambda m: states.append(m.data), latched
+    )
+    end = time.monotonic() + GOAL_TIMEOUT
+    while "ready" not in states:
+        if time.monotonic() > end:
+            raise TimeoutError(f"the hand pick was not ready within {GOAL_TIMEOUT} s: {states}")
+        client.spin_for(0.2)
+
+
 def one_run(client: Client, x: float, y: float) -> Run:
     """Put the object at (x, y), send one goal for it, read the result and its outcome JSON."""
     from physai_ros_interfaces.action import Pick
@@ -114,7 +131,7 @@ def one_run(client: Client, x: float, y: float) -> Run:
     out = client.outcome
     held = result.outcome == Pick.Result.HELD
     if out is None:
-        return Run(x, y, "held" if held else "no outcome", reason="no outcome JSON")
+        return Run(x, y, "no outcome", reason=f"no outcome JSON; result: {result.reason}")
     force = out["force"]
     return Run(
         x,
@@ -174,6 +191,7 @@ def run(args: argparse.Namespace) -> int:
         client = Client(context, interfaces.HAND_PICK_OUTCOME, "hand_bench")
         procs = start(specs, base)
         try:
+            wait_ready(client)
             progress(0, len(where), started, None)
             for i, (x, y) in enumerate(where):
                 runs.append(one_run(client, x, y))
