@@ -112,6 +112,24 @@ def test_panda_torque_loop_runs_the_soft_scene_and_reset_restores_the_soft_objec
     assert sim.soft_object_strain() == 0.0
 
 
+def test_place_soft_moves_the_object_at_rest_and_reset_keeps_it_there():
+    """The sim bridge's soft_x/soft_y at sim/reset: the object moved on the table (a squeezed,
+    moving one too) to the given base-frame place, undeformed, and a later reset leaves it
+    there; the cube stays where it was."""
+    sim = MujocoSim("panda", soft=scene_soft_object("panda"))
+    (start, _), cube = sim.soft_object_pose(), sim.cube_pose()[0]
+    sim.advance(0.3)  # settled on the table: strained, not at its compiled place
+    sim.place_soft((start[0] + 0.02, start[1] - 0.03))
+    moved, _ = sim.soft_object_pose()
+    np.testing.assert_allclose(moved, start + np.array([0.02, -0.03, 0.0]), atol=1e-9)
+    assert sim.soft_object_strain() < 1e-9
+    sim.reset()
+    np.testing.assert_allclose(sim.soft_object_pose()[0], moved, atol=1e-9)
+    np.testing.assert_allclose(sim.cube_pose()[0], cube, atol=1e-9)
+    with pytest.raises(InvalidInput):
+        MujocoSim("panda").place_soft((0.5, 0.0))
+
+
 def squeeze(effort: float, count: int | None = None) -> tuple[MujocoSim, float]:
     """The SO-101 closes its jaws on the soft cube (top-down, as lesson 16 on the rigid one)
     with ``effort`` [N·m] as the servo's cap, for 2 s; returns the sim and the soft cube's
