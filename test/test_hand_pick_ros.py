@@ -15,11 +15,8 @@ import shlex
 import time
 
 import pytest
-import rclpy
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-from rclpy.action import ActionClient
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -30,6 +27,7 @@ from support.witness import JAWS, Witness, shipped
 from test_user_paths import Watcher
 
 from physai_ros import interfaces
+from physai_ros.experiments.trials.pick_goals import Client
 from physai_ros.models.joints import PANDA_ARM_JOINTS
 
 Pick = require("physai_ros_interfaces.action").Pick
@@ -71,13 +69,14 @@ def test_ros2_launch_hand_pick_lifts_the_soft_sphere_at_the_planned_forces(
     assert "[trajectory" in text and "[hand_pick" in text and "[grasp_planner" in text, text[-3000:]
 
 
-class GoalClient:
-    """The test's ``/pick`` client and the simulation's truth: the soft object's pose, each
-    finger's contact force, the arm's joints (from the sim bridge's topics)."""
+class GoalClient(Client):
+    """The bench's ``/pick`` client (``physai bench hand-pick``'s) and the simulation's truth:
+    the soft object's pose, each finger's contact force, the arm's joints (from the sim
+    bridge's topics), the hand pick's state."""
 
     def __init__(self, context) -> None:
-        self.node = node = rclpy.create_node("hand_goal_client", context=context)
-        self.pick = ActionClient(node, Pick, "/pick")
+        super().__init__(context, interfaces.HAND_PICK_OUTCOME, "hand_goal_client")
+        node = self.node
         self.object: tuple[float, float] | None = None  # (wall [s], z [m]), latest
         self.forces = dict.fromkeys(JAWS["hand"], (0.0, 0.0))  # finger: (wall [s], force [N])
         self.joints: dict[str, float] = {}
@@ -90,8 +89,6 @@ class GoalClient:
             node.create_subscription(
                 WrenchStamped, f"/jaw_contact/{finger}", lambda m, f=finger: self._force(f, m), 10
             )
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(node)
 
     def _state(self, msg: String) -> None:
         self.state = msg.data
@@ -106,22 +103,8 @@ class GoalClient:
         f = msg.wrench.force
         self.forces[finger] = (time.monotonic(), math.sqrt(f.x**2 + f.y**2 + f.z**2))
 
-    def spin_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def wait(self, future, timeout: float):
-        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-        assert future.done(), f"no answer within {timeout} s"
-        return future.result()
-
     def arm(self) -> list[float]:
         return [self.joints[j] for j in PANDA_ARM_JOINTS]
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
 
 
 def docs_command(start: str) -> list[str]:

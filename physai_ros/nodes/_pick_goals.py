@@ -6,15 +6,13 @@ readings and machine; what a goal's fields mean is ``physai_ros.nodes._pick_acti
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from physai_ros_interfaces.action import Pick
 from std_msgs.msg import String
 
 from physai_ros.core.pick.machine import PickConfig, PickMachine
 from physai_ros.errors import InvalidInput
-from physai_ros.nodes._pick_action import BUSY, PickObject, goal_config, goal_object, goal_place
+from physai_ros.nodes._pick_action import PickObject, goal_config, goal_object, goal_place
 from physai_ros.nodes._pick_place import on_arm_timeline
 
 
@@ -38,15 +36,9 @@ class PickGoals:
         it is refused: busy, an unknown or stale object, a close the gripper cannot do, a time
         limit below zero, an object the arm cannot reach, a place position in another frame,
         not finite, below the table or out of reach (the machine's own checks)."""
-        if self.server.goal is not None or self.machine is not None or self.pending:
-            state = "waiting to start" if self.machine is None else self.machine.state
-            return BUSY.format(state=state)
         place = goal_place(goal, self.world)
         if isinstance(place, str):
             return place
-        limit = float(goal.time_limit)
-        if not (math.isfinite(limit) and limit >= 0.0):
-            return f"time_limit must be >= 0 [s] (0 = none), got {limit!r}"
         target = goal_object(goal, self.world, self.frames, now, self.max_age)
         if isinstance(target, str):
             return target

@@ -31,7 +31,7 @@ from std_msgs.msg import String
 from physai_ros import interfaces
 from physai_ros.core.pick.silence import SilenceWatch
 from physai_ros.nodes._messages import measured_at
-from physai_ros.nodes._pick_action import refusal
+from physai_ros.nodes._pick_action import BUSY, refusal
 
 FEEDBACK_PERIOD = 0.1  # [s] between two feedback messages of a goal (node clock)
 WATCH_PERIOD = 0.1  # [s, steady] how often the silence watchdog looks
@@ -46,20 +46,23 @@ def node_now(node: Node) -> float:
 class PickServer:
     """The ``/pick`` action of a pick node: one goal at a time, checked before anything moves.
 
-    ``check(goal, now)``: what the node makes of the goal, or why it refuses it (busy included:
-    the node knows whether a pick runs); ``begin(checked, now)``: the node starts (or queues)
-    the pick; ``to_result(report, duration)``: the typed result of an outcome report. The
-    node ends the goal with ``end`` when its pick has been judged.
+    ``running()``: the state of the node's pick when one runs or waits to start (a goal is
+    then refused: busy), else None; ``check(goal, now)``: what the node makes of the goal, or
+    why it refuses it; ``begin(checked, now)``: the node starts (or queues) the pick;
+    ``to_result(report, duration)``: the typed result of an outcome report. The node ends the
+    goal with ``end`` when its pick has been judged.
     """
 
     def __init__(
         self,
         node: Node,
+        running: Callable[[], str | None],
         check: Callable[[Pick.Goal, float], Any],
         begin: Callable[[Any, float], None],
         to_result: Callable[[dict, float], Pick.Result],
     ) -> None:
-        self.node, self.check, self.begin, self.to_result = node, check, begin, to_result
+        self.node, self.running, self.check = node, running, check
+        self.begin, self.to_result = begin, to_result
         self.goal = None  # the goal being served (None: a start pick without a goal, or idle)
         self.done: Future | None = None  # its result, awaited by the execute callback
         self.t0 = math.nan  # [s] when the goal was accepted (or the start pick began)
@@ -77,7 +80,7 @@ class PickServer:
         """Check the goal; a refusal ends it at once (ABORTED, the result REJECTED with the
         reason); else the node begins the pick and the result comes with ``end``."""
         now = node_now(self.node)
-        checked = self.check(handle.request, now)
+        checked = self.refusal(handle.request) or self.check(handle.request, now)
         if isinstance(checked, str):
             self.node.get_logger().warning(f"pick goal rejected: {checked}")
             handle.abort()
@@ -88,6 +91,16 @@ class PickServer:
         self.done = Future()
         self.begin(checked, now)
         return await self.done
+
+    def refusal(self, goal: Pick.Goal) -> str | None:
+        """Why any pick node refuses the goal whatever it asks: a pick runs, a bad time limit."""
+        state = self.running()
+        if self.goal is not None or state is not None:
+            return BUSY.format(state=state or "waiting to start")
+        limit = float(goal.time_limit)
+        if not (math.isfinite(limit) and limit >= 0.0):
+            return f"time_limit must be >= 0 [s] (0 = none), got {limit!r}"
+        return None
 
     def on_cancel(self, handle) -> CancelResponse:
         """Accept a cancel of the goal being served; the node's next tick ends the pick."""
@@ -183,14 +196,24 @@ def silence_watch(node: Node, timeout: float, watch: Callable[[], None]) -> Sile
     return quiet
 
 
-class JointReader:
-    """The joint states a pick node keeps: each joint's (position, velocity) and when they
-    were measured; every message tells the silence watch the robot is alive. A node mixing
-    this in sets ``joints``, ``joints_stamp`` and ``quiet``."""
+class PickPlumbing:
+    """What a pick node mixing this in shares: its clock, the joint states it keeps (each
+    joint's position and velocity, when they were measured; every message tells the silence
+    watch the robot is alive) and whether a pick runs. The node sets ``joints``,
+    ``joints_stamp``, ``quiet``, ``machine`` (the running pick's, None when idle) and
+    ``pending`` (a pick waits to start)."""
 
     joints: dict[str, tuple[float, float]]
     joints_stamp: float
     quiet: SilenceWatch
+    machine: Any
+    pending: bool
+
+    def running(self) -> str | None:
+        """The state of the pick that runs or waits to start (``PickServer``: busy), or None."""
+        if self.machine is not None:
+            return self.machine.state
+        return "waiting to start" if self.pending else None
 
     def now(self) -> float:
         return node_now(self)

@@ -68,9 +68,9 @@ from physai_ros.nodes._common import (
     unflatten,
 )
 from physai_ros.nodes._messages import duration_msg, measured_at
-from physai_ros.nodes._pick_action import BUSY, PickObject, goal_object, hand_result_from_report
+from physai_ros.nodes._pick_action import PickObject, goal_object, hand_result_from_report
 from physai_ros.nodes._pick_server import (
-    JointReader,
+    PickPlumbing,
     PickServer,
     PlannerCall,
     publish_outcome,
@@ -91,7 +91,7 @@ REFUSED_CLOSES = {
 }
 
 
-class HandPickNode(JointReader, Node):
+class HandPickNode(PickPlumbing, Node):
     def __init__(self) -> None:
         super().__init__("hand_pick")
         robot, model_path, base_pos, base_yaw = declare_robot_params(self, SCHEMA)
@@ -154,6 +154,7 @@ class HandPickNode(JointReader, Node):
         self.pub_outcome = self.create_publisher(String, interfaces.HAND_PICK_OUTCOME, LATCHED)
         self.server = PickServer(
             self,
+            self.running,
             self.check_goal,
             self.begin_goal,
             lambda report, duration: hand_result_from_report(report, FINGERS, duration),
@@ -288,20 +289,14 @@ class HandPickNode(JointReader, Node):
 
     # --- the pick action -----------------------------------------------------------------------
     def check_goal(self, goal: Pick.Goal, now: float) -> PickObject | str:
-        """The goal's object, or why the hand refuses the goal (before anything moves): busy,
-        a place, a close other than the planned one, a bad time limit, an unknown or stale
-        object, no plan, an object the arm cannot reach with the planned grasp."""
-        if self.server.goal is not None or self.machine is not None or self.pending:
-            state = "waiting to start" if self.machine is None else self.machine.state
-            return BUSY.format(state=state)
+        """The goal's object, or why the hand refuses the goal (before anything moves; busy and
+        a bad time limit are ``PickServer``'s): a place, a close other than the planned one,
+        an unknown or stale object, no plan, an object the arm cannot reach with the grasp."""
         if goal.place:
             return "place refused: the hand lifts and holds the object (send place false)"
         if goal.close not in PLANNED_CLOSES:
             known = f"close {goal.close} unknown: 0 configured, 1 cap, 2 force, 3 planned"
             return REFUSED_CLOSES.get(goal.close, known)
-        limit = float(goal.time_limit)
-        if not (math.isfinite(limit) and limit >= 0.0):
-            return f"time_limit must be >= 0 [s] (0 = none), got {limit!r}"
         target = goal_object(goal, self.world, self.frames, now, self.max_age)
         if isinstance(target, str):
             return target

@@ -115,7 +115,7 @@ from physai_ros.nodes._pick_action import (
 from physai_ros.nodes._pick_goals import PickGoals
 from physai_ros.nodes._pick_place import PlaceSensing, on_arm_timeline
 from physai_ros.nodes._pick_server import (
-    JointReader,
+    PickPlumbing,
     PickServer,
     PlannerCall,
     publish_outcome,
@@ -132,7 +132,7 @@ WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it 
 SCHEMA = load_schema("pick")  # config/schema/pick.yaml
 
 
-class PickNode(JointReader, PickGoals, PlaceSensing, Node):
+class PickNode(PickPlumbing, PickGoals, PlaceSensing, Node):
     def __init__(self) -> None:
         super().__init__("pick")
         robot, model_path, base_pos, base_yaw = declare_robot_params(self, SCHEMA)
@@ -250,6 +250,7 @@ class PickNode(JointReader, PickGoals, PlaceSensing, Node):
         self.pub_outcome = self.create_publisher(String, interfaces.PICK_OUTCOME, LATCHED)
         self.server = PickServer(
             self,
+            self.running,
             self.check_goal,
             self.begin_goal,
             lambda report, duration: result_from_report(report, self.jaws, duration),
