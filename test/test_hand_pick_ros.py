@@ -129,7 +129,8 @@ def test_hand_pick_action_goals_refusals_and_cancel(ros2, ros_context, tmp_path)
     an unknown frame and a place are refused (REJECTED with the reason, the arm unmoved); the
     object put elsewhere by the sim bridge, ``ros2 action send_goal`` (docs/hand_pick.md's line)
     picks it: HELD, SUCCEEDED, three finger forces; a goal canceled during lift ends CANCELED
-    in lift, the object still up in the fingers (the sim's truth)."""
+    in lift, the object still up in the fingers (the sim's truth); a goal past its time limit
+    ends ABORTED, saying so."""
     client = GoalClient(ros_context)
     log = tmp_path / "launch.log"
     ros2("launch", "physai_ros", "hand_pick.launch.py", "autostart:=false", log=log)
@@ -185,5 +186,13 @@ def test_hand_pick_action_goals_refusals_and_cancel(ros2, ros_context, tmp_path)
         assert wall > canceled[0] + 2.5 and z - rest > 0.01, (z, rest)
         for finger, (wall, force) in client.forces.items():
             assert wall > canceled[0] + 2.5 and force > TOUCH, (finger, force)
+
+        # a goal past its time limit aborts (the fingers open, the arm backs off) and says why
+        put_object(ros2, 0.5, 0.0)
+        status, result = client.send(Pick.Goal(object_frame="grasp_object", time_limit=1.0))
+        assert status == GoalStatus.STATUS_ABORTED, status
+        assert result.outcome == Pick.Result.ABORTED and result.state == "aborted", result
+        assert result.reason.startswith("time limit 1 s reached"), result
+        assert result.duration >= 1.0, result
     finally:
         client.close()
