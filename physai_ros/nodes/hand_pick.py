@@ -36,6 +36,7 @@ from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
+from physai_ros.core.motion.limits import load_limits
 from physai_ros.core.pick.hand_grasp import INNER_JOINTS, HandKinematics, planned_grasp
 from physai_ros.core.pick.hand_machine import (
     HandPickConfig,
@@ -74,6 +75,7 @@ class HandPickNode(Node):
         spec = load_robot_spec(robot, model_path)
         place_robot(spec, base_pos, base_yaw)
         self.kin = HandKinematics(spec.compile(), {"tol": 1e-5, "rot_tol": 1e-4, "max_iters": 300})
+        self.limits = load_limits("panda").select(PANDA_ARM_JOINTS)  # the arm moves' timing
         try:
             self.cfg = HandPickConfig.from_tree(tree, self.kin.finger_limits)
             self.request = plan_request(tree["object"], tree["plan"])
@@ -239,7 +241,7 @@ class HandPickNode(Node):
             def poses(grasp, at):
                 return self.kin.poses(grasp, at, self.cfg.approach_distance, self.cfg.lift_height)
 
-            self.machine = HandPickMachine(self.cfg, poses, home, now)
+            self.machine = HandPickMachine(self.cfg, poses, home, now, limits=self.limits)
             self.publish_state("plan", now)
             self.ask_planner()
             return
