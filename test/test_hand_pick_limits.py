@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -173,6 +174,7 @@ def test_a_cancel_mid_move_sends_the_stop_and_holds_the_squeeze():
         if machine.state == "lift" and not events and t - machine.t_state > 0.3:
             events.append((machine.finger_commands(), machine.arm_move.id))
             machine.cancel(t)
+            events.append(machine.arm_trajectory(t, 0.02))
 
     machine.planned(0.0, GRASP, LEVERS)
     t, began = 0.0, {}
@@ -196,4 +198,8 @@ def test_a_cancel_mid_move_sends_the_stop_and_holds_the_squeeze():
     assert stop.id == lift_id + 1 and 0.0 < stop.duration < machine.durations["lift"]
     assert np.array_equal(stop.q, machine.arm_command(math.inf))
     assert not np.allclose(stop.q, lift)  # it stopped short of the lift pose
+    times, path = events[1]  # the stop sampled for a trajectory goal: it ends where it rests
+    assert times[-1] == pytest.approx(stop.duration) and np.array_equal(path[-1], stop.q)
+    assert np.all(np.diff(times) > 0.0) and path.shape == (times.size, 7)
+    assert machine.arm_trajectory(machine.t_state + 1.0, 0.02)[0].size == 0  # at rest: none
     assert stoppable_duration(grasp, lift, lim, CFG.durations["lift"]) == machine.durations["lift"]

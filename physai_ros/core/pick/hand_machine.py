@@ -375,7 +375,8 @@ class HandPickMachine(PickSkeleton):
     def cancel(self, now: float) -> None:
         """The skeleton's cancel (:meth:`PickSkeleton.cancel`: the arm slowed to rest within
         the limits, the fingers keeping their command); a stop under way is sent as a new
-        :attr:`arm_move` to where it rests, over the stop's duration."""
+        :attr:`arm_move` to where it rests, over the stop's duration (its path, to follow it
+        exactly: :meth:`~physai_ros.core.pick.skeleton.PickSkeleton.arm_trajectory`)."""
         super().cancel(now)
         if self.state == "cancel":
             self._new_move(self._cancel_arm(self._cancel_rest), self.durations["cancel"])

@@ -192,6 +192,31 @@ class PickSkeleton(ABC):
         start = self._abort_from
         return start + u * (self._abort_to - start)
 
+    def _motion_end(self) -> float | None:
+        """When [s] the arm's current motion (a cancel's stop, an abort's way, a state's move)
+        ends; None when the arm rests."""
+        if self.state == "cancel":
+            return self._cancel_rest
+        if self.state == "abort":
+            return self.t_state + self.durations["abort"]
+        move = self._state_move()
+        return None if move is None else move[3] + move[2]
+
+    def arm_trajectory(self, now: float, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """The arm's reference from ``now`` [s] to the end of its current motion, sampled for a
+        FollowJointTrajectory goal that follows it exactly (a cancel's stop, say, which one
+        timed point to its rest pose would not): ``(times, q)``, times [s] from ``now`` (first
+        at ``dt``, last at the motion's end) and the joints [rad] there, shape (n, joints);
+        empty when the arm rests."""
+        if dt <= 0.0 or not math.isfinite(dt):
+            raise InvalidInput(f"dt must be > 0 [s], got {dt!r}")
+        end = self._motion_end()
+        if end is None or end <= now:
+            return np.empty(0), np.empty((0, self._arm(now).size))
+        times = np.arange(now + dt, end, dt)
+        times = np.append(times, end) if times.size == 0 or end - times[-1] > 1e-9 else times
+        return times - now, np.array([self._arm(t) for t in times])
+
     # ------------------------------------------------------------------ cancel
     def cancel(self, now: float) -> None:
         """Stop the pick where it is, at ``now`` [s], and hold: the action's cancel.
