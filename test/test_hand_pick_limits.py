@@ -20,34 +20,20 @@ import math
 
 import numpy as np
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_hand_pick import CFG, GRASP, HAND, LEVERS
 
 from physai_ros.core.motion.limits import load_limits
-from physai_ros.core.pick.hand_grasp import HandPoses, PlannedGrasp
-from physai_ros.core.pick.hand_machine import HandPickConfig, HandPickMachine, HandSensing
+from physai_ros.core.pick.hand_grasp import HandPoses
+from physai_ros.core.pick.hand_machine import HandPickMachine, HandSensing
 from physai_ros.core.pick.place import stoppable_duration
-from physai_ros.paths import config_path
 
-TREE = yaml.safe_load(config_path("hand_pick.yaml").read_text())["/**"]["ros__parameters"]
-HAND = {"cap": 5.0, "closed": 2.44}  # [N m], [rad]: a finger like the model's
-CFG = HandPickConfig.from_tree(TREE, HAND)
 SETS = ("libfranka", "libfranka_legacy")
 LIMITS = {name: load_limits("panda", name) for name in SETS}
 DT = LIMITS["libfranka"].control_period  # [s] 1 ms
 SLACK = 1.0 + 1e-9
 MOVING = ("approach", "reach", "lift")  # the states of an arm move
-GRASP = PlannedGrasp(
-    arm=np.zeros(7),
-    spread=0.5,
-    inner=np.array([1.4, 1.4, 1.3]),
-    targets=np.array([0.3, 0.35, 0.4]),
-    contacts=np.zeros((3, 3)),
-    normals=np.tile([1.0, 0.0, 0.0], (3, 1)),
-    object_pos=np.array([0.5, 0.0, 0.03]),
-)
-LEVERS = np.array([0.08, 0.08, 0.095])
 PRESHAPE = np.maximum(GRASP.inner - CFG.fingers["preshape_open"], 0.0)  # [rad]
 SPAN = LIMITS["libfranka"].position_max - LIMITS["libfranka"].position_min
 
