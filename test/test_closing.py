@@ -181,3 +181,7 @@ def test_a_jaw_pick_canceled_in_close_keeps_the_closing_command_for_good(way, in
         cmd = machine.command(later)
         assert cmd.jaw == kept[0]
         assert cmd.effort == kept[1] or (math.isnan(cmd.effort) and math.isnan(kept[1]))
+    report = machine.report()
+    ended = (report["state"], report["canceled_in"], report["closed"])
+    assert ended == ("canceled", "close", False)
+    assert report["closing"]["phase"] == "closing" and not report["closing"]["gripped"]

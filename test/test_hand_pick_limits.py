@@ -188,4 +188,9 @@ def test_a_cancel_mid_move_sends_the_stop_and_holds_the_squeeze():
     assert times[-1] == pytest.approx(stop.duration) and np.array_equal(path[-1], stop.q)
     assert np.all(np.diff(times) > 0.0) and path.shape == (times.size, 7)
     assert machine.arm_trajectory(machine.t_state + 1.0, 0.02)[0].size == 0  # at rest: none
+    report = machine.report()  # what the outcome says: canceled in lift after a sensed grip
+    assert (report["state"], report["canceled_in"], report["closed"]) == ("canceled", "lift", True)
+    assert report["close_s"] == machine.close_s > 0.0 and report["abort_reason"] is None
+    closing = report["closing"]
+    assert closing["phase"] == "done" and closing["gripped"] and len(closing["forces_N"]) == 3
     assert stoppable_duration(grasp, lift, lim, CFG.durations["lift"]) == machine.durations["lift"]

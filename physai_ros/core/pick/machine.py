@@ -21,7 +21,10 @@ target normal force per jaw, the way the robot's gripper does it (its section's
 that sets the jaw's effort until the force has settled within its tolerance; ``grasp``, the
 Panda's Franka Hand, whose own force control squeezes once told to: one franka_gripper
 ``Grasp`` goal, the close ending on its result (``PickSensing.grasp``). Either ends in lift, or
-aborts the pick with the reason (a target beyond the cap aborts before anything moves).
+aborts the pick with the reason (a target beyond the cap aborts before anything moves). Each
+way is a :class:`~physai_ros.core.pick.closing.Closing` (:func:`jaw_closing`), and the states
+around the close are the pick skeleton's (:mod:`~physai_ros.core.pick.skeleton`), which the
+three-finger hand's pick shares.
 
 Nothing here calls MuJoCo or ROS: inverse kinematics is injected as a callable, so the same
 machine runs lockstep in-process for sweeps and behind the ROS pick node.
