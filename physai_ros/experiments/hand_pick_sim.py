@@ -21,8 +21,10 @@ import numpy as np
 
 from physai_ros.core.controllers.jtc import GoalEnd, GoalTolerances, TrajectoryMsg
 from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
+from physai_ros.core.motion.limits import load_limits
 from physai_ros.core.pick.hand_grasp import HandKinematics, PlannedGrasp
 from physai_ros.core.pick.hand_machine import HandPickConfig, HandPickMachine, HandSensing
+from physai_ros.models.joints import PANDA_ARM_JOINTS
 from physai_ros.sim.mujoco_sim import MujocoSim
 
 FINGER_CONTROLLERS = ("f1_controller", "f2_controller", "f3_controller")
@@ -58,7 +60,8 @@ def run_hand_pick(
         return kin.poses(g, at, cfg.approach_distance, cfg.lift_height)
 
     arm_q = sim.arm_state().q
-    machine = HandPickMachine(cfg, poses, arm_q, sim.time)
+    limits = load_limits("panda").select(PANDA_ARM_JOINTS)  # the moves timed as the node's
+    machine = HandPickMachine(cfg, poses, arm_q, sim.time, limits=limits)
     machine.planned(sim.time, grasp, levers)
     sent_move, ended = 0, None
     sent: dict[str, tuple[float, float]] = {}

@@ -22,8 +22,9 @@ with the plan asked at start moved onto the goal's object (a TF frame under ``wo
 the graph's ``grasp_object``, or a world position). A goal the hand cannot do is refused before
 anything moves (the result REJECTED with the reason): a place (the hand lifts and holds), a cap
 close or a single force target (each finger squeezes to its own planned target), an unknown or
-stale object, one out of reach. A cancel cancels the arm's goal (the trajectory node's
-controller holds the arm where it is) and sends the fingers nothing more: they keep squeezing.
+stale object, one out of reach. A cancel slows the arm to rest along its path within the
+limits and holds it there (``HandPickMachine.cancel``); the fingers keep their command: they
+keep squeezing.
 Docs: docs/hand_pick.md, docs/force_close.md "The three-finger hand".
 """
 
@@ -46,6 +47,7 @@ from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
+from physai_ros.core.motion.limits import load_limits
 from physai_ros.core.pick.hand_grasp import INNER_JOINTS, HandKinematics, planned_grasp
 from physai_ros.core.pick.hand_machine import (
     HandPickConfig,
@@ -102,6 +104,7 @@ class HandPickNode(PickPlumbing, Node):
         spec = load_robot_spec(robot, model_path)
         place_robot(spec, base_pos, base_yaw)
         self.kin = HandKinematics(spec.compile(), {"tol": 1e-5, "rot_tol": 1e-4, "max_iters": 300})
+        self.limits = load_limits("panda").select(PANDA_ARM_JOINTS)  # the arm moves' timing
         try:
             self.cfg = HandPickConfig.from_tree(tree, self.kin.finger_limits)
             self.request = plan_request(tree["object"], tree["plan"])
@@ -141,7 +144,6 @@ class HandPickNode(PickPlumbing, Node):
         self.plan_fault: str | None = None  # why there is no plan
         self.machine: HandPickMachine | None = None
         self.move_sent, self.move_result = 0, None
-        self.arm_handle = None  # the running arm goal (a cancel cancels it)
         self.peak = np.zeros(3)
         self.rise_from = math.nan
         self.state_said = ""
@@ -317,18 +319,22 @@ class HandPickNode(PickPlumbing, Node):
         self.get_logger().info(f"pick goal accepted: {target.describe()}")
 
     def cancel_pick(self, now: float) -> None:
-        """The client canceled: the arm's goal is canceled (its controller holds the arm where
-        it is), the fingers are sent nothing more (they keep their squeeze), and the goal ends
-        CANCELED with the state the pick stopped in and what the fingers hold."""
+        """The client canceled: the machine slows the arm to rest along its path within the
+        limits (``HandPickMachine.cancel``, sent as one more arm move) and keeps the fingers'
+        command (a held object stays squeezed); the goal ends CANCELED, with the state the
+        pick stopped in and what the fingers hold, once the arm is at rest (``tick``)."""
         self.pending = False
-        if self.machine is None:
+        machine = self.machine
+        if machine is None:
             report = {"outcome": "canceled", "reason": "canceled before it started"}
             self.server.end(report | {"state": "waiting"}, now)
             return
-        if self.arm_handle is not None:
-            self.arm_handle.cancel_goal_async()
-        self.get_logger().info(f"pick canceled in state {self.machine.state}: the arm holds")
-        self.finish(now, canceled=True)
+        if machine.finished or machine.state == "cancel":
+            return
+        self.get_logger().info(f"pick canceled in state {machine.state}: slowing to rest")
+        machine.cancel(now)
+        self.publish_state(machine.state, now)
+        self.send_commands()
 
     def feedback(self, elapsed: float) -> Pick.Feedback:
         """The state, each finger's force now and how far the object rose since the close."""
@@ -357,10 +363,10 @@ class HandPickNode(PickPlumbing, Node):
         machine = self.machine
         if machine.state != self.state_said:  # changed in a callback (the plan came, or failed)
             self.publish_state(machine.state, now)
-        if self.server.over(now) and machine.state not in ("abort", "aborted"):
+        if self.server.over(now) and machine.state not in ("abort", "cancel"):
             machine.abort(now, f"time limit {self.server.time_limit:g} s reached")
         if machine.finished:
-            self.finish(now)
+            self.finish(now, canceled=machine.state == "canceled")
             return
         before = machine.state
         sensed = self.sensed(now)
@@ -374,7 +380,7 @@ class HandPickNode(PickPlumbing, Node):
             self.publish_state(machine.state, now)
         self.send_commands()
         if machine.finished:
-            self.finish(now)
+            self.finish(now, canceled=machine.state == "canceled")
         else:
             self.server.feedback(now, self.feedback)
 
@@ -387,9 +393,9 @@ class HandPickNode(PickPlumbing, Node):
         def poses(grasp, at):
             return self.kin.poses(grasp, at, self.cfg.approach_distance, self.cfg.lift_height)
 
-        self.machine = machine = HandPickMachine(self.cfg, poses, home, now)
+        self.machine = machine = HandPickMachine(self.cfg, poses, home, now, limits=self.limits)
         self.sent, self.peak, self.rise_from = {}, np.zeros(3), math.nan
-        self.strain_peak, self.arm_handle = 0.0, None
+        self.strain_peak = 0.0
         self.move_sent, self.move_result = 0, None
         self.server.started(now)
         self.publish_state("plan", now)
@@ -450,7 +456,6 @@ class HandPickNode(PickPlumbing, Node):
             if not handle.accepted:
                 self.move_result = (move_id, False, "the trajectory node rejected the goal")
                 return
-            self.arm_handle = handle
             handle.get_result_async().add_done_callback(result)
 
         self.arm.send_goal_async(goal).add_done_callback(responded)
@@ -503,14 +508,15 @@ class HandPickNode(PickPlumbing, Node):
         outcome = "aborted" if m.state == "aborted" else verdict.outcome
         reason = m.abort_reason if m.state == "aborted" else verdict.reason
         if canceled:
-            outcome, reason = "canceled", f"canceled in {m.state}; {verdict.outcome}: {reason}"
+            where = m.canceled_in or m.state
+            outcome, reason = "canceled", f"canceled in {where}; {verdict.outcome}: {reason}"
         capacity = self.cfg.fingers["cap"] / m.levers if m.grasp is not None else None
         report = {
             "outcome": outcome,
             "reason": reason,
             "verdict": verdict.outcome,
             "judged_by": "object pose",
-            "state": m.state,
+            "state": (m.canceled_in or m.state) if canceled else m.state,
             "abort_reason": m.abort_reason,
             "rise_cm": None if math.isnan(rise) else round(rise * 100.0, 3),
             "fingers_touching": touching,

@@ -30,9 +30,9 @@ The pick is an action, ``pick`` (``physai_ros_interfaces/action/Pick``: served b
 ``physai_ros.nodes._pick_server``, shared with the hand pick; this node's goals in
 ``physai_ros.nodes._pick_goals``, what a goal's fields mean and the typed result in
 ``physai_ros.nodes._pick_action``, a place's sensing and verdict in
-``physai_ros.nodes._pick_place``; the force target in ``physai_ros.nodes._pick_force``): with ``autostart`` (the default) the node
-picks the configured cube once at start, then serves goals, one at a time, each a fresh machine
-from where the arm is. A goal is checked before anything moves and refused as the result
+``physai_ros.nodes._pick_place``; the force target in ``physai_ros.nodes._pick_force``): with
+``autostart`` (the default) the node picks the configured cube once at start, then serves
+goals, one at a time, each a fresh machine from where the arm is. A goal is checked before anything moves and refused as the result
 REJECTED with the reason; a cancel cancels the arm controller's goal (the controller holds the
 arm) and leaves the jaw as commanded, so a held object stays squeezed. The outcome JSON is
 published for every pick, the goals' too. A goal with ``place`` puts the object down at its

@@ -1,6 +1,8 @@
 """The three-finger pick of a soft object as a pure state machine: the seed's real-hand step.
 
-plan → settle → approach → reach → close → lift → hold → done; abort → aborted on trouble.
+plan → settle → approach → reach → close → lift → hold → done; abort → aborted on trouble;
+cancel → canceled from any state on request (the arm slows to rest on its path within the
+limits and holds, the fingers keep their command).
 
 The seed (003) ends its pipeline on the real hand: position-control the fingers to the planned
 initial contacts, close under force control until the measured contact forces equal the
@@ -26,9 +28,13 @@ simulated ones, then lift. Here, with the Barrett-like hand on the Panda:
   approach pose (an abort before any motion ends at once).
 
 Arm moves are requested (:attr:`arm_move`: an id, the joints and a duration) and the pick waits
-for each one's result (``HandSensing.move``): over ROS they go through the trajectory node,
-which times them inside the Panda's limits. A move that fails or gives no result within its
-duration plus ``move_margin`` aborts the pick with the reason.
+for each one's result (``HandSensing.move``): over ROS they go through the trajectory node. Given
+the Panda's joint limits, each move's duration is the one the jaw pick's moves get (the
+configured one at least, and as long as a min-jerk move that can be stopped anywhere within the
+limits needs: :func:`~physai_ros.core.pick.place.stoppable_duration`), so the whole pick's arm
+reference (:meth:`HandPickMachine.arm_command`), its abort and its cancel stay within them. A
+move that fails or gives no result within its duration plus ``move_margin`` aborts the pick
+with the reason.
 
 Pure: time and sensed values in, commands out; kinematics injected as ``solve_poses``.
 """
@@ -42,12 +48,17 @@ from typing import NamedTuple
 
 import numpy as np
 
+from physai_ros.core.motion.limits import JointLimits
+from physai_ros.core.pick.closing import ClosingSensing, ForceClosing
 from physai_ros.core.pick.force_close import ForceClose, ForceCloseParams
 from physai_ros.core.pick.hand_grasp import HandPoses, PlannedGrasp
+from physai_ros.core.pick.place import along
+from physai_ros.core.pick.skeleton import Move, PickSkeleton
 from physai_ros.errors import InvalidInput, PhysaiError
 
-TERMINAL = frozenset({"done", "aborted"})
+TERMINAL = frozenset({"done", "aborted", "canceled"})
 MOVES = {"approach": "reach", "reach": "close", "lift": "hold"}  # a move's state -> the next
+MOVE_POSES = {"approach": "approach", "reach": "grasp", "lift": "lift"}  # ... -> its goal pose
 DURATIONS = ("settle", "approach", "reach", "lift", "hold", "retreat")
 FINGER_KEYS = (
     "preshape_open",
@@ -151,10 +162,21 @@ class ArmMove(NamedTuple):
     duration: float
 
 
-class HandPickMachine:
+class HandPickMachine(PickSkeleton):
     """The pick (module docstring). ``solve_poses(grasp, object_pos) -> HandPoses`` solves the
     approach, grasp and lift joints (raising ``PhysaiError`` when unreachable); ``home``: the
-    arm's joints now [rad]; ``t0``: start [s]."""
+    arm's joints now [rad]; ``t0``: start [s]; ``limits``: the arm's :class:`JointLimits`, its
+    seven joints in ``home``'s order (``load_limits("panda")``): every arm move is then timed
+    within them with room to stop anywhere, and an abort or a :meth:`cancel` stops the arm
+    within them (None: the configured durations, as a trajectory node would stretch them).
+
+    The fingers' close is a :class:`~physai_ros.core.pick.closing.ForceClosing` of three;
+    states, stops, abort and cancel are the
+    :class:`~physai_ros.core.pick.skeleton.PickSkeleton`'s. :meth:`arm_command` is the arm's
+    reference the moves follow (min-jerk from rest to rest, as the trajectory node shapes one
+    timed point)."""
+
+    TERMINAL = TERMINAL
 
     def __init__(
         self,
@@ -162,27 +184,34 @@ class HandPickMachine:
         solve_poses: Callable[[PlannedGrasp, np.ndarray], HandPoses],
         home: np.ndarray,
         t0: float,
+        limits: JointLimits | None = None,
     ) -> None:
         self.cfg, self.solve_poses = config, solve_poses
         self.home = np.asarray(home, dtype=float)
-        self.state, self.t_state = "plan", float(t0)
+        if limits is not None and len(limits.joint_names) != self.home.size:
+            raise InvalidInput(
+                f"hand pick limits name {len(limits.joint_names)} joints "
+                f"{list(limits.joint_names)}, the arm has {self.home.size}"
+            )
+        self._start_skeleton("plan", t0, limits, dict(config.durations))
         self.grasp: PlannedGrasp | None = None
         self.levers = np.full(3, math.nan)
         self.poses: HandPoses | None = None
-        self.closes: list[ForceClose] = []
-        self.closed = False  # the force close settled on all three fingers
-        self.close_s = math.nan  # [s] how long the close took
-        self.abort_reason: str | None = None
         self.moved = False  # the arm was sent somewhere (an abort then backs off)
         self.arm_move: ArmMove | None = None
         self._move_count = 0
         self._spread = 0.0
         self._preshape = np.zeros(3)
         self._open = np.zeros(3)  # the fingers' command outside the close
+        self._released = False  # an abort let go of the close (the fingers open)
+        self._from = self._at = self.home  # [rad] the current move's start and end (or rest)
 
     @property
-    def finished(self) -> bool:
-        return self.state in TERMINAL
+    def closes(self) -> list[ForceClose]:
+        """Each finger's force close law, from the close on (none after an abort)."""
+        if isinstance(self.closing, ForceClosing) and not self._released:
+            return self.closing.closes
+        return []
 
     # ------------------------------------------------------------------ the plan
     def planned(self, now: float, grasp: PlannedGrasp, levers: np.ndarray) -> None:
@@ -215,35 +244,67 @@ class HandPickMachine:
     # ------------------------------------------------------------------ commands
     def finger_commands(self) -> list[tuple[float, float]]:
         """Per finger F1..F3: the inner joint's (position [rad], effort [N·m])."""
-        cap = self.cfg.fingers["cap"]
+        if self.state in ("cancel", "canceled"):
+            return list(self._cancel_grip)
         if self.closes and self.state in ("close", "lift", "hold", "done"):
-            return [tuple(c.command) for c in self.closes]
+            return [tuple(c) for c in self.closing.command(self.t_state)]
+        cap = self.cfg.fingers["cap"]
         return [(float(q), cap) for q in self._open]
 
     def spread_command(self) -> tuple[float, float]:
         """The spread's (position [rad], effort [N·m])."""
         return self._spread, self.cfg.spread_effort
 
+    def arm_command(self, now: float) -> np.ndarray:
+        """The arm's reference [rad] at ``now`` [s]: at rest, on a min-jerk move, on an
+        abort's stop and way back, or on a cancel's stop."""
+        return self._arm(now)
+
+    def _arm(self, now: float) -> np.ndarray:
+        state = self.state
+        if state in ("cancel", "canceled"):
+            return self._cancel_arm(now)
+        if state == "abort" or (state == "aborted" and self._abort_to is not None):
+            return self._abort_arm(now)
+        move = self._state_move()
+        if move is None:
+            return self._at
+        qa, dq, T, began = move
+        return along(qa, dq, (now - began) / T)
+
+    def _grip(self, now: float) -> list[tuple[float, float]]:
+        return self.finger_commands()
+
+    def _state_move(self) -> Move | None:
+        if self.state not in MOVES:
+            return None
+        return self._from, self._at - self._from, self.durations[self.state], self.t_state
+
     # ------------------------------------------------------------------ the loop
     def update(self, now: float, sensed: HandSensing) -> str:
         """Advance with what is sensed now; returns the (possibly new) state."""
         if self.state in TERMINAL or self.state == "plan":
             return self.state
-        if self.state == "settle":
+        if self.state == "cancel":
+            self._cancel_update(now)
+        elif self.state == "settle":
             self._settle(now, sensed)
         elif self.state == "close":
-            self._close(now, sensed)
+            self._close_step(now, finger_sensing(sensed), "lift")
         elif self.state == "hold":
-            self._hold_forces(now, sensed)
+            self.closing.hold(now, finger_sensing(sensed))
             if now - self.t_state >= self.cfg.durations["hold"] - 1e-9:
                 self._enter("done", now)
         else:  # approach, reach, lift, abort: wait for the arm move's result
             if self.state == "lift":
-                self._hold_forces(now, sensed)
+                self.closing.hold(now, finger_sensing(sensed))
             self._wait_move(now, sensed)
         return self.state
 
     def _settle(self, now: float, sensed: HandSensing) -> None:
+        """At the end of settle, with a fresh object pose: solve the poses and time the moves
+        by the limits (an object out of reach or a pose outside a joint's range aborts before
+        anything moves), then approach."""
         cfg, t = self.cfg, now - self.t_state
         if t < cfg.durations["settle"] - 1e-9:
             return
@@ -259,35 +320,22 @@ class HandPickMachine:
             self.abort(now, f"object pose {what} after waiting {cfg.pose_wait:g} s for a fresh one")
             return
         try:
-            self.poses = self.solve_poses(self.grasp, np.asarray(sensed.object_pos, float))
+            poses = self.solve_poses(self.grasp, np.asarray(sensed.object_pos, float))
         except PhysaiError as exc:
             self.abort(now, str(exc))
             return
+        before = self.home
+        for name in MOVES:
+            goal = getattr(poses, MOVE_POSES[name])
+            try:
+                self.durations[name] = self._timed(before, goal, cfg.durations[name])
+            except InvalidInput as err:
+                self.abort(now, f"the {name} move is outside the arm's limits: {err}")
+                return
+            before = goal
+        self.poses = poses
         self._open = self._preshape.copy()
         self._enter("approach", now)
-
-    def _close(self, now: float, sensed: HandSensing) -> None:
-        for k, close in enumerate(self.closes):
-            force = float(sensed.forces[k])
-            if close.phase == "done":
-                close.hold(now, (force, force), sensed.acked[k])
-            else:
-                close.update(
-                    now, float(sensed.fingers[k]), float(sensed.speeds[k]), (force, force),
-                    sensed.acked[k],
-                )  # fmt: skip
-        failed = [k for k, c in enumerate(self.closes) if c.phase == "aborted"]
-        if failed:
-            k = failed[0]
-            self.abort(now, f"force close of finger F{k + 1}: {self.closes[k].reason}")
-        elif all(c.phase == "done" for c in self.closes):
-            self.closed, self.close_s = True, now - self.t_state
-            self._enter("lift", now)
-
-    def _hold_forces(self, now: float, sensed: HandSensing) -> None:
-        for k, close in enumerate(self.closes):
-            force = float(sensed.forces[k])
-            close.hold(now, (force, force), sensed.acked[k])
 
     def _wait_move(self, now: float, sensed: HandSensing) -> None:
         move = self.arm_move
@@ -312,31 +360,43 @@ class HandPickMachine:
 
     def abort(self, now: float, reason: str) -> None:
         """Open the fingers to their preshape and, if the arm has moved, back off to the
-        approach pose; nothing moved yet: aborted at once."""
-        if self.state in TERMINAL or self.state == "abort":
+        approach pose (a move under way first slowed to rest along its path, the way back
+        timed by the limits); nothing moved yet: aborted at once. During a cancel, or after
+        the end, it does nothing."""
+        if self.state in TERMINAL or self.state in ("abort", "cancel"):
             return
         self.abort_reason = reason
         self._open = self._preshape.copy()
+        self._released = True
+        if self.moved:
+            self._plan_abort(now, self.poses.approach, self.cfg.durations["retreat"])
         self._enter("abort" if self.moved else "aborted", now)
 
-    def _enter(self, state: str, now: float) -> None:
-        self.state, self.t_state = state, now
-        target = {
-            "approach": ("approach", "approach"),
-            "reach": ("grasp", "reach"),
-            "lift": ("lift", "lift"),
-            "abort": ("approach", "retreat"),
-        }.get(state)
-        if target is not None:
-            pose, duration = target
-            self._move_count += 1
-            q = getattr(self.poses, pose)
-            self.arm_move = ArmMove(self._move_count, q, self.cfg.durations[duration])
-            self.moved = True
-        if state == "close":
-            self.closes = [self._finger_close(k, now) for k in range(3)]
+    def cancel(self, now: float) -> None:
+        """The skeleton's cancel (:meth:`PickSkeleton.cancel`: the arm slowed to rest within
+        the limits, the fingers keeping their command); a stop under way is sent as a new
+        :attr:`arm_move` to where it rests, over the stop's duration (its path, to follow it
+        exactly: :meth:`~physai_ros.core.pick.skeleton.PickSkeleton.arm_trajectory`)."""
+        super().cancel(now)
+        if self.state == "cancel":
+            self._new_move(self._cancel_arm(self._cancel_rest), self.durations["cancel"])
+
+    def _new_move(self, q: np.ndarray, duration: float) -> None:
+        self._move_count += 1
+        self.arm_move = ArmMove(self._move_count, q, duration)
+        self.moved = True
+
+    def _entered(self, state: str, now: float) -> None:
+        if state in MOVES:
+            self._from, self._at = self._at, getattr(self.poses, MOVE_POSES[state])
+            self._new_move(self._at, self.durations[state])
         if state == "abort":
-            self.closes = []
+            self._new_move(self.poses.approach, self.durations["abort"])
+        if state == "close":
+            self.closing = ForceClosing(
+                [self._finger_close(k, now) for k in range(3)],
+                [f" of finger F{k + 1}" for k in range(3)],
+            )
 
     def _finger_close(self, k: int, now: float) -> ForceClose:
         f, grasp = self.cfg.fingers, self.grasp
@@ -351,6 +411,18 @@ class HandPickMachine:
             **{key: f[key] for key in SHARED_KEYS},
         )
         return ForceClose(params, now)
+
+
+def finger_sensing(sensed: HandSensing) -> ClosingSensing:
+    """What the fingers' closing reads of the hand's sensing (a finger's one normal force
+    stands for both of its contact pair)."""
+    forces = [float(f) for f in sensed.forces]
+    return ClosingSensing(
+        tuple(float(q) for q in sensed.fingers),
+        tuple(float(v) for v in sensed.speeds),
+        tuple((f, f) for f in forces),
+        tuple(sensed.acked),
+    )
 
 
 def plan_request(obj: dict, plan: dict) -> dict:

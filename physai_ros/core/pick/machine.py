@@ -21,7 +21,10 @@ target normal force per jaw, the way the robot's gripper does it (its section's
 that sets the jaw's effort until the force has settled within its tolerance; ``grasp``, the
 Panda's Franka Hand, whose own force control squeezes once told to: one franka_gripper
 ``Grasp`` goal, the close ending on its result (``PickSensing.grasp``). Either ends in lift, or
-aborts the pick with the reason (a target beyond the cap aborts before anything moves).
+aborts the pick with the reason (a target beyond the cap aborts before anything moves). Each
+way is a :class:`~physai_ros.core.pick.closing.Closing` (:func:`jaw_closing`), and the states
+around the close are the pick skeleton's (:mod:`~physai_ros.core.pick.skeleton`), which the
+three-finger hand's pick shares.
 
 Nothing here calls MuJoCo or ROS: inverse kinematics is injected as a callable, so the same
 machine runs lockstep in-process for sweeps and behind the ROS pick node.
@@ -43,6 +46,13 @@ from physai_ros.config import parameters_tree
 from physai_ros.core.motion.kinematics import IKResult, solve_ik
 from physai_ros.core.motion.limits import JointLimits
 from physai_ros.core.motion.time_scaling import get_shape, minjerk
+from physai_ros.core.pick.closing import (
+    CapClose,
+    Closing,
+    ClosingSensing,
+    ForceClosing,
+    GraspClose,
+)
 from physai_ros.core.pick.force_close import ForceClose, ForceCloseParams, capacity_fault
 from physai_ros.core.pick.place import (
     Brake,
@@ -52,9 +62,9 @@ from physai_ros.core.pick.place import (
     brake,
     descent_duration,
     move_duration,
-    own_brake,
     stoppable_duration,
 )
+from physai_ros.core.pick.skeleton import Move, PickSkeleton
 from physai_ros.errors import InvalidInput
 
 TIMED = ("settle", "pre", "down", "close_ramp", "lift", "hold", "abort")
@@ -291,7 +301,7 @@ def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: floa
     return max(MINJERK_PEAK_SPEED * dq / speed, math.sqrt(MINJERK_PEAK_ACCEL * dq / accel))
 
 
-class PickMachine:
+class PickMachine(PickSkeleton):
     """[home →] settle → pre → down → close → lift → hold → done, with a sensed close and an
     abort path.
 
@@ -310,8 +320,13 @@ class PickMachine:
     (:mod:`~physai_ros.core.pick.place`), every move of those timed within ``limits`` (the arm's
     :class:`JointLimits`, required with a place). A place that is not finite, below the table or out
     of the IK's reach is refused here (``InvalidInput``), before anything moves.
+
+    The close is the configured way's :class:`~physai_ros.core.pick.closing.Closing`
+    (:func:`jaw_closing`); states, stops, abort and cancel are the
+    :class:`~physai_ros.core.pick.skeleton.PickSkeleton`'s.
     """
 
+    TERMINAL = TERMINAL
     HOME_TOLERANCE = 1e-3  # [rad] an arm this close to home skips the home move
 
     def __init__(
@@ -332,39 +347,27 @@ class PickMachine:
         ):
             raise InvalidInput(f"start pose {start!r} must match home {home!r} and be finite")
         arm_joints = list(config.robot["arm_joints"])
-        self.limits: JointLimits | None = None if limits is None else limits.select(arm_joints)
+        lim = None if limits is None else limits.select(arm_joints)
         travel = home_duration(self.poses["start"], home, config.home_speed, config.home_accel)
-        if self.limits is not None:  # a start just outside a joint's range keeps the config's
+        if lim is not None:  # a start just outside a joint's range keeps the config's
             with contextlib.suppress(InvalidInput):
-                travel = stoppable_duration(self.poses["start"], home, self.limits, travel)
-        self.durations = dict(config.durations, home=travel)
+                travel = stoppable_duration(self.poses["start"], home, lim, travel)
         first = (
             "home" if np.max(np.abs(self.poses["start"] - home)) > self.HOME_TOLERANCE else "settle"
         )
-        self.state, self.t_state = first, float(t0)
-        self.still_since: float | None = None
-        self.close_s = math.nan  # [s] time in close when the grip was sensed (nan: never)
-        self.closed = False  # close ended on the sensed condition, not the timeout
-        self.abort_reason: str | None = None
-        self.canceled_in: str | None = None  # the state a cancel stopped the pick in
-        self._cancel_path: Callable[[float], np.ndarray] = self._hold_home  # the cancel's stop
-        self._cancel_rest = math.inf  # [s] when that stop is at rest
-        self._cancel_jaw = (config.jaw_open, math.nan)  # (jaw [rad], effort [N·m]) kept
+        self._start_skeleton(first, t0, lim, dict(config.durations, home=travel))
+        self.brake_time = config.place.brake_time
         self._abort_jaw = (config.jaw_open, math.nan)  # (jaw [rad], effort [N·m]) of an abort
         self.ik_error = math.nan  # [m] worst IK position error of the pick targets
-        self._abort_from = self.poses["home"]
-        self._abort_lead = 0.0  # [s] an abort's stop before its way home ...
-        self._abort_path: Callable[[float], np.ndarray] = self._hold_home  # ... on this path
-        self.force_close: ForceClose | None = None  # the close_mode force close, in close
+        self._abort_from, self._abort_to = self.poses["home"], self.poses["home"]
         if config.force is not None and config.close_mode == "force":
             fault = capacity_fault(config.force)
             if fault is not None:  # before anything moves: open the jaw, go (stay) home
                 self._abort_from, self.abort_reason = self.poses["start"], fault
-                self.state = "abort"
+                self.state, self.entered = "abort", [("abort", float(t0))]
         # (start [rad], change [rad], duration [s], jaw [rad]) of the current timed state's
         # blend, built on first use: command() runs every physics step of a sweep
         self._segment: tuple[np.ndarray, np.ndarray, float, float] | None = None
-        self.entered: list[tuple[str, float]] = [(self.state, float(t0))]  # (state, when [s])
         self.place: PlaceTarget | None = None
         self._lift_site = np.full(3, np.nan)  # [m] site target of lift (from the cube pose)
         self.support_by: str | None = None  # "load" | "stall" once lowering sensed support
@@ -410,34 +413,21 @@ class PickMachine:
         return poses
 
     @property
-    def finished(self) -> bool:
-        return self.state in TERMINAL
+    def force_close(self) -> ForceClose | None:
+        """The servo force close's law (``close_mode: force``, ``force_close: servo``), from the
+        close on (None before, and for the other ways)."""
+        return self.closing.closes[0] if isinstance(self.closing, ForceClosing) else None
 
     def command(self, now: float) -> PickCommand:
-        """Arm and jaw targets at time ``now`` [s]: min-jerk between poses; a jaw ramp in close."""
+        """Arm and jaw targets at time ``now`` [s]: min-jerk between poses; the closing's jaw
+        command in close."""
         cfg, t = self.cfg, now - self.t_state
-        if self.state == "close" and self.force_close is not None:
-            return PickCommand(self.poses["down"], *self.force_close.command)
-        if self.state == "close" and cfg.grasping:  # the hand squeezes with the target
-            return PickCommand(self.poses["down"], cfg.jaw_closed, cfg.force.target)
         if self.state == "close":
-            u = minjerk(t / cfg.durations["close_ramp"])
-            return PickCommand(
-                self.poses["down"], cfg.jaw_open + u * (cfg.jaw_closed - cfg.jaw_open)
-            )
+            return PickCommand(self.poses["down"], *self.closing.command(now)[0])
         if self.state in ("cancel", "canceled"):
-            return PickCommand(self._cancel_path(min(now, self._cancel_rest)), *self._cancel_jaw)
+            return PickCommand(self._cancel_arm(now), *self._cancel_grip)
         if self.state in ("abort", "aborted"):
-            lead = self._abort_lead  # [s] the stop of the move under way first (0: none)
-            if self.state == "abort" and t < lead:
-                return PickCommand(self._abort_path(now), *self._abort_jaw)
-            u = (
-                minjerk((t - lead) / (self.durations["abort"] - lead))
-                if self.state == "abort"
-                else 1.0
-            )
-            start, home = self._abort_from, self.poses["home"]
-            return PickCommand(start + u * (home - start), *self._abort_jaw)
+            return PickCommand(self._abort_arm(now), *self._abort_jaw)
         if self.state in ("lower", "open"):
             return self._lower_command(now, t)
         if self._segment is None:
@@ -473,20 +463,21 @@ class PickMachine:
             arm = along(braked, self.poses["released"] - braked, u)
         return arm
 
-    def _hold_home(self, now: float) -> np.ndarray:
-        return self.poses["home"]
+    def _arm(self, now: float) -> np.ndarray:
+        return self.command(now).arm
 
-    def _move(self) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    def _grip(self, now: float) -> tuple[float, float]:
+        cmd = self.command(now)
+        return cmd.jaw, cmd.effort
+
+    def _state_move(self) -> Move | None:
         """The min-jerk move under way: (start [rad], change [rad], duration [s], when it
         began [s]), None in a state where the arm rests (settle, close, hold) or follows a path
-        of its own (open, the stop that leads an abort, a cancel)."""
+        of its own (open, a cancel)."""
         state, t0 = self.state, self.t_state
         if state == "lower":
             qa = self.poses["approach"]
             return qa, self.poses["bottom"] - qa, self.durations["lower"], t0
-        if state == "abort":
-            qa, lead = self._abort_from, self._abort_lead
-            return qa, self.poses["home"] - qa, self.durations["abort"] - lead, t0 + lead
         pair = PLACE_MOVES.get(state) or MOVES.get(state)
         if pair is None or state in TERMINAL or pair[0] == pair[1]:
             return None
@@ -494,44 +485,19 @@ class PickMachine:
         return qa, self.poses[pair[1]] - qa, self.durations[state], t0
 
     def _stop_path(self, now: float) -> tuple[Callable[[float], np.ndarray], float] | None:
-        """How the arm, moving at ``now``, comes to rest: (arm [rad] as a function of time [s],
-        when it is at rest [s]); None when it is at rest already.
-
-        A min-jerk move is braked along its path (:func:`~physai_ros.core.pick.place.brake`):
-        every move of the pick is timed with half the acceleration limit to spare
-        (:func:`~physai_ros.core.pick.place.stoppable_duration`), so the stop stays within the
-        limits wherever it starts. Without limits the stop adds at most the move's own peak
-        acceleration (:func:`~physai_ros.core.pick.place.own_brake`). Open runs its own short
-        stop and relief to their end (inside the limits), as does the stop that leads an abort;
-        a move without acceleration to spare (none this machine times) runs to its end."""
-        state, t0 = self.state, self.t_state
-        if state == "open":
+        """The skeleton's stop (:meth:`PickSkeleton._stop_path`), but open runs its own short
+        stop and relief to their end (inside the limits)."""
+        if self.state == "open":
+            t0 = self.t_state
             end = t0 + self._open_at
             return (lambda time: self._open_arm(time, time - t0), end) if now < end else None
-        if state == "abort" and now - t0 < self._abort_lead:
-            return self._abort_path, t0 + self._abort_lead
-        move = self._move()
-        if move is None:
-            return None
-        qa, dq, T, began = move
-        if now - began >= T or not np.any(dq):
-            return None
-        u0 = max(0.0, (now - began) / T)
-        try:
-            stop = (
-                brake(now, u0, T, dq, self.limits, self.cfg.place.brake_time)
-                if self.limits is not None
-                else own_brake(now, u0, T, self.cfg.place.brake_time)
-            )
-        except InvalidInput:
-            return (lambda time: along(qa, dq, (time - began) / T)), began + T
-        return (lambda time: along(qa, dq, stop.u(time))), now + stop.D
+        return super()._stop_path(now)
 
     def _held_effort(self, jaw: float) -> float:
         """The jaw effort [N·m] after a force close that ended in a grip: the force close's,
         which keeps the squeeze at its target through lift and hold (nan elsewhere: the cap)."""
-        if self.closed and self.force_close is not None and jaw == self.cfg.jaw_closed:
-            return self.force_close.effort
+        if self.closed and self.closing is not None and jaw == self.cfg.jaw_closed:
+            return self.closing.held_efforts()[0]
         return math.nan
 
     def wants_contacts(self, now: float, jaw_speed: float) -> bool:
@@ -541,51 +507,19 @@ class PickMachine:
         ``both_touch`` is ignored, so a lockstep loop may skip reading contacts (the costly
         part of sensing) and pass ``both_touch=False`` with the same result.
         """
-        if self.state == "close" and self.force_close is not None:
-            return True  # the force close reads the forces throughout
-        return (
-            self.state == "close"
-            and abs(jaw_speed) < self.cfg.still_speed
-            and now - self.t_state > self.cfg.durations["close_ramp"]
-        )
+        return self.state == "close" and self.closing.needs_contacts(now, (jaw_speed,))
 
     def update(self, now: float, sensed: PickSensing) -> str:
         """Advance with what the sensors say after a step; returns the (possibly new) state."""
         cfg, t = self.cfg, now - self.t_state
         if self.state in TERMINAL:
             return self.state
-        if self.closed and self.force_close is not None and self.state in HELD_STATES:
-            self.force_close.hold(
-                now, sensed.jaw_forces, sensed.jaw_acked
-            )  # the squeeze kept at its target
-        if self.state == "close" and self.force_close is not None:
-            phase = self.force_close.update(
-                now, sensed.jaw, sensed.jaw_speed, sensed.jaw_forces, sensed.jaw_acked
-            )
-            if phase == "done":
-                self.close_s, self.closed = t, True
-                self._enter("lift", now)
-            elif phase == "aborted":
-                self.abort(now, f"force close: {self.force_close.reason}")
-        elif self.state == "close" and cfg.grasping:
-            self._grasp_update(now, t, sensed.grasp)
+        if self.closed and self.state in HELD_STATES:  # the squeeze kept at its target
+            self.closing.hold(now, closing_sensing(sensed))
+        if self.state == "close":
+            self._close_step(now, closing_sensing(sensed), "lift")
         elif self.state == "lower":
             self._lower_update(now, t, sensed)
-        elif self.state == "close":
-            settled = (
-                sensed.both_touch
-                and abs(sensed.jaw_speed) < cfg.still_speed
-                and t > cfg.durations["close_ramp"]
-            )
-            if not settled:
-                self.still_since = None
-            elif self.still_since is None:
-                self.still_since = now
-            if self.still_since is not None and now - self.still_since >= cfg.still_time:
-                self.close_s, self.closed = t, True
-                self._enter("lift", now)
-            elif t > cfg.close_timeout:
-                self._enter("lift", now)  # lift anyway; the outcome test will tell
         elif t >= self.durations[self.state] - 1e-9:
             if self.state == "settle":
                 if (
@@ -648,18 +582,6 @@ class PickMachine:
         self.support_by = by
         self._enter("open", now)
 
-    def _grasp_update(self, now: float, t: float, grasp: tuple[bool, str] | None) -> None:
-        """The Grasp close: lift on a successful result; abort on a failed one (the hand's own
-        reason) or on none within ``force.timeout`` (a hand that never answers squeezes on
-        unobserved: the pick must not lift what it cannot tell it holds)."""
-        if grasp is not None and grasp[0]:
-            self.close_s, self.closed = t, True
-            self._enter("lift", now)
-        elif grasp is not None:
-            self.abort(now, f"grasp failed: {grasp[1] or 'no reason given'}")
-        elif t > self.cfg.force.timeout:
-            self.abort(now, f"no grasp result within force.timeout {self.cfg.force.timeout:g} s")
-
     def abort(
         self, now: float, reason: str, start: np.ndarray | None = None, empty: bool = False
     ) -> None:
@@ -686,56 +608,18 @@ class PickMachine:
         cmd = self.command(now)
         held = self.state in HELD_STATES and not empty
         self._abort_jaw = (cmd.jaw, cmd.effort) if held else (self.cfg.jaw_open, math.nan)
-        self._abort_from = cmd.arm if start is None else np.asarray(start, float)
-        stop = self._stop_path(now) if start is None else None
-        if stop is not None:  # a move under way: stop it first (within the limits), then go home
-            self._abort_path, rest_at = stop
-            self._abort_lead = rest_at - now
-            self._abort_from = self._abort_path(rest_at)
-        self.durations["abort"] = self._abort_lead + self.cfg.durations["abort"]
-        if self.limits is not None:
-            # a measured start just outside a joint's range keeps the configured duration
-            with contextlib.suppress(InvalidInput):
-                self.durations["abort"] = self._abort_lead + stoppable_duration(
-                    self._abort_from, self.poses["home"], self.limits, self.cfg.durations["abort"]
-                )
+        self._plan_abort(now, self.poses["home"], self.cfg.durations["abort"], start)
         self.abort_reason = reason
         self._enter("abort", now)
 
-    def cancel(self, now: float) -> None:
-        """Stop the pick where it is, at ``now`` [s], and hold: the action's cancel.
-
-        The arm slows to rest along the path it was on, within the joint limits (every move is
-        timed to leave room for that stop), in state ``cancel``, then holds there in the
-        terminal state ``canceled``; it never jumps and never goes home, so nothing it carries
-        swings. The jaw command (and its effort) stays exactly as it was at ``now``: a held
-        object stays squeezed, a close under way keeps its current target, and the jaw never
-        opens on a cancel. ``canceled_in`` remembers the state the cancel came in (a cancel
-        during an abort's way home stops that too). A cancel after the end, or during a cancel,
-        does nothing. :func:`phase_trajectory` samples the stop while in ``cancel``."""
-        if self.finished or self.state == "cancel":
-            return
-        cmd = self.command(now)
-        stop = self._stop_path(now)
-        self.canceled_in = self.state
-        self._cancel_jaw = (cmd.jaw, cmd.effort)
-        if stop is None:  # at rest: hold right here
-            arm = cmd.arm.copy()
-            stop = (lambda time: arm), now
-        self._cancel_path, self._cancel_rest = stop
-        self.durations["cancel"] = self._cancel_rest - now
-        self._enter("cancel" if self._cancel_rest > now else "canceled", now)
-
-    def _enter(self, state: str, now: float) -> None:
-        self.state, self.t_state, self.still_since = state, now, None
+    def _entered(self, state: str, now: float) -> None:
         self._segment = None
-        self.entered.append((state, now))
         if state == "retreat":
             self.durations["retreat"] = stoppable_duration(
                 self.poses["released"], self.poses["retreat"], self.limits, self.cfg.place.retreat
             )
-        if state == "close" and self.cfg.close_mode == "force" and not self.cfg.grasping:
-            self.force_close = ForceClose(self.cfg.force, now)
+        if state == "close":
+            self.closing = jaw_closing(self.cfg, now)
 
     def _pose_fresh(self, now: float, sensed: PickSensing) -> bool:
         """Whether the cube pose is there and no older than ``pose_timeout``."""
@@ -812,6 +696,36 @@ class PickMachine:
         )
         slow = get_shape("quintic").peak(1) * (p.approach + p.press) / p.lower_speed
         self.durations["lower"] = descent_duration(poses["approach"], poses["bottom"], lim, slow)
+
+
+def jaw_closing(config: PickConfig, t0: float) -> Closing:
+    """The jaw's way of closing from ``t0`` [s] for ``config``'s ``close_mode`` (module doc):
+    the cap close, the servo force close or the gripper's own Grasp."""
+    if config.grasping:  # the hand squeezes with the target
+        return GraspClose(t0, config.jaw_closed, config.force.target, config.force.timeout)
+    if config.close_mode == "force":
+        return ForceClosing([ForceClose(config.force, t0)])
+    return CapClose(
+        t0,
+        config.jaw_open,
+        config.jaw_closed,
+        config.durations["close_ramp"],
+        config.still_speed,
+        config.still_time,
+        config.close_timeout,
+    )
+
+
+def closing_sensing(sensed: PickSensing) -> ClosingSensing:
+    """What the jaw's closing reads of the pick's sensing: the jaw is its one finger."""
+    return ClosingSensing(
+        (sensed.jaw,),
+        (sensed.jaw_speed,),
+        (sensed.jaw_forces,),
+        (sensed.jaw_acked,),
+        sensed.both_touch,
+        sensed.grasp,
+    )
 
 
 def grasp_quat(config: PickConfig) -> np.ndarray:
