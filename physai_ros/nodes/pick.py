@@ -31,15 +31,15 @@ The pick is an action, ``pick`` (``physai_ros_interfaces/action/Pick``: served b
 ``physai_ros.nodes._pick_goals``, what a goal's fields mean and the typed result in
 ``physai_ros.nodes._pick_action``, a place's sensing and verdict in
 ``physai_ros.nodes._pick_place``; the force target in ``physai_ros.nodes._pick_force``): with
-``autostart`` (the default) the node picks the configured cube once at start, then serves
-goals, one at a time, each a fresh machine from where the arm is. A goal is checked before anything moves and refused as the result
-REJECTED with the reason; a cancel cancels the arm controller's goal (the controller holds the
-arm) and leaves the jaw as commanded, so a held object stays squeezed. The outcome JSON is
-published for every pick, the goals' too. A goal with ``place`` puts the object down at its
-``place_pose`` (world frame; the machine's place, timed within the robot's default joint
-limits), sensing support from the jaws' load (``place_load``: wrenches turned into the world by
-forward kinematics) and the arm's stall, on the arm's own goal timeline (see ``tick``), and is
-judged by the place judges (``physai_ros.core.pick.judge``).
+``autostart`` (the default) the node picks the configured cube once at start, then serves goals,
+one at a time, each a fresh machine from where the arm is. A goal is checked before anything
+moves and refused as the result REJECTED with the reason; a cancel cancels the arm controller's
+goal (the controller holds the arm) and leaves the jaw as commanded, so a held object stays
+squeezed. The outcome JSON is published for every pick, the goals' too. A goal with ``place``
+puts the object down at its ``place_pose`` (world frame; the machine's place, timed within the
+robot's default joint limits), sensing support from the jaws' load (``place_load``: wrenches
+turned into the world by forward kinematics) and the arm's stall, on the arm's own goal timeline
+(``PlaceSensing.arm_time``), and is judged by the place judges (``physai_ros.core.pick.judge``).
 
 A silent robot ends it too: no joint states for ``silence_timeout`` seconds of wall-clock time,
 or, under ``use_sim_time``, a clock that stands still that long (the sim bridge died: its clock
