@@ -21,7 +21,10 @@ asynchronous call: the executor never blocks); no plan, or no answer within
 ``plan.timeout``, ends the pick aborted before it moves.
 
 Where the cube is: a fresh pose from TF when one is published, else ``cube_position`` (the
-position the user placed it at, a target, not a measurement). Whether it was held is judged by
+position the user placed it at, a target, not a measurement). A goal's ``object_frame`` may be
+any frame of the TF tree (``/tf`` and ``/tf_static``, chained to the world frame by
+``physai_ros.core.frames.tf_buffer``: a marker under the cube, an object seen by the camera); its
+pose is as old as the oldest moving link of its chain. Whether it was held is judged by
 ``physai_ros.core.pick.judge`` from measurements only -- the robot's own (gripper stalled on
 the object, lift by forward kinematics) and the cube pose when fresh -- and the outcome names
 the witness. A controller that rejects or aborts a goal ends the pick with its reason.
@@ -64,6 +67,7 @@ from physai_ros_interfaces.srv import PlanGrasp
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from rclpy.time import Time as RclTime
 from sensor_msgs.msg import JointState
@@ -73,6 +77,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.config import node_tree
+from physai_ros.core.frames.tf_buffer import FrameLookupError, TfBuffer
 from physai_ros.core.motion.limits import JointLimits, load_limits
 from physai_ros.core.pick.contact import jaws_touch
 from physai_ros.core.pick.force_close import ForceCloseParams, capacity_fault
@@ -214,9 +219,7 @@ class PickNode(Node):
         self.place: np.ndarray | None = None  # the running pick's place target (world) [m]
         self.shift = 0.0  # [s] the arm runs the current state's goal this long after the machine
         self.released: np.ndarray | None = None  # [m] gripper site when the jaw began to open
-        # the latest pose [m] and its stamp [s] of every TF frame seen as a child of the world
-        self.frames: dict[str, tuple[np.ndarray, float]] = {}
-        self.rotations: dict[str, np.ndarray] = {}  # their orientations (w, x, y, z)
+        self.tf = TfBuffer(self.world)  # every TF link seen, chained to the world on lookup
         fixed = np.asarray(self.target, dtype=float) if self.target[2] >= 0.0 else None
         self.object = PickObject(self.cube_frame, fixed)  # what the running pick picks
         self.pending = bool(p["autostart"])  # a pick to start once ready (autostart or a goal)
@@ -244,6 +247,14 @@ class PickNode(Node):
             JointState, interfaces.JOINT_STATES, self.on_joints, stream_qos(10)
         )
         self.create_subscription(TFMessage, interfaces.TF, self.on_tf, stream_qos(100))
+        static_qos = QoSProfile(  # tf2's: every publisher's latched links, however many
+            depth=100,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+            reliability=ReliabilityPolicy.RELIABLE,
+        )
+        self.create_subscription(
+            TFMessage, interfaces.TF_STATIC, lambda m: self.on_tf(m, static=True), static_qos
+        )
         for jaw in self.jaws:
             self.create_subscription(
                 WrenchStamped,
@@ -414,22 +425,42 @@ class PickNode(Node):
         self.jaw_wrench[jaw] = (np.array([f.x, f.y, f.z]), msg.header.frame_id)
         self.jaw_stamp[jaw] = measured_at(msg.header.stamp, self.now())
 
-    def on_tf(self, msg: TFMessage) -> None:
-        """Keep the latest pose of every frame published as a child of the world frame: the
-        object a goal names is looked up here (tf2_ros is not in the pip-installed ROS, so the
-        frames are read from /tf; an object must be published relative to the world frame)."""
+    def on_tf(self, msg: TFMessage, static: bool = False) -> None:
+        """Keep the latest link of every frame from /tf (or, ``static``, /tf_static): the
+        object a goal names is looked up in their tree (tf2_ros is not in the pip-installed
+        ROS). A link that is not a transform (NaN, a zero rotation) is skipped, said once."""
+        now = self.now()
         for t in msg.transforms:
-            if t.header.frame_id == self.world:
-                p = t.transform.translation
-                stamp = measured_at(t.header.stamp, self.now())
-                self.frames[t.child_frame_id] = (np.array([p.x, p.y, p.z]), stamp)
-                r = t.transform.rotation
-                self.rotations[t.child_frame_id] = np.array([r.w, r.x, r.y, r.z])
+            p, r = t.transform.translation, t.transform.rotation
+            try:
+                self.tf.set(
+                    t.header.frame_id,
+                    t.child_frame_id,
+                    (p.x, p.y, p.z),
+                    (r.w, r.x, r.y, r.z),
+                    measured_at(t.header.stamp, now),
+                    static,
+                )
+            except InvalidInput as exc:
+                self.get_logger().warning(f"TF link skipped: {exc}", once=True)
+
+    def object_pose(self) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """The object's world pose from TF: position [m], orientation (w, x, y, z) and stamp
+        [s] (a chain of static links is measured now); None without a frame or a chain."""
+        if self.object.frame is None:
+            return None
+        try:
+            found = self.tf.lookup(self.object.frame)
+        except FrameLookupError:
+            return None
+        stamp = self.now() if found.stamp is None else found.stamp
+        return found.position, found.quat, stamp
 
     @property
     def cube(self) -> tuple[np.ndarray, float] | None:
         """The object's last measured pose (position [m], stamp [s]), if it has a TF frame."""
-        return None if self.object.frame is None else self.frames.get(self.object.frame)
+        pose = self.object_pose()
+        return None if pose is None else (pose[0], pose[2])
 
     def cube_target(self, now: float) -> tuple[np.ndarray, float] | None:
         """The cube position to plan for and when it was measured: a fresh TF pose, else the
@@ -901,12 +932,12 @@ class PickNode(Node):
             reading, target, grip_offset=self.cfg.offsets["down"], max_age=self.max_age
         )
         pose = None
-        cube, frame = self.cube, self.object.frame
-        if cube is not None and frame in self.rotations:
+        cube, frame = self.object_pose(), self.object.frame
+        if cube is not None:
             pose = place_pose_verdict(
                 cube[0],
-                self.rotations[frame],
-                now - cube[1] + stale_by,
+                cube[1],
+                now - cube[2] + stale_by,
                 target,
                 jaw_clear=not jaw_touch,
                 max_age=self.max_age,
@@ -987,7 +1018,7 @@ class PickNode(Node):
         limit = float(goal.time_limit)
         if not (math.isfinite(limit) and limit >= 0.0):
             return f"time_limit must be >= 0 [s] (0 = none), got {limit!r}"
-        target = goal_object(goal, self.world, self.frames, now, self.max_age)
+        target = goal_object(goal, self.world, self.tf, now, self.max_age)
         if isinstance(target, str):
             return target
         if goal.close == Pick.Goal.CLOSE_CONFIGURED and self.refused is not None:
@@ -1000,7 +1031,9 @@ class PickNode(Node):
         )
         if isinstance(cfg, str):
             return cfg
-        position = target.position if target.frame is None else self.frames[target.frame][0]
+        position = target.position
+        if target.frame is not None:  # (looked up a moment ago: it chains to the world)
+            position = self.tf.lookup(target.frame).position
         home = np.asarray(cfg.robot["home"], dtype=float)
         for name in ("pre", "down", "lift"):  # as the machine will solve them, from home
             point = position + np.array([0.0, 0.0, cfg.offsets[name]])
