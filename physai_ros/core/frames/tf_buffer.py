@@ -16,16 +16,15 @@ connected), a cycle. Pure: numpy and the frame helpers of ``spatial``.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from physai_ros.core.frames.spatial import (
+    QUAT_MIN_NORM,
     FloatArray,
-    as_finite,
-    normalize_quat,
-    pose_to_transform,
     transform_to_pose,
 )
 from physai_ros.errors import InvalidInput
@@ -40,8 +39,8 @@ class Link(NamedTuple):
     (w, x, y, z), measured at ``stamp`` [s] (ignored when ``static``)."""
 
     parent: str
-    translation: FloatArray
-    quat: FloatArray
+    translation: tuple[float, float, float]
+    quat: tuple[float, float, float, float]
     stamp: float
     static: bool
 
@@ -68,6 +67,21 @@ class Chained(NamedTuple):
         return 0.0 if self.stamp is None else now - self.stamp
 
 
+def _matrix(link: Link) -> FloatArray:
+    """``parent ← child`` as a 4x4 transform (the link's quaternion is already unit; plain
+    floats: a pick node looks its object up at every control tick)."""
+    w, x, y, z = link.quat
+    tx, ty, tz = link.translation
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y), tx],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x), ty],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y), tz],
+            [0.0, 0.0, 0.0, 1.0],
+        ]
+    )
+
+
 class TfBuffer:
     """The latest link of every child frame (a TF frame has one parent), looked up from
     ``world``. A newer link of a child replaces the older; a dynamic link older than the one
@@ -83,25 +97,36 @@ class TfBuffer:
         self,
         parent: str,
         child: str,
-        translation: ArrayLike,
-        quat: ArrayLike,
+        translation: Sequence[float],
+        quat: Sequence[float],
         stamp: float,
         static: bool = False,
     ) -> None:
         """Keep ``parent ← child``: ``translation`` [m], ``quat`` (w, x, y, z; normalised here),
         measured at ``stamp`` [s]. Empty names, a frame its own parent, or numbers that are not
-        finite raise ``InvalidInput`` and change nothing."""
+        finite raise ``InvalidInput`` and change nothing.
+
+        Plain floats, no arrays: a node calls this for every link of every /tf message (a
+        robot's dozen links at 100 Hz), and numpy's per-call cost made a pick node fall a
+        second behind its /tf stream on a loaded machine; lookups build the matrices."""
         if not parent or not child:
             raise InvalidInput(f"a TF link needs two frame names, got {parent!r} ← {child!r}")
         if parent == child:
             raise InvalidInput(f"TF frame {child!r} cannot be its own parent")
-        t = as_finite(translation, (3,), f"translation of {child!r}")
-        q = normalize_quat(quat, f"rotation of {child!r}")
-        stamp = float(as_finite(stamp, (), f"stamp of {child!r}"))
+        t, q = tuple(map(float, translation)), tuple(map(float, quat))
+        stamp = float(stamp)
+        if len(t) != 3 or len(q) != 4 or not all(map(math.isfinite, (*t, *q, stamp))):
+            raise InvalidInput(
+                f"TF link {parent!r} ← {child!r} needs a finite translation (3), rotation (4) "
+                f"and stamp, got {t}, {q}, {stamp}"
+            )
+        norm = math.sqrt(sum(v * v for v in q))
+        if norm < QUAT_MIN_NORM:
+            raise InvalidInput(f"TF link {parent!r} ← {child!r}: the rotation {q} is zero")
         kept = self.links.get(child)
         if kept is not None and not (static or kept.static) and stamp < kept.stamp:
             return
-        self.links[child] = Link(parent, t, q, stamp, bool(static))
+        self.links[child] = Link(parent, t, tuple(v / norm for v in q), stamp, bool(static))
 
     def chain(self, frame: str) -> list[str]:
         """The frames from ``frame`` up to the world, both included; ``FrameLookupError`` for
@@ -130,7 +155,7 @@ class TfBuffer:
         T, stamp = np.eye(4), None
         for child in reversed(self.chain(frame)[:-1]):
             link = self.links[child]
-            T = T @ pose_to_transform(link.translation, link.quat)
+            T = T @ _matrix(link)
             if not link.static:
                 stamp = link.stamp if stamp is None else min(stamp, link.stamp)
         return Chained(T, stamp)
