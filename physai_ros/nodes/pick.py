@@ -143,6 +143,8 @@ WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it 
 FEEDBACK_PERIOD = 0.1  # [s] between two feedback messages of a goal (node clock)
 ARM_TIMED = ("lift", "carry", "descend", "lower", "open", "retreat")  # a place's, see tick
 JOIN_TIME = 0.1  # [s] lowering to place is sensed from then at the latest (see PickNode.joined)
+RATE_STEP = 1e-4  # [s] central differences of the machine's command: a stop's rates (send_phase)
+RATE_STEPS = (-RATE_STEP, 0.0, RATE_STEP)
 
 
 SCHEMA = load_schema("pick")  # config/schema/pick.yaml
@@ -582,10 +584,16 @@ class PickNode(Node):
     def ready(self, now: float) -> bool:
         return not self.missing(now)
 
-    def send_phase(self, now: float, start: float) -> None:
+    def send_phase(self, now: float, start: float, rates: bool = False) -> None:
         """The current state's arm motion sampled from ``now``, stamped to start at ``start``
         (``GoalChain``: command_lead ahead, or where the previous goal really ends), so phases
-        join where the previous one ended even when a goal reached the controller late."""
+        join where the previous one ended even when a goal reached the controller late.
+
+        ``rates``: the points carry the motion's velocities and accelerations too, for a goal
+        that replaces a running one mid-move (the stop of a cancel). The controller joins it
+        from where its reference is along a quintic through both ends, which continues a
+        min-jerk move exactly; with positions alone it joins along a straight line whose
+        velocity jumps at both ends (over ROS, up to 63 rad/s² against the SO-101's 38.96)."""
         times, q = phase_trajectory(self.machine, now, self.cfg.ros["trajectory_dt"])
         if times.size == 0:
             return
@@ -596,6 +604,13 @@ class PickNode(Node):
             JointTrajectoryPoint(positions=row.tolist(), time_from_start=duration_msg(t))
             for t, row in zip(times, q, strict=True)
         ]
+        if rates:
+            for point, t in zip(goal.trajectory.points, times, strict=True):
+                before, at, after = (self.machine.command(now + t + d).arm for d in RATE_STEPS)
+                point.velocities = ((after - before) / (2.0 * RATE_STEP)).tolist()
+                point.accelerations = ((after - 2.0 * at + before) / RATE_STEP**2).tolist()
+            last = goal.trajectory.points[-1]  # at rest: exactly, as the controller requires
+            last.velocities = last.accelerations = [0.0] * len(self.arm_joints)
         what = f"{self.machine.state} arm goal"
         self.chain.sent(self.phase, start, float(times[-1]), sent_at=now)
         self.arm_phase = self.phase
@@ -1076,7 +1091,8 @@ class PickNode(Node):
     def cancel_pick(self, now: float) -> None:
         """The client canceled: the machine slows the arm to rest along its path within the
         limits (``PickMachine.cancel``), sent as one more arm goal that joins the running one
-        where the arm is on it (``GoalChain.lag``); the jaw is left as commanded (a held
+        command_lead ahead of where the arm is on it (``GoalChain.lag``), its points with their
+        velocities and accelerations (``send_phase``); the jaw is left as commanded (a held
         object stays squeezed). The goal ends CANCELED, with the state the pick stopped in,
         once the arm is at rest (``tick``)."""
         self.pending = False
@@ -1091,13 +1107,15 @@ class PickNode(Node):
             return
         self.get_logger().info(f"pick canceled in state {machine.state}: slowing to rest")
         lag = self.chain.lag(now)
-        at = now  # the machine's clock: a place's states run on the arm's own timeline (tick)
-        if machine.place is not None and machine.state in ARM_TIMED:
-            at = max(now - self.shift, machine.t_state)
+        # the stop joins the running goal command_lead ahead of where the arm is on it (the arm
+        # runs the state ``shift`` behind the machine; a place's states run on its timeline,
+        # see tick): stamped now + lead, it reaches the controller before it starts. Stamped
+        # now, a short stop ended before it arrived, was rejected, and the arm went on
+        at = max(now - self.shift, machine.t_state) + self.lead
         machine.cancel(at)
         self.phase += 1
         self.pub_state.publish(String(data=machine.state))
-        self.send_phase(at, at + lag)
+        self.send_phase(at, at + lag, rates=True)
         if machine.finished:
             self.report_at = max(now, self.chain.end(now))
 
