@@ -10,164 +10,83 @@ pose and the jaws' contact forces from the sim bridge), not only against the nod
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import shlex
-import threading
 import time
 
+import numpy as np
 import pytest
-import rclpy
+import yaml
 from action_msgs.msg import GoalStatus
-from geometry_msgs.msg import PoseStamped, WrenchStamped
-from rclpy.action import ActionClient
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import DurabilityPolicy, QoSProfile
-from sensor_msgs.msg import JointState
-from std_msgs.msg import String
-from std_srvs.srv import Trigger
-from support.optional import require
-from support.paths import REPO_ROOT, shipped
+from scipy.spatial.transform import Rotation
+from support.paths import PEERS, shipped
+from support.pick_action import (
+    CUBE_HALF,
+    CUBE_X0,
+    GOAL_TIMEOUT,
+    GRAPH_UP,
+    JAWS,
+    MIN_LIFT,
+    TOUCH,
+    Client,
+    Pick,
+    launch_graph,
+    place_goal,
+    readme_block,
+    tilt_deg,
+)
 from support.processes import ros2_output
 
-Pick = require("physai_ros_interfaces.action").Pick
-
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
-
-JAWS = ("fixed_jaw", "moving_jaw")
-ARM = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
-MIN_LIFT = shipped("pick", "min_lift")  # [m] the pick's own threshold for "held"
-TOUCH = shipped("pick", "ros", "touch_force")  # [N] a jaw touches the object above this
-GRAPH_UP = 150.0  # [s wall] the launch's graph up and the start's pick judged, 2 loaded cores
-GOAL_TIMEOUT = 90.0  # [s wall] one pick goal, sent to its result
+# place centres [m] inside the reachable square (docs/pick.md, PLACE_SQUARE), and the cube's x
+# for the reset before each (the bridge's cube_x): different picks, different places
+PLACES = ((0.19, 0.02, 0.22), (0.215, -0.02, 0.22), (0.18, -0.01, 0.2))
 
 
-class Client:
-    """The test's node: the /pick action client, the /sim/reset client, the start's outcome,
-    and the sim bridge's truth (the cube's pose, each jaw's contact force, the joints)."""
-
-    def __init__(self, context) -> None:
-        self.node = node = rclpy.create_node("pick_action_client", context=context)
-        self.pick = ActionClient(node, Pick, "/pick")
-        self.reset_client = node.create_client(Trigger, "/sim/reset")
-        self.outcome: dict | None = None
-        self.cube: list[tuple[float, float, float]] = []  # (wall [s], x [m], z [m])
-        # the latest cube pose: (wall [s], centre (x, y, z) [m], quaternion (w, x, y, z))
-        self.cube_pose: tuple[float, tuple[float, ...], tuple[float, ...]] | None = None
-        self.forces = dict.fromkeys(JAWS, (0.0, 0.0))  # jaw: (wall [s], force [N]), latest
-        self.joints: dict[str, float] = {}
-        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(String, "/pick/outcome", self._outcome, latched)
-        node.create_subscription(PoseStamped, "/cube_pose", self._cube, 10)
-        node.create_subscription(JointState, "/joint_states", self._joints, 10)
-        for jaw in JAWS:
-            node.create_subscription(
-                WrenchStamped, f"/jaw_contact/{jaw}", lambda m, j=jaw: self._force(j, m), 10
-            )
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(node)
-        self.lock = threading.Lock()
-
-    def _outcome(self, msg: String) -> None:
-        self.outcome = json.loads(msg.data)
-
-    def _cube(self, msg: PoseStamped) -> None:
-        p, q = msg.pose.position, msg.pose.orientation
-        self.cube.append((time.monotonic(), p.x, p.z))
-        self.cube_pose = (time.monotonic(), (p.x, p.y, p.z), (q.w, q.x, q.y, q.z))
-
-    def _joints(self, msg: JointState) -> None:
-        self.joints.update(zip(msg.name, msg.position, strict=False))
-
-    def _force(self, jaw: str, msg: WrenchStamped) -> None:
-        f = msg.wrench.force
-        self.forces[jaw] = (time.monotonic(), math.sqrt(f.x**2 + f.y**2 + f.z**2))
-
-    def spin_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def wait(self, future, timeout: float):
-        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-        assert future.done(), f"no answer within {timeout} s"
-        return future.result()
-
-    def start_outcome(self) -> dict:
-        end = time.monotonic() + GRAPH_UP
-        while self.outcome is None and time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.1)
-        assert self.outcome is not None, "the start's pick published no outcome"
-        return self.outcome
-
-    def reset(self) -> None:
-        """Robot home and the cube back where it started; then a second of fresh poses."""
-        assert self.reset_client.wait_for_service(timeout_sec=30.0)
-        assert self.wait(self.reset_client.call_async(Trigger.Request()), 30.0).success
-        self.spin_for(1.0)
-
-    def send(self, goal, on_feedback=None, timeout: float = GOAL_TIMEOUT):
-        """Send ``goal``; returns (status, result, the goal handle)."""
-        assert self.pick.wait_for_server(timeout_sec=30.0), "no /pick action server"
-        handle = self.wait(self.pick.send_goal_async(goal, feedback_callback=on_feedback), 30.0)
-        assert handle.accepted
-        answer = self.wait(handle.get_result_async(), timeout)
-        return answer.status, answer.result, handle
-
-    def arm(self) -> list[float]:
-        return [self.joints[j] for j in ARM]
-
-    def cube_xz(self, since: float) -> tuple[float, float]:
-        """The cube's latest x and height [m] (world), from a pose received after ``since``."""
-        fresh = [(x, z) for wall, x, z in self.cube if wall > since]
-        assert fresh, "no fresh cube pose from the sim bridge"
-        return fresh[-1]
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
+def typed_result(out: str) -> dict[str, str]:
+    """The fields of the result ``ros2 action send_goal`` printed (after ``Result:``; the
+    feedback lines before it have a lift too), with the goal's final status."""
+    assert "Result:" in out, out
+    result = out.split("Result:", 1)[1]
+    fields = dict(re.findall(r"^\s*(\w+): (.*)$", result, re.MULTILINE))
+    status = re.search(r"Goal finished with status: (\w+)", out)
+    assert status, out
+    return fields | {"status": status.group(1)}
 
 
-def readme_command(start: str) -> list[str]:
-    """The README's command line that begins with ``start``, as ``ros2``'s arguments: the test
-    runs what the README tells users to run."""
-    for line in (REPO_ROOT / "README.md").read_text().splitlines():
-        if line.startswith(start):
-            return shlex.split(line)[1:]
-    raise AssertionError(f"README.md has no line starting {start!r}")
-
-
-def launch_graph(ros2, tmp_path, context) -> Client:
-    """The shipped launch, as a user starts it, and this test's client, created first so it
-    sees the cube at rest."""
-    client = Client(context)
-    ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", log=tmp_path / "launch.log")
-    return client
-
-
-def test_ros2_action_send_goal_picks_after_the_start_pick(ros2, ros_context, tmp_path):
-    """After the start's pick, the cube reset by ``ros2 service call /sim/reset``, one goal
-    from ``ros2 action send_goal`` (the README's line): the typed result says HELD, lifted at
-    least min_lift, and the goal SUCCEEDED."""
+def test_the_readmes_pick_and_place_goals_from_ros2_action_send_goal(ros2, ros_context, tmp_path):
+    """After the start's pick, the README's block as a user runs it, line by line: the cube
+    reset by ``ros2 service call /sim/reset``, a pick goal from ``ros2 action send_goal`` (HELD,
+    lifted at least min_lift, SUCCEEDED), the cube reset again, a place goal (PLACED, judged by
+    the cube's pose, SUCCEEDED) -- and the sim bridge's own cube pose says it rests within 1 cm
+    of the README's place pose."""
     client = launch_graph(ros2, tmp_path, ros_context)
+    goals = []
     try:
         start = client.start_outcome()
         assert start["outcome"] == "held", start
-        ros2_output(ros2("service", "call", "/sim/reset", "std_srvs/srv/Trigger"))
-        client.spin_for(1.0)
-        out = ros2_output(ros2(*readme_command("ros2 action send_goal")), timeout=GOAL_TIMEOUT)
+        for command in readme_block("ros2 action send_goal"):
+            if command[:2] != ["action", "send_goal"]:
+                ros2_output(ros2(*command))
+                client.spin_for(1.0)
+                continue
+            out = ros2_output(ros2(*command), timeout=GOAL_TIMEOUT)
+            print(out)
+            goals.append((yaml.safe_load(command[-1]), typed_result(out)))
+            client.spin_for(1.0)
+        _, centre, _ = client.cube_pose
     finally:
         client.close()
-    print(out)
-    assert "Result:" in out, out
-    out = out.split("Result:", 1)[1]  # (the feedback lines before it have a lift too)
-    outcome = re.search(r"^\s*outcome: (\d+)$", out, re.MULTILINE)
-    lift = re.search(r"^\s*lift: ([-0-9.eE+]+)$", out, re.MULTILINE)
-    assert outcome and lift, out
-    assert int(outcome.group(1)) == Pick.Result.HELD, out
-    assert float(lift.group(1)) >= MIN_LIFT, out
-    assert "SUCCEEDED" in out, out
+    assert [bool(goal.get("place")) for goal, _ in goals] == [False, True], goals
+    (_, held), (place, placed) = goals
+    assert int(held["outcome"]) == Pick.Result.HELD and held["status"] == "SUCCEEDED", held
+    assert float(held["lift"]) >= MIN_LIFT, held
+    assert int(placed["outcome"]) == Pick.Result.PLACED, placed
+    assert placed["status"] == "SUCCEEDED" and placed["judged_by"] == "cube_pose", placed
+    target = place["place_pose"]["pose"]["position"]
+    error = math.dist(centre, (target["x"], target["y"], target["z"]))
+    print(f"placed: the cube rests {error * 100:.2f} cm from the README's place pose")
+    assert error <= 0.01, f"the cube rests {error * 100:.2f} cm from {target}"
 
 
 def set_param(ros2, node: str, name: str, value: str, timeout: float = 60.0) -> None:
@@ -268,30 +187,6 @@ def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):
         client.close()
 
 
-def place_goal(x: float, y: float, z: float, frame: str = "world") -> Pick.Goal:
-    """A goal to pick the sim's cube and place it with its centre at (x, y, z) [m] in
-    ``frame``."""
-    goal = Pick.Goal(object_frame="cube", place=True, time_limit=60.0)
-    goal.place_pose.header.frame_id = frame
-    goal.place_pose.pose.position.x, goal.place_pose.pose.position.y = x, y
-    goal.place_pose.pose.position.z = z
-    goal.place_pose.pose.orientation.w = 1.0
-    return goal
-
-
-def tilt_deg(quat_wxyz: tuple[float, ...]) -> float:
-    """Angle [deg] between the cube's z axis and the vertical."""
-    _, x, y, _ = quat_wxyz
-    return math.degrees(math.acos(max(-1.0, min(1.0, 1.0 - 2.0 * (x * x + y * y)))))
-
-
-CUBE_HALF = 0.015  # [m] half the sim's cube: its centre's height resting on the table
-CUBE_X0 = 0.22  # [m] the sim bridge's cube_x at start (the SO-101 scene's cube)
-# place centres [m] inside the reachable square (docs/pick.md, PLACE_SQUARE), and the cube's x
-# for the reset before each (the bridge's cube_x): different picks, different places
-PLACES = ((0.19, 0.02, 0.22), (0.215, -0.02, 0.22), (0.18, -0.01, 0.2))
-
-
 def test_place_goals_put_the_cube_down_where_asked(ros2, ros_context, tmp_path):
     """On the launched graph, after the start's pick: bad place poses (below the table, out
     of reach, another frame) are refused with the reason and the arm does not move; then
@@ -388,5 +283,58 @@ def test_place_by_the_arms_stall_alone(ros2, ros_context, tmp_path):
         assert client.pick.wait_for_server(timeout_sec=GRAPH_UP), "no /pick action server"
         assert client.reset_client.wait_for_service(timeout_sec=GRAPH_UP), "no sim bridge"
         place_all(client, ros2, {"stall"}, CUBE_X0)
+    finally:
+        client.close()
+
+
+PRE = shipped("pick", "offsets", "pre")  # [m] the gripper site above the object at pre
+
+
+def test_an_object_frame_anywhere_in_the_tf_tree(ros2, ros_context, tmp_path, spawn):
+    """The nodes run one by one (``ros2 run``), frames published on /tf_static below the sim's
+    cube by another process (``peers/tf_marker_talker.py``): an unknown frame is refused
+    listing them; ``far`` (30 cm along the cube, two links from the world) is refused out of
+    reach at the point the chain puts it (the sim's cube pose and 30 cm along its x, within
+    1 mm); a goal naming ``marker_back`` (three links deep, back on the cube's centre) picks
+    the cube and holds it, lifted by the sim's own pose."""
+    client = Client(ros_context)
+    sim = ("--ros-args", "-p", "use_sim_time:=true")
+    ros2("run", "physai_ros", "sim_bridge", log=tmp_path / "sim_bridge.log")
+    ros2("run", "physai_ros", "tf_publisher", *sim, log=tmp_path / "tf_publisher.log")
+    ros2("run", "physai_ros", "pick", *sim, "-p", "autostart:=false", log=tmp_path / "pick.log")
+    spawn(str(PEERS / "tf_marker_talker.py"), "300")
+    try:
+        assert client.pick.wait_for_server(timeout_sec=GRAPH_UP), "no /pick action server"
+        client.reset()
+        end = time.monotonic() + 60.0
+        while True:  # until the pick node has the talker's latched frames
+            _, result, _ = client.send(Pick.Goal(object_frame="no_such_object"))
+            assert result.outcome == Pick.Result.REJECTED, result
+            if "'marker_back'" in result.reason or time.monotonic() > end:
+                break
+            client.spin_for(1.0)
+        print(result.reason)
+        assert "unknown TF frame 'no_such_object'" in result.reason, result
+        for frame in ("cube", "marker", "marker_back", "far", "wrist_cam_optical"):
+            assert f"'{frame}'" in result.reason, (frame, result.reason)
+
+        _, result, _ = client.send(Pick.Goal(object_frame="far"))
+        _, cube, (w, x, y, z) = client.cube_pose
+        print(result.reason)
+        assert result.outcome == Pick.Result.REJECTED and "out of reach" in result.reason
+        point = re.search(r"at the pre point \[([^\]]+)\] m", result.reason)
+        assert point, result.reason
+        where = [float(v) for v in point.group(1).split(",")]
+        expected = np.add(cube, Rotation.from_quat([x, y, z, w]).apply([0.3, 0.0, 0.0]))
+        expected[2] += PRE
+        assert math.dist(where, expected) < 0.001, (where, expected)
+
+        _, rest_z = client.cube_xz(time.monotonic() - 0.5)
+        status, result, _ = client.send(Pick.Goal(object_frame="marker_back", time_limit=60.0))
+        assert result.outcome == Pick.Result.HELD, result
+        assert status == GoalStatus.STATUS_SUCCEEDED and result.lift >= MIN_LIFT, result
+        client.spin_for(1.0)
+        _, z = client.cube_xz(time.monotonic() - 0.5)
+        assert z - rest_z >= MIN_LIFT, f"the sim's cube is at {z:.4f} m, rest {rest_z:.4f} m"
     finally:
         client.close()

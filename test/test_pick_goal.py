@@ -11,13 +11,18 @@ import numpy as np
 import pytest
 from support.optional import require
 
+from physai_ros.core.frames.tf_buffer import TfBuffer
 from physai_ros.core.pick.machine import force_params, load_pick_config, load_pick_tree
 
 Pick = require("physai_ros_interfaces.action").Pick
 action = require("physai_ros.nodes._pick_action")
 
 WORLD = "world"
-FRAMES = {"cube": (np.array([0.22, 0.0, 0.015]), 10.0)}  # position [m], stamp [s]
+FRAMES = TfBuffer(WORLD)
+FRAMES.set(WORLD, "cube", (0.22, 0.0, 0.015), (1.0, 0.0, 0.0, 0.0), 10.0)  # stamp [s]
+FRAMES.set("cube", "marker", (0.0, 0.0, 0.02), (1.0, 0.0, 0.0, 0.0), 0.0, static=True)
+FRAMES.set("table", "leg", (0.0, 0.0, -0.1), (1.0, 0.0, 0.0, 0.0), 0.0, static=True)
+NONE = TfBuffer(WORLD)  # no frame seen yet
 
 
 def goal(**fields) -> Pick.Goal:
@@ -32,9 +37,19 @@ def test_a_known_fresh_frame_is_the_object():
     assert picked == action.PickObject("cube", None)
 
 
-def test_an_unknown_frame_is_refused_naming_the_frames_seen():
+def test_a_frame_below_another_is_the_object_as_fresh_as_its_moving_link():
+    picked = action.goal_object(goal(object_frame="marker"), WORLD, FRAMES, 10.2, 0.5)
+    assert picked == action.PickObject("marker", None)
+    why = action.goal_object(goal(object_frame="marker"), WORLD, FRAMES, 11.0, 0.5)
+    assert isinstance(why, str) and why.startswith("stale pose") and "1.00 s" in why
+
+
+def test_an_unknown_frame_is_refused_naming_the_frames_known():
     why = action.goal_object(goal(object_frame="mug"), WORLD, FRAMES, 10.2, 0.5)
-    assert isinstance(why, str) and "unknown TF frame 'mug'" in why and "['cube']" in why
+    assert isinstance(why, str) and "unknown TF frame 'mug'" in why
+    assert "['cube', 'marker']" in why, why
+    why = action.goal_object(goal(object_frame="leg"), WORLD, FRAMES, 10.2, 0.5)
+    assert isinstance(why, str) and "not connected to 'world'" in why and "'table'" in why
 
 
 def test_a_frame_not_seen_for_longer_than_max_age_is_stale():
@@ -45,7 +60,7 @@ def test_a_frame_not_seen_for_longer_than_max_age_is_stale():
 def test_a_pose_goal_in_the_world_frame_with_a_zero_stamp_is_now():
     g = goal()
     g.object_pose.pose.position.x, g.object_pose.pose.position.z = 0.2, 0.015
-    picked = action.goal_object(g, WORLD, {}, 50.0, 0.5)
+    picked = action.goal_object(g, WORLD, NONE, 50.0, 0.5)
     assert picked.frame is None and np.allclose(picked.position, [0.2, 0.0, 0.015])
 
 
@@ -57,7 +72,7 @@ def test_a_pose_in_another_frame_or_old_is_refused(frame, stamp, says):
     g = goal()
     g.object_pose.header.frame_id = frame
     g.object_pose.header.stamp.sec = stamp
-    why = action.goal_object(g, WORLD, {}, 50.0, 0.5)
+    why = action.goal_object(g, WORLD, NONE, 50.0, 0.5)
     assert isinstance(why, str) and says in why, why
 
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from physai_ros_interfaces.action import Pick
 
+from physai_ros.core.frames.tf_buffer import FrameLookupError, TfBuffer
 from physai_ros.core.pick.force_close import ForceCloseParams, capacity_fault
 from physai_ros.core.pick.machine import PickConfig
 from physai_ros.errors import InvalidInput
@@ -51,22 +52,19 @@ class PickObject(NamedTuple):
 def goal_object(
     goal: Pick.Goal,
     world: str,
-    frames: dict[str, tuple[np.ndarray, float]],
+    tf: TfBuffer,
     now: float,
     max_age: float,
 ) -> PickObject | str:
-    """The goal's object, or why it cannot be picked: an unknown or stale TF frame, a pose in
-    another frame than ``world`` or older than ``max_age`` [s]. ``frames``: the latest pose
-    [m] and its stamp [s] of every frame seen as a child of ``world``."""
+    """The goal's object, or why it cannot be picked: a TF frame that is unknown, not chained
+    to ``world`` or stale (its oldest moving link older than ``max_age`` [s]; the refusal lists
+    the frames the tree knows), a pose in another frame than ``world`` or older than
+    ``max_age``. ``tf``: every TF link seen (``world`` is its root)."""
     if goal.object_frame:
-        seen = frames.get(goal.object_frame)
-        if seen is None:
-            known = sorted(frames) or "none yet"
-            return (
-                f"unknown TF frame {goal.object_frame!r}: no transform from {world!r} to it "
-                f"has been received (frames seen under {world!r}: {known})"
-            )
-        age = now - seen[1]
+        try:
+            age = tf.lookup(goal.object_frame).age(now)
+        except FrameLookupError as exc:
+            return f"{exc} (frames known under {world!r}: {tf.known() or 'none yet'})"
         if age > max_age:
             return (
                 f"stale pose: TF frame {goal.object_frame!r} was last seen {age:.2f} s ago "

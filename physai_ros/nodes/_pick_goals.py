@@ -13,7 +13,6 @@ from std_msgs.msg import String
 from physai_ros.core.pick.machine import PickConfig, PickMachine
 from physai_ros.errors import InvalidInput
 from physai_ros.nodes._pick_action import PickObject, goal_config, goal_object, goal_place
-from physai_ros.nodes._pick_place import on_arm_timeline
 
 
 class PickGoals:
@@ -39,7 +38,7 @@ class PickGoals:
         place = goal_place(goal, self.world)
         if isinstance(place, str):
             return place
-        target = goal_object(goal, self.world, self.frames, now, self.max_age)
+        target = goal_object(goal, self.world, self.tf.buffer, now, self.max_age)
         if isinstance(target, str):
             return target
         if goal.close == Pick.Goal.CLOSE_CONFIGURED and self.refused is not None:
@@ -52,7 +51,9 @@ class PickGoals:
         )
         if isinstance(cfg, str):
             return cfg
-        position = target.position if target.frame is None else self.frames[target.frame][0]
+        position = target.position
+        if target.frame is not None:  # (looked up a moment ago: it chains to the world)
+            position = self.tf.buffer.lookup(target.frame).position
         home = np.asarray(cfg.robot["home"], dtype=float)
         for name in ("pre", "down", "lift"):  # as the machine will solve them, from home
             point = position + np.array([0.0, 0.0, cfg.offsets[name]])
@@ -74,7 +75,8 @@ class PickGoals:
     def cancel_pick(self, now: float) -> None:
         """The client canceled: the machine slows the arm to rest along its path within the
         limits (``PickMachine.cancel``), sent as one more arm goal that joins the running one
-        where the arm is on it (``GoalChain.lag``); the jaw is left as commanded (a held
+        command_lead ahead of where the arm is on it (``GoalChain.lag``), its points with their
+        velocities and accelerations (``send_phase``); the jaw is left as commanded (a held
         object stays squeezed). The goal ends CANCELED, with the state the pick stopped in,
         once the arm is at rest (``tick``)."""
         self.pending = False
@@ -89,13 +91,15 @@ class PickGoals:
             return
         self.get_logger().info(f"pick canceled in state {machine.state}: slowing to rest")
         lag = self.chain.lag(now)
-        at = now  # the machine's clock: a place's states run on the arm's own timeline (tick)
-        if on_arm_timeline(machine):
-            at = max(now - self.shift, machine.t_state)
+        # the stop joins the running goal command_lead ahead of where the arm is on it (the arm
+        # runs the state ``shift`` behind the machine; a place's states run on its timeline,
+        # see tick): stamped now + lead, it reaches the controller before it starts. Stamped
+        # now, a short stop ended before it arrived, was rejected, and the arm went on
+        at = max(now - self.shift, machine.t_state) + self.lead
         machine.cancel(at)
         self.phase += 1
         self.pub_state.publish(String(data=machine.state))
-        self.send_phase(at, at + lag)
+        self.send_phase(at, at + lag, rates=True)
         if machine.finished:
             self.report_at = max(now, self.chain.end(now))
 

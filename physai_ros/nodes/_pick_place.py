@@ -115,12 +115,12 @@ class PlaceSensing:
             reading, target, grip_offset=self.cfg.offsets["down"], max_age=self.max_age
         )
         pose = None
-        cube, frame = self.cube, self.object.frame
-        if cube is not None and frame in self.rotations:
+        cube, frame = self.object_pose(), self.object.frame
+        if cube is not None:
             pose = place_pose_verdict(
                 cube[0],
-                self.rotations[frame],
-                now - cube[1] + stale_by,
+                cube[1],
+                now - cube[2] + stale_by,
                 target,
                 jaw_clear=not jaw_touch,
                 max_age=self.max_age,

@@ -43,7 +43,6 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64, String
-from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
@@ -78,6 +77,7 @@ from physai_ros.nodes._pick_server import (
     publish_outcome,
     silence_watch,
 )
+from physai_ros.nodes._tf_listener import TfListener
 
 SCHEMA = load_schema("hand_pick")  # config/schema/hand_pick.yaml
 FINGERS = ("F1", "F2", "F3")  # the fingers' names in the outcome, the feedback and the result
@@ -148,8 +148,7 @@ class HandPickNode(PickPlumbing, Node):
         self.rise_from = math.nan
         self.state_said = ""
         self.world, self.max_age = p["world_frame"], float(p["max_age"])
-        self.frames: dict[str, tuple[np.ndarray, float]] = {}  # TF children of the world
-        self.create_subscription(TFMessage, interfaces.TF, self.on_tf, stream_qos(100))
+        self.tf = TfListener(self, self.world)  # every TF link seen, chained on lookup
         self.target: PickObject | None = None  # a goal's object; None: the soft object's pose
         self.pending = bool(p["autostart"])  # a pick to start once ready
         self.pub_state = self.create_publisher(String, interfaces.HAND_PICK_STATE, LATCHED)
@@ -178,14 +177,6 @@ class HandPickNode(PickPlumbing, Node):
         )
 
     # --- sensing -----------------------------------------------------------------------------
-    def on_tf(self, msg: TFMessage) -> None:
-        """The latest position and stamp of every TF frame whose parent is the world: a goal's
-        object frame is looked up here (tf2_ros is not in the pip-installed ROS)."""
-        for t in (t for t in msg.transforms if t.header.frame_id == self.world):
-            p = t.transform.translation
-            at = measured_at(t.header.stamp, self.now())
-            self.frames[t.child_frame_id] = (np.array([p.x, p.y, p.z]), at)
-
     def on_wrench(self, name: str, msg: WrenchStamped) -> None:
         f = msg.wrench.force
         self.forces[name] = math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)
@@ -206,14 +197,19 @@ class HandPickNode(PickPlumbing, Node):
         if self.target is None:
             return self.object
         if self.target.frame is not None:
-            return self.frames.get(self.target.frame)
+            return self.frame_pose(self.target.frame)
         return self.target.position, now
 
     def judged(self) -> tuple[np.ndarray, float] | None:
         """The object pose the verdict reads: the goal's TF frame, else the soft object's."""
         if self.target is not None and self.target.frame is not None:
-            return self.frames.get(self.target.frame)
+            return self.frame_pose(self.target.frame)
         return self.object
+
+    def frame_pose(self, frame: str) -> tuple[np.ndarray, float] | None:
+        """A TF frame's world position [m] and stamp [s], None without a chain to it."""
+        pose = self.tf.pose(frame)
+        return None if pose is None else (pose[0], pose[2])
 
     def sensed(self, now: float) -> HandSensing:
         q = [self.joints.get(j, (math.nan, 0.0)) for j in INNER_JOINTS]
@@ -299,14 +295,16 @@ class HandPickNode(PickPlumbing, Node):
         if goal.close not in PLANNED_CLOSES:
             known = f"close {goal.close} unknown: 0 configured, 1 cap, 2 force, 3 planned"
             return REFUSED_CLOSES.get(goal.close, known)
-        target = goal_object(goal, self.world, self.frames, now, self.max_age)
+        target = goal_object(goal, self.world, self.tf.buffer, now, self.max_age)
         if isinstance(target, str):
             return target
         if self.plan_fault is not None:
             return f"no grasp plan: {self.plan_fault}"
         if self.grasp is None:
             return "the grasp plan has not come from the grasp planner yet"
-        at = target.position if target.frame is None else self.frames[target.frame][0]
+        at = target.position
+        if target.frame is not None:  # (looked up a moment ago: it chains to the world)
+            at = self.tf.buffer.lookup(target.frame).position
         try:
             self.kin.poses(self.grasp[0], at, self.cfg.approach_distance, self.cfg.lift_height)
         except PhysaiError as exc:

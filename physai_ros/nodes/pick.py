@@ -21,7 +21,10 @@ asynchronous call: the executor never blocks); no plan, or no answer within
 ``plan.timeout``, ends the pick aborted before it moves.
 
 Where the cube is: a fresh pose from TF when one is published, else ``cube_position`` (the
-position the user placed it at, a target, not a measurement). Whether it was held is judged by
+position the user placed it at, a target, not a measurement). A goal's ``object_frame`` may be
+any frame of the TF tree (``/tf`` and ``/tf_static``, chained to the world frame by
+``physai_ros.core.frames.tf_buffer``: a marker under the cube, an object seen by the camera); its
+pose is as old as the oldest moving link of its chain. Whether it was held is judged by
 ``physai_ros.core.pick.judge`` from measurements only -- the robot's own (gripper stalled on
 the object, lift by forward kinematics) and the cube pose when fresh -- and the outcome names
 the witness. A controller that rejects or aborts a goal ends the pick with its reason.
@@ -66,7 +69,6 @@ from rclpy.node import Node
 from rclpy.time import Time as RclTime
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
-from tf2_msgs.msg import TFMessage
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
@@ -117,11 +119,14 @@ from physai_ros.nodes._pick_server import (
     publish_outcome,
     silence_watch,
 )
+from physai_ros.nodes._tf_listener import TfListener
 from physai_ros.sim.scene import load_scene_config
 
 FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
+RATE_STEP = 1e-4  # [s] central differences of the machine's command: a stop's rates (send_phase)
+RATE_STEPS = (-RATE_STEP, 0.0, RATE_STEP)
 
 
 SCHEMA = load_schema("pick")  # config/schema/pick.yaml
@@ -198,9 +203,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.place: np.ndarray | None = None  # the running pick's place target (world) [m]
         self.shift = 0.0  # [s] the arm runs the current state's goal this long after the machine
         self.released: np.ndarray | None = None  # [m] gripper site when the jaw began to open
-        # the latest pose [m] and its stamp [s] of every TF frame seen as a child of the world
-        self.frames: dict[str, tuple[np.ndarray, float]] = {}
-        self.rotations: dict[str, np.ndarray] = {}  # their orientations (w, x, y, z)
+        self.tf = TfListener(self, self.world)  # every TF link seen, chained on lookup
         fixed = np.asarray(self.target, dtype=float) if self.target[2] >= 0.0 else None
         self.object = PickObject(self.cube_frame, fixed)  # what the running pick picks
         self.pending = bool(p["autostart"])  # a pick to start once ready (autostart or a goal)
@@ -222,7 +225,6 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.create_subscription(
             JointState, interfaces.JOINT_STATES, self.on_joints, stream_qos(10)
         )
-        self.create_subscription(TFMessage, interfaces.TF, self.on_tf, stream_qos(100))
         for jaw in self.jaws:
             self.create_subscription(
                 WrenchStamped,
@@ -297,22 +299,15 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.jaw_wrench[jaw] = (np.array([f.x, f.y, f.z]), msg.header.frame_id)
         self.jaw_stamp[jaw] = measured_at(msg.header.stamp, self.now())
 
-    def on_tf(self, msg: TFMessage) -> None:
-        """Keep the latest pose of every frame published as a child of the world frame: the
-        object a goal names is looked up here (tf2_ros is not in the pip-installed ROS, so the
-        frames are read from /tf; an object must be published relative to the world frame)."""
-        for t in msg.transforms:
-            if t.header.frame_id == self.world:
-                p = t.transform.translation
-                stamp = measured_at(t.header.stamp, self.now())
-                self.frames[t.child_frame_id] = (np.array([p.x, p.y, p.z]), stamp)
-                r = t.transform.rotation
-                self.rotations[t.child_frame_id] = np.array([r.w, r.x, r.y, r.z])
+    def object_pose(self) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """The object's world pose from TF (``TfListener.pose``), None without a frame."""
+        return self.tf.pose(self.object.frame)
 
     @property
     def cube(self) -> tuple[np.ndarray, float] | None:
         """The object's last measured pose (position [m], stamp [s]), if it has a TF frame."""
-        return None if self.object.frame is None else self.frames.get(self.object.frame)
+        pose = self.object_pose()
+        return None if pose is None else (pose[0], pose[2])
 
     def cube_target(self, now: float) -> tuple[np.ndarray, float] | None:
         """The cube position to plan for and when it was measured: a fresh TF pose, else the
@@ -390,10 +385,16 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
     def ready(self, now: float) -> bool:
         return not self.missing(now)
 
-    def send_phase(self, now: float, start: float) -> None:
+    def send_phase(self, now: float, start: float, rates: bool = False) -> None:
         """The current state's arm motion sampled from ``now``, stamped to start at ``start``
         (``GoalChain``: command_lead ahead, or where the previous goal really ends), so phases
-        join where the previous one ended even when a goal reached the controller late."""
+        join where the previous one ended even when a goal reached the controller late.
+
+        ``rates``: the points carry the motion's velocities and accelerations too, for a goal
+        that replaces a running one mid-move (the stop of a cancel). The controller joins it
+        from where its reference is along a quintic through both ends, which continues a
+        min-jerk move exactly; with positions alone it joins along a straight line whose
+        velocity jumps at both ends (over ROS, up to 63 rad/s² against the SO-101's 38.96)."""
         times, q = phase_trajectory(self.machine, now, self.cfg.ros["trajectory_dt"])
         if times.size == 0:
             return
@@ -404,6 +405,13 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             JointTrajectoryPoint(positions=row.tolist(), time_from_start=duration_msg(t))
             for t, row in zip(times, q, strict=True)
         ]
+        if rates:
+            for point, t in zip(goal.trajectory.points, times, strict=True):
+                before, at, after = (self.machine.command(now + t + d).arm for d in RATE_STEPS)
+                point.velocities = ((after - before) / (2.0 * RATE_STEP)).tolist()
+                point.accelerations = ((after - 2.0 * at + before) / RATE_STEP**2).tolist()
+            last = goal.trajectory.points[-1]  # at rest: exactly, as the controller requires
+            last.velocities = last.accelerations = [0.0] * len(self.arm_joints)
         what = f"{self.machine.state} arm goal"
         self.chain.sent(self.phase, start, float(times[-1]), sent_at=now)
         self.arm_phase = self.phase
