@@ -42,6 +42,10 @@ homing offset differs; set it while the cable is pulled, as a re-plug into the w
 until false),
 ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way; [0.0] removes
 it).
+
+``cube_pos`` set at run time puts the cube back on the table at (x, y) in the base frame,
+upright and at rest, out of the jaws if they held it: the operator's hands between two picks
+(``physai trials --emulated`` sets it before each trial).
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from physai_ros.robots.so101.emulator.bus import (
     write_calibration,
 )
 from physai_ros.robots.so101.emulator.physics import JOINTS
+from physai_ros.sim.scene import cube_world_pos, load_scene_config
 
 
 def parse_homing_error(items: list[str]) -> dict[str, int]:
@@ -83,6 +88,22 @@ def parse_homing_error(items: list[str]) -> dict[str, int]:
             )
         out[joint] = int(steps)
     return out
+
+
+def cube_world(cube_pos) -> list[float]:
+    """The cube's centre in the world [m] for ``cube_pos`` (x, y in the robot base frame,
+    resting on the table), where the emulator's scene (``build_scene_spec``) puts it."""
+    if len(cube_pos) != 2:
+        raise InvalidInput(f"cube_pos must be [x, y] in the base frame [m], got {list(cube_pos)}")
+    config = load_scene_config()
+    robot = config["robots"]["so101"]
+    world = cube_world_pos(
+        [float(v) for v in cube_pos],
+        float(config["cube"]["size"]),
+        robot["base_pos"],
+        float(robot["base_yaw_deg"]),
+    )
+    return [float(v) for v in world]
 
 
 SCHEMA = load_schema("so101_emulator")  # config/schema/so101_emulator.yaml
@@ -193,6 +214,13 @@ class So101Emulator(Node):
                 emulator.force_encoder_error(int(i) for i in value if int(i) > 0)
             elif name == "adapter_hung":
                 emulator.hang_adapter(bool(value))
+            elif name == "cube_pos":
+                try:
+                    self.emulator.put_cube(cube_world(value))
+                except InvalidInput as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+                self.get_logger().info(f"cube put back at {list(value)} (base frame) [m]")
+                continue
             elif name == "obstacle":
                 try:
                     if len(value) == 4:
