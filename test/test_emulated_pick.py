@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from physai_ros_interfaces.action import Pick
 from support.emulated_so101 import Bench
 from support.optional import require
 
@@ -141,3 +142,46 @@ def test_a_reversed_load_sign_sees_no_contact_and_never_says_held(tmp_path, ros_
             assert robot.get("outcome") != "held" or truth["cube_in_jaws"], outcome
     finally:
         bench.close()
+
+
+def cube_goal(position) -> Pick.Goal:
+    """The goal ``ros2 action send_goal /pick`` sends for a cube placed at ``position`` (world
+    [m]): an object_pose with a zero stamp ("it is there now"), lift and hold."""
+    goal = Pick.Goal()
+    goal.object_pose.header.frame_id = "world"
+    p = goal.object_pose.pose.position
+    p.x, p.y, p.z = (float(v) for v in position)
+    return goal
+
+
+def test_the_pick_times_its_moves_for_the_drivers_first_use_limits(tmp_path, ros_domain):
+    """``limits_set:=first_use`` (the launch argument): the driver checks every goal against
+    the half-speed set, and the pick, given the same set, times its moves within it -- the
+    controller refuses none, the goal's result is HELD and the emulator's truth agrees (the
+    cube truly lifted and in both jaws)."""
+    graph = {"limits_set": "first_use", "start_pick": False}
+    bench = Bench(tmp_path, ros_domain, pick=True, graph=graph)
+    try:
+        pick = bench.specs[-1].parameters
+        assert pick["limits_set"] == bench.specs[0].parameters["limits_set"] == "first_use"
+        result = bench.pick(cube_goal(pick["cube_position"]))
+        truth = bench.truth()
+        assert result.outcome == Pick.Result.HELD, (result.reason, bench.log("pick")[-3000:])
+        assert truth["cube_in_jaws"] and truth["cube_pos"][2] - 0.015 >= 0.04, truth
+        assert "goal rejected" not in bench.log(), bench.log()[-3000:]
+    finally:
+        bench.close()
+
+
+def test_an_unknown_limit_set_is_refused_before_anything_starts(tmp_path, ros_domain):
+    """A limit set the limits file has not: the graph refuses it naming the sets, and the pick
+    node started on its own with it exits at start saying why."""
+    from physai_ros.errors import InvalidInput
+    from physai_ros.launching.graph import pick_graph
+
+    with pytest.raises(InvalidInput, match=r"unknown limit set 'fast'.*first_use"):
+        pick_graph(sim=False, limits_set="fast")
+    cmd = [sys.executable, "-m", "physai_ros.nodes.pick", "--ros-args", "-p", "limits_set:=fast"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "limits_set 'fast'" in result.stderr + result.stdout, result.stderr[-2000:]
