@@ -123,7 +123,7 @@ def pick_graph(
             f"the pick runs a real {robot!r} nowhere yet: a real arm is the SO-101 (sim:=true "
             "for the simulated Panda)"
         )
-    from physai_ros.sim.scene import cube_world_pos, load_scene_config
+    from physai_ros.sim.scene import load_scene_config, placed_cube_world
 
     placement = load_scene_config()["robots"][robot]
     cube_x = float(placement["cube_pos"][0] if cube_x is None else cube_x)
@@ -155,10 +155,7 @@ def pick_graph(
             },
         )
     else:
-        size = float(load_scene_config()["cube"]["size"])
-        world = cube_world_pos(
-            (cube_x, cube_y), size, placement["base_pos"], placement["base_yaw_deg"]
-        )
+        world = placed_cube_world(robot, (cube_x, cube_y))
         pick["cube_position"] = [float(v) for v in world]  # world frame [m]
         env = discovery_env(discovery)
         driver = NodeSpec(

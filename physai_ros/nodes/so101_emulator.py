@@ -72,7 +72,7 @@ from physai_ros.robots.so101.emulator.bus import (
     write_calibration,
 )
 from physai_ros.robots.so101.emulator.physics import JOINTS
-from physai_ros.sim.scene import cube_world_pos, load_scene_config
+from physai_ros.sim.scene import placed_cube_world
 
 
 def parse_homing_error(items: list[str]) -> dict[str, int]:
@@ -88,22 +88,6 @@ def parse_homing_error(items: list[str]) -> dict[str, int]:
             )
         out[joint] = int(steps)
     return out
-
-
-def cube_world(cube_pos) -> list[float]:
-    """The cube's centre in the world [m] for ``cube_pos`` (x, y in the robot base frame,
-    resting on the table), where the emulator's scene (``build_scene_spec``) puts it."""
-    if len(cube_pos) != 2:
-        raise InvalidInput(f"cube_pos must be [x, y] in the base frame [m], got {list(cube_pos)}")
-    config = load_scene_config()
-    robot = config["robots"]["so101"]
-    world = cube_world_pos(
-        [float(v) for v in cube_pos],
-        float(config["cube"]["size"]),
-        robot["base_pos"],
-        float(robot["base_yaw_deg"]),
-    )
-    return [float(v) for v in world]
 
 
 SCHEMA = load_schema("so101_emulator")  # config/schema/so101_emulator.yaml
@@ -216,7 +200,9 @@ class So101Emulator(Node):
                 emulator.hang_adapter(bool(value))
             elif name == "cube_pos":
                 try:
-                    self.emulator.put_cube(cube_world(value))
+                    if len(value) != 2:
+                        raise InvalidInput(f"cube_pos must be [x, y] [m], got {list(value)}")
+                    self.emulator.put_cube(placed_cube_world("so101", list(value)))
                 except InvalidInput as exc:
                     return SetParametersResult(successful=False, reason=str(exc))
                 self.get_logger().info(f"cube put back at {list(value)} (base frame) [m]")
