@@ -414,19 +414,11 @@ def start_emulated_graph(
     start_pick:=false`` starts it (``pick_graph``), the cube at ``cube``; the nodes' logs in
     ``logs``."""
     from physai_ros.launching.bringup import start_emulated
-    from physai_ros.launching.graph import emulator_spec, pick_graph
+    from physai_ros.launching.graph import emulated_pick_graph
 
     logs.mkdir(parents=True, exist_ok=True)
-    port, cal = str(logs / "port"), str(logs / "cal.json")
-    specs = pick_graph(
-        sim=False,
-        port=port,
-        calibration_file=cal,
-        cube_x=cube[0],
-        cube_y=cube[1],
-        start_pick=False,
-    )
-    spec = emulator_spec(port, cal, cube_x=cube[0], cube_y=cube[1], **emulator)
+    specs, spec = emulated_pick_graph(logs, cube, start_pick=False)
+    spec.parameters.update(emulator)
     os.environ.update(specs[0].env)  # this client discovers as the graph does
     return start_emulated(specs, spec, logs)
 

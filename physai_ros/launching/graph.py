@@ -8,6 +8,7 @@ functions, so the nodes, their names and their parameters cannot drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from physai_ros import interfaces
@@ -248,6 +249,19 @@ def emulator_spec(
         **emulator,
     }
     return NodeSpec("so101_emulator", "so101_emulator", params, discovery_env(discovery))
+
+
+def emulated_pick_graph(
+    directory: Path, cube: tuple[float, float] = (0.22, 0.0), **graph: Any
+) -> tuple[list[NodeSpec], NodeSpec]:
+    """The real-arm pick graph (``pick_graph(sim=False, ...)``, more of its arguments in
+    ``graph``) on the bus emulator: its port and calibration file in ``directory``, the cube at
+    ``cube`` (base frame [m]) for both; the graph's specs and the emulator's (with no
+    parameters of its own beyond those: add them to its ``parameters``)."""
+    port, cal = str(directory / "port"), str(directory / "cal.json")
+    x, y = (float(v) for v in cube)
+    specs = pick_graph(sim=False, port=port, calibration_file=cal, cube_x=x, cube_y=y, **graph)
+    return specs, emulator_spec(port, cal, cube_x=x, cube_y=y)
 
 
 def franka_action(profile: str) -> str:

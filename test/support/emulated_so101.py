@@ -31,7 +31,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.launching.bringup import start_emulated, stop
-from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
+from physai_ros.launching.graph import NodeSpec, emulated_pick_graph
 from physai_ros.models.joints import SO101_ARM_JOINTS
 from support.ros import spin_in_background
 
@@ -77,21 +77,13 @@ class Bench:
     ) -> None:
         self.tmp = tmp
         tmp.mkdir(parents=True, exist_ok=True)
-        port, cal = str(tmp / "port"), str(tmp / "cal.json")
-        specs = pick_graph(
-            sim=False,
-            port=port,
-            calibration_file=cal,
-            cube_x=cube[0],
-            cube_y=cube[1],
-            **(graph or {}),
-        )
+        specs, emu = emulated_pick_graph(tmp, cube, **(graph or {}))
+        emu.parameters.update(emulator or {})
         specs[0].parameters.update(driver or {})
         specs[0].env.update(driver_env or {})
         if pick_spec is not None:  # (port, calibration file) -> the pick node's spec
-            specs[-1] = pick_spec(port, cal)
+            specs[-1] = pick_spec(emu.parameters["link"], emu.parameters["calibration_out"])
         self.specs = specs if pick else specs[:1]
-        emu = emulator_spec(port, cal, cube_x=cube[0], cube_y=cube[1], **(emulator or {}))
         for spec in (*self.specs, emu):  # the bench's own DDS domain
             spec.env["ROS_DOMAIN_ID"] = str(domain)
         self.procs = start_emulated(self.specs, emu, tmp)
