@@ -145,6 +145,10 @@ def result_line(r: dict[str, Any]) -> str:
     )
 
 
+UNSEEN = ("unknown TF frame", "stale pose: TF frame")
+"""The starts of a /pick refusal's reason that say the pick node has not seen the goal's frame
+(yet, or lately): a graph coming up, not a wrong goal."""
+
 STARTUP = 30.0
 """[s wall] how long a watched graph may take to publish its first joint state. Its nodes are
 fresh Python processes importing rclpy and MuJoCo: seconds each on a loaded two-core machine,
@@ -222,6 +226,7 @@ def watch_graph(
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
         sent = result = None  # the goal's send and result futures
+        resend = 0.0  # [s, monotonic] the goal is (re)sent from then on
         if goal is not None:
             from physai_ros_interfaces.action import Pick
             from rclpy.action import ActionClient
@@ -235,7 +240,11 @@ def watch_graph(
             if waiting and report.joint_states:
                 waiting, start = False, time.monotonic()
                 deadline = start + duration
-            if goal is not None and sent is None and client.server_is_ready():
+            # a goal naming a TF frame goes once the frame is on /tf (the pick node refuses a
+            # frame it has not seen); one refused for that is sent again a second later
+            due = goal is not None and sent is None and time.monotonic() >= resend
+            due = due and (not goal.object_frame or goal.object_frame in report.tf_frames)
+            if due and client.server_is_ready():
                 sent, report.goal_sent = client.send_goal_async(goal), True
             if sent is not None and result is None and sent.done():
                 handle = sent.result()
@@ -244,6 +253,13 @@ def watch_graph(
                 result = handle.get_result_async()
             if result is not None and result.done() and report.pick_result is None:
                 answer = result.result()
+                if (
+                    answer.result.outcome == Pick.Result.REJECTED
+                    and answer.result.reason.startswith(UNSEEN)
+                ):
+                    sent = result = None
+                    resend = time.monotonic() + 1.0
+                    continue
                 report.pick_result = result_dict(answer.status, answer.result)
                 # its outcome JSON comes on its own topic; a goal refused has none
                 deadline = min(deadline, time.monotonic() + 1.0)
