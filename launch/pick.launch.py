@@ -5,6 +5,8 @@ sim:=true runs the MuJoCo sim bridge (real contact physics, no weld); sim:=false
 SO-101 driver on a real arm (port:=…, calibration_file:=…, the cube placed at cube_x, cube_y),
 a lifecycle node the launch configures and activates (autostart:=false leaves it to
 ``ros2 lifecycle set``), reachable from this computer only unless discovery:=subnet.
+limits_set:=first_use runs the driver and the pick on the slower limit set together;
+start_pick:=false leaves the pick to goals (``ros2 action send_goal /pick ...``).
 The nodes come from ``physai_ros.launching.graph.pick_graph``, as for ``physai bringup pick``.
 """
 
@@ -33,6 +35,15 @@ ARGUMENTS = {
         "localhost",
         "real arm: who may reach the graph: localhost (this computer) | subnet (ROS default)",
     ),
+    "limits_set": (
+        "",
+        "joint-limit set the pick times its moves within, and on the real arm the set the "
+        "driver checks them against: sts3215 | first_use; empty = the driver's configured set",
+    ),
+    "start_pick": (
+        "true",
+        "pick the configured cube once at start; false: only goals on the /pick action",
+    ),
 }
 
 
@@ -52,6 +63,8 @@ def node_specs(values: dict[str, str]) -> list:
         calibration_file=values["calibration_file"],
         autostart=as_bool(values["autostart"]),
         discovery=values["discovery"],
+        limits_set=values["limits_set"],
+        start_pick=as_bool(values["start_pick"]),
     )
 
 

@@ -3,26 +3,34 @@ trial recorded as a rosbag2 bag (MCAP), a CSV, a table and a plot.
 
 ``physai trials --cubes 0.22,0.0 0.20,0.02 --per-cube 20``
 
-Real arm: start the real-arm graph (``ros2 launch physai_ros pick.launch.py sim:=false``) once
-per trial, with the cube placed at the position being tested; this command records the trial
-(``/joint_states``, ``/tf``, ``/tf_static``, ``/jaw_contact/*``, ``/diagnostics``, ``/pick/*``)
-and the outcome the pick node reports, trial by trial, so an interrupted session resumes where
-it stopped. It never judges success itself: the pick node does, from the robot's own
-measurements (and a cube pose when a camera or motion capture publishes one), and names the
-witness. Re-placing the cube between trials is the operator's job.
+Every trial is one goal to the pick's ``/pick`` action, all of them in ONE running graph, and
+each is judged by the action's typed result (``physai_ros_interfaces/action/Pick``: HELD,
+MISSED, DROPPED, ABORTED ... with its reason and witness). The command never judges success
+itself: the pick node does, from the robot's own measurements (and a cube pose when a camera
+or motion capture publishes one). Between two trials the command opens the jaw (the
+``GripperCommand`` of the gripper controller) so the cube can be taken out, and the cube is put
+back at the position being tested. Each trial records ``/joint_states``, ``/tf``,
+``/tf_static``, ``/jaw_contact/*``, ``/diagnostics``, ``/pick/*``; the table resumes where an
+interrupted run stopped.
 
-``--emulated`` runs every trial itself: the bus emulator in place of the serial port and the
-real-arm graph exactly as the launch file starts it (``physai_ros.launching.graph.pick_graph``); the
-emulator's true cube pose is recorded beside the pick's verdict as an independent witness,
-and the table says how often the two agree.
+Real arm: start the graph once with the pick left to goals, ``ros2 launch physai_ros
+pick.launch.py sim:=false start_pick:=false``, then run this command beside it: before each
+trial it asks the operator to put the cube back and press Enter.
+
+``--emulated`` starts that graph itself (``pick_graph(sim=False, start_pick=False)``, exactly
+as the launch file does) with the bus emulator in place of the serial port, and puts the
+emulator's cube back before each trial (its ``cube_pos`` parameter, set at run time); the
+emulator's true cube pose after the result is recorded beside the pick's verdict as an
+independent witness, and the table says how often the two agree.
 
 ``--unkind`` makes the emulator as hard as a real arm where it can (``UNKIND``: 2 ms of USB
 round trip per transaction, the load register read as the motor's PWM duty, the servos' position
 dead band); ``--emulator-param NAME=VALUE`` sets any other of its parameters (checked against
 the emulator's declared parameters before anything starts). Each emulated trial also records the
 driver's bus loop as the servos see it: its rate [Hz] (the state reads the servos answered per
-second: mean and lowest over one second) and the largest step between two goals a servo
-received in a row [rad per cycle] -- the command step where it lands, not where it was computed.
+second over the trial: mean and lowest over one second) and the largest step between two goals
+a servo received in a row [rad per cycle], since the graph started -- the command step where it
+lands, not where it was computed.
 
 The last line is ``held_rate = <k/n>``.
 """
@@ -35,6 +43,7 @@ import csv
 import json
 import math
 import os
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -55,13 +64,19 @@ TOPICS = (
     "/pick/state",
     "/pick/outcome",
 )
-WITNESS = "/so101_emulator/witness"
+EMULATOR = "/so101_emulator"
+WITNESS = f"{EMULATOR}/witness"
+PUT_BACK = 0.005  # [m] a cube put back rests this close to its place, out of the jaws
+GRAPH_UP = 120.0  # [s wall] the graph's nodes up (fresh processes on a loaded machine)
+OUTCOMES = ("HELD", "PLACED", "DROPPED", "MISSED", "ABORTED", "CANCELED", "REJECTED", "UNJUDGED")
 FIELDS = [
     "cube_x",
     "cube_y",
     "trial",
     "outcome",
     "judged_by",
+    "reason",
+    "duration_s",
     "lift_cm",
     "close_s",
     "squeeze_N",
@@ -99,7 +114,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("physai_output/trials"),
         help="trials.csv, the bags (bags/<x>_<y>_<n>/), trials.png go here",
     )
-    parser.add_argument("--emulated", action="store_true", help="run each trial on the emulator")
+    parser.add_argument(
+        "--emulated",
+        action="store_true",
+        help="start the real-arm graph on the bus emulator and run every trial in it",
+    )
     parser.add_argument(
         "--unkind",
         action="store_true",
@@ -113,7 +132,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="with --emulated: set one of the emulator's parameters (repeatable; after --unkind)",
     )
-    parser.add_argument("--timeout", type=float, default=90.0, help="[s] per trial")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=90.0,
+        help="[s] per trial: the goal's time_limit (the pick aborts, the arm goes home)",
+    )
 
 
 def emulator_params(unkind: bool, items: list[str]) -> dict[str, Any]:
@@ -176,122 +200,227 @@ def bus_loop(witness: list[dict]) -> dict[str, Any]:
     }
 
 
-class TrialClient:
-    """The observer of one trial: records the bag and waits for the pick's outcome (and, on
-    the emulator, its true state)."""
+class TrialsClient:
+    """The trials' one client of the one graph: the ``/pick`` action (a goal per trial), the
+    jaw's ``GripperCommand`` (opened after each trial, so the cube can be taken out), on the
+    emulator its ``cube_pos`` parameter (the cube put back) and its witness (the truth), and
+    each trial's bag recorder."""
 
-    def __init__(self, bag: Path, emulated: bool) -> None:
+    def __init__(self, emulated: bool) -> None:
         import rclpy
-        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from control_msgs.action import GripperCommand
+        from physai_ros_interfaces.action import Pick
+        from rcl_interfaces.srv import SetParameters
+        from rclpy.action import ActionClient
+        from rclpy.executors import SingleThreadedExecutor
         from std_msgs.msg import String
 
-        from physai_ros.recording.bags import BagRecorder
+        from physai_ros import interfaces
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
-        topics = (*TOPICS, WITNESS) if emulated else TOPICS
-        self.recorder = BagRecorder(self.context, bag, topics)
+        self.emulated = emulated
         node = self.node = rclpy.create_node("physai_trials", context=self.context)
-        self.outcome: dict | None = None
+        self.pick = ActionClient(node, Pick, "/" + interfaces.PICK_ACTION)
+        self.gripper = ActionClient(node, GripperCommand, "/" + interfaces.GRIPPER_COMMAND)
+        self.emulator = node.create_client(SetParameters, EMULATOR + "/set_parameters")
         self.witness: dict | None = None
-        self.witnessed: list[dict] = []  # the bus loop's numbers of every record
-        latched = QoSProfile(
-            depth=1,
-            durability=DurabilityPolicy.TRANSIENT_LOCAL,
-            reliability=ReliabilityPolicy.RELIABLE,
-        )
-        node.create_subscription(String, "/pick/outcome", self._on_outcome, latched)
+        self.witnessed: list[dict] = []  # the bus loop's numbers of every record of a trial
         node.create_subscription(String, WITNESS, self._on_witness, 10)
-        from rclpy.executors import SingleThreadedExecutor
-
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(node)
-        self.executor.add_node(self.recorder.node)
-
-    def _on_outcome(self, msg) -> None:
-        self.outcome = json.loads(msg.data)
+        self.recorder = None
 
     def _on_witness(self, msg) -> None:
         self.witness = record = json.loads(msg.data)
         keep = ("stamp", "state_reads", "max_goal_step", "joints")
         self.witnessed.append({k: record[k] for k in keep if k in record})
 
-    def wait(self, timeout: float, linger: float = 0.5) -> dict | None:
-        """The outcome (None after ``timeout`` [s]); keeps recording ``linger`` s after it."""
-        deadline = time.monotonic() + timeout
-        while self.outcome is None and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.05)
-        end = time.monotonic() + linger
+    def spin_for(self, seconds: float) -> None:
+        end = time.monotonic() + seconds
         while time.monotonic() < end:
             self.executor.spin_once(timeout_sec=0.05)
-        return self.outcome
 
-    def close(self) -> dict[str, int]:
+    def answer(self, future, timeout: float, what: str):
+        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
+        if not future.done():
+            raise TimeoutError(f"no answer from {what} within {timeout:g} s")
+        return future.result()
+
+    def record(self, bag: Path) -> None:
+        """Start recording a trial's bag (``TOPICS``, and the witness on the emulator)."""
+        from physai_ros.recording.bags import BagRecorder
+
+        topics = (*TOPICS, WITNESS) if self.emulated else TOPICS
+        self.recorder = BagRecorder(self.context, bag, topics)
+        self.executor.add_node(self.recorder.node)
+        self.witnessed = []
+
+    def stop_recording(self) -> dict[str, int]:
+        recorder, self.recorder = self.recorder, None
+        if recorder is None:
+            return {}
+        self.executor.remove_node(recorder.node)
+        return recorder.close()
+
+    def put_cube(self, cube: tuple[float, float]) -> None:
+        """The emulator's cube back on the table at ``cube`` (its ``cube_pos``, base frame
+        [m]), then a second of its physics for the cube to settle and the witness to follow."""
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+
+        if not self.emulator.wait_for_service(timeout_sec=GRAPH_UP):
+            raise TimeoutError(f"no {EMULATOR}/set_parameters service")
+        value = ParameterValue(
+            type=ParameterType.PARAMETER_DOUBLE_ARRAY, double_array_value=[*map(float, cube)]
+        )
+        request = SetParameters.Request(parameters=[Parameter(name="cube_pos", value=value)])
+        result = self.answer(self.emulator.call_async(request), 30.0, EMULATOR).results[0]
+        if not result.successful:
+            raise InvalidInput(f"the emulator refused the cube position {cube}: {result.reason}")
+        self.spin_for(1.0)
+        # the truth a trial is judged against starts from a cube truly on the table there
+        from physai_ros.sim.scene import placed_cube_world
+
+        truth = self.truth_after(time.time())
+        want = placed_cube_world("so101", cube)
+        if truth is None:
+            raise TimeoutError(f"no witness from {EMULATOR} after putting the cube back")
+        off = max(abs(a - b) for a, b in zip(truth["cube_pos"], want, strict=True))
+        if off > PUT_BACK or truth["cube_in_jaws"]:
+            raise RuntimeError(
+                f"the emulator's cube is not back on the table: at {truth['cube_pos']} m "
+                f"(wanted {want.tolist()}), in the jaws: {truth['cube_in_jaws']}"
+            )
+
+    def open_jaw(self) -> None:
+        """Open the jaw (config/pick.yaml's ``jaw_open`` at the jaw's cap), letting go of what
+        it holds: a trial leaves the cube in the jaws."""
+        from control_msgs.action import GripperCommand
+
+        from physai_ros import interfaces
+        from physai_ros.config import node_tree
+
+        tree = node_tree("pick.yaml")
+        goal = GripperCommand.Goal()
+        goal.command.position = float(tree["jaw_open"])
+        goal.command.max_effort = float(tree["jaw_torque_cap"])
+        if not self.gripper.wait_for_server(timeout_sec=GRAPH_UP):
+            raise TimeoutError(f"no /{interfaces.GRIPPER_COMMAND} action server")
+        handle = self.answer(self.gripper.send_goal_async(goal), 30.0, "the gripper")
+        if handle.accepted:
+            self.answer(handle.get_result_async(), 30.0, "the gripper")
+
+    def send(self, cube: tuple[float, float], timeout: float):
+        """One goal to ``/pick`` for the cube resting at ``cube`` (base frame [m]): its
+        ``object_pose`` in the world with a zero stamp ("it is there now"), lift and hold,
+        aborting after ``timeout`` [s]; its typed result."""
+        from physai_ros_interfaces.action import Pick
+
+        from physai_ros.sim.scene import placed_cube_world
+
+        goal = Pick.Goal(time_limit=float(timeout))
+        goal.object_pose.header.frame_id = "world"
+        p = goal.object_pose.pose.position
+        p.x, p.y, p.z = (float(v) for v in placed_cube_world("so101", cube))
+        if not self.pick.wait_for_server(timeout_sec=GRAPH_UP):
+            raise TimeoutError("no /pick action server: is the pick graph running?")
+        handle = self.answer(self.pick.send_goal_async(goal), 30.0, "/pick")
+        if not handle.accepted:
+            raise RuntimeError("/pick refused the goal")
+        return self.answer(handle.get_result_async(), timeout + 30.0, "/pick").result
+
+    def truth_after(self, t: float, timeout: float = 5.0) -> dict | None:
+        """The emulator's first witness record stamped after ``t`` [s, system clock]."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.witness is not None and self.witness["stamp"] > t:
+                return self.witness
+            self.executor.spin_once(timeout_sec=0.05)
+        return None
+
+    def close(self) -> None:
         import rclpy
 
-        counts = self.recorder.close()
+        self.stop_recording()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
-        return counts
+
+
+def outcome_name(outcome: int) -> str:
+    """The result's outcome constant as the outcome JSON spells it (``HELD`` -> ``held``)."""
+    from physai_ros_interfaces.action import Pick
+
+    for name in OUTCOMES:
+        if getattr(Pick.Result, name) == outcome:
+            return name.lower()
+    return f"outcome {outcome}"
+
+
+def _nan_none(value: float, scale: float = 1.0) -> float | None:
+    return None if math.isnan(value) else round(value * scale, 4)
 
 
 def run_trial(
+    client: TrialsClient,
     cube: tuple[float, float],
     bag: Path,
-    emulated: bool,
     timeout: float,
     emulator: dict[str, Any] | None = None,
 ) -> dict:
-    """One trial: the pick's report plus, on the emulator, the true outcome and the bus loop
-    as the servos saw it (``bus_loop``); ``emulator``: the emulator's parameters
-    (``emulator_params``)."""
-    emulator = emulator or {}
-    client = TrialClient(bag, emulated)
-    procs = []
+    """One trial in the running graph: the cube put back (the emulator's ``cube_pos``, or the
+    operator), its bag recorded, one goal to ``/pick``, judged by the typed result; on the
+    emulator also its truth (the witness after the result) and the bus loop as the servos saw
+    it (``bus_loop``); the jaw opened at the end. ``emulator``: its parameters, for the row."""
+    if client.emulated:
+        client.put_cube(cube)
+    client.record(bag)
+    began = time.monotonic()
     try:
-        if emulated:
-            from physai_ros.launching.bringup import start_emulated
-            from physai_ros.launching.graph import emulator_spec, pick_graph
-
-            logs = bag.with_name(bag.name + "_logs")  # the nodes' logs beside the bag
-            logs.mkdir(parents=True, exist_ok=True)
-            port, cal = str(logs / "port"), str(logs / "cal.json")
-            specs = pick_graph(
-                sim=False, port=port, calibration_file=cal, cube_x=cube[0], cube_y=cube[1]
-            )
-            spec = emulator_spec(port, cal, cube_x=cube[0], cube_y=cube[1], **emulator)
-            os.environ.update(specs[0].env)  # this observer discovers as the graph does
-            procs = start_emulated(specs, spec, logs)
-        report = client.wait(timeout) or {"outcome": "no outcome (timeout)"}
-        truth = client.witness
-    finally:
-        if procs:
-            from physai_ros.launching.bringup import stop
-
-            stop(procs)
-        counts = client.close()
-    row = {
-        "cube_x": cube[0],
-        "cube_y": cube[1],
-        "outcome": report["outcome"],
-        "judged_by": report.get("judged_by"),
-        "lift_cm": report.get("lift_cm"),
-        "close_s": report.get("close_s"),
-        "squeeze_N": report.get("squeeze_N"),
-        "bag": str(bag),
-        "messages": counts,
-    }
+        result = client.send(cube, timeout)
+        row = {
+            "outcome": outcome_name(result.outcome),
+            "judged_by": result.judged_by or None,
+            "reason": result.reason,
+            "lift_cm": _nan_none(result.lift, 100.0),
+            "close_s": _nan_none(result.close_time),
+            "squeeze_N": _nan_none(result.squeeze),
+        }
+    except (TimeoutError, RuntimeError) as exc:
+        row = {"outcome": "no result", "judged_by": None, "reason": str(exc)}
+    ended = time.time()
+    truth = client.truth_after(ended) if client.emulated else None
+    client.spin_for(0.5)  # the bag's last half second
+    row |= {"cube_x": cube[0], "cube_y": cube[1], "duration_s": round(time.monotonic() - began, 1)}
     if truth is not None:
         true_lift = truth["cube_pos"][2] - 0.015  # cube bottom above the table [m]
         held = true_lift >= 0.04 and truth["cube_in_jaws"]
         row |= {
             "true_lift_cm": round(true_lift * 100.0, 3),
             "true_in_jaws": truth["cube_in_jaws"],
-            "agrees": held == (report["outcome"] == "held"),
-            "emulator": " ".join(f"{k}={v}" for k, v in emulator.items()),
+            "agrees": held == (row["outcome"] == "held"),
+            "emulator": " ".join(f"{k}={v}" for k, v in (emulator or {}).items()),
         }
         row |= bus_loop(client.witnessed)
+    row |= {"bag": str(bag), "messages": client.stop_recording()}
+    client.open_jaw()
     return row
+
+
+def start_emulated_graph(
+    cube: tuple[float, float], logs: Path, emulator: dict[str, Any]
+) -> list[subprocess.Popen]:
+    """The bus emulator and the real-arm graph as ``pick.launch.py sim:=false
+    start_pick:=false`` starts it (``pick_graph``), the cube at ``cube``; the nodes' logs in
+    ``logs``."""
+    from physai_ros.launching.bringup import start_emulated
+    from physai_ros.launching.graph import emulated_pick_graph
+
+    logs.mkdir(parents=True, exist_ok=True)
+    specs, spec = emulated_pick_graph(logs, cube, start_pick=False)
+    spec.parameters.update(emulator)
+    os.environ.update(specs[0].env)  # this client discovers as the graph does
+    return start_emulated(specs, spec, logs)
 
 
 def _numbers(rows: list[dict], field: str) -> list[float]:
@@ -367,8 +496,21 @@ def plot(rows: list[dict], cubes: list[tuple[float, float]], path: Path) -> None
     plt.close(fig)
 
 
+def _check_alive(procs: list[subprocess.Popen], logs: Path) -> None:
+    """Stop the run when a node of the emulated graph has exited (its log's tail says why):
+    every later goal would only time out."""
+    for proc in procs:
+        if proc.poll() is not None:
+            name = proc.args[2].rsplit(".", 1)[-1]
+            tail = (logs / f"{name}.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"{name} exited ({proc.returncode}):\n{tail}")
+
+
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
+
+    from physai_ros.launching.bringup import stop
+    from physai_ros.launching.graph import discovery_env
 
     cubes = [tuple(float(v) for v in c.split(",")) for c in args.cubes]
     if (args.unkind or args.emulator_param) and not args.emulated:
@@ -392,34 +534,55 @@ def run(args: argparse.Namespace) -> int:
     for cube in cubes:
         done = sum(1 for r in rows if (float(r["cube_x"]), float(r["cube_y"])) == cube)
         todo += [(cube, trial) for trial in range(done, args.per_cube)]
-    with table.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-        if new_file:
-            writer.writeheader()
-        for cube, trial in tqdm(todo, desc="trials", unit="pick", disable=not todo):
-            bag = out / "bags" / f"{cube[0]:.3f}_{cube[1]:.3f}_{trial + 1:03d}"
-            with contextlib.suppress(FileNotFoundError):
-                if bag.exists() and not (bag / "metadata.yaml").exists():
-                    import shutil
+    procs: list[subprocess.Popen] = []
+    client = None
+    logs = out / "logs"  # the emulated graph's node logs
+    try:
+        if todo and args.emulated:
+            procs = start_emulated_graph(todo[0][0], logs, emulator)
+        elif todo:  # the operator's graph: reachable from this computer (its discovery)
+            for name, value in discovery_env("localhost").items():
+                os.environ.setdefault(name, value)
+        if todo:
+            client = TrialsClient(args.emulated)
+        with table.open("a", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+            if new_file:
+                writer.writeheader()
+            for cube, trial in tqdm(todo, desc="trials", unit="pick", disable=not todo):
+                bag = out / "bags" / f"{cube[0]:.3f}_{cube[1]:.3f}_{trial + 1:03d}"
+                with contextlib.suppress(FileNotFoundError):
+                    if bag.exists():
+                        import shutil
 
-                    shutil.rmtree(bag)  # a trial interrupted half-way: record it again
-            if not args.emulated:
-                tqdm.write(f"cube {cube}, trial {trial + 1}/{args.per_cube}: start the pick")
-            row = run_trial(cube, bag, args.emulated, args.timeout, emulator)
-            row |= {"trial": trial + 1}
-            writer.writerow(row)
-            f.flush()
-            rows.append({k: str(v) for k, v in row.items()})
-            loop = (
-                f"; bus loop {row['loop_hz']} Hz (lowest {row['loop_hz_min']}), largest goal "
-                f"step {row['max_step_rad']} rad ({row['max_step_joint']}; arm joints "
-                f"{row['max_arm_step_rad']} rad)"
-                if "loop_hz" in row
-                else ""
-            )
-            tqdm.write(
-                f"cube {cube} trial {trial + 1}: {row['outcome']} ({row['judged_by']}){loop}"
-            )
+                        shutil.rmtree(bag)  # a trial interrupted half-way: record it again
+                _check_alive(procs, logs)
+                if not args.emulated:
+                    input(
+                        f"cube {cube}, trial {trial + 1}/{args.per_cube}: put the cube at "
+                        f"x={cube[0]}, y={cube[1]} m (base frame), then press Enter "
+                    )
+                row = run_trial(client, cube, bag, args.timeout, emulator)
+                row |= {"trial": trial + 1}
+                writer.writerow(row)
+                f.flush()
+                rows.append({k: str(v) for k, v in row.items()})
+                loop = (
+                    f"; bus loop {row['loop_hz']} Hz (lowest {row['loop_hz_min']}), largest "
+                    f"goal step {row['max_step_rad']} rad ({row['max_step_joint']}; arm joints "
+                    f"{row['max_arm_step_rad']} rad)"
+                    if "loop_hz" in row
+                    else ""
+                )
+                truth = f", truth agrees: {row['agrees']}" if "agrees" in row else ""
+                tqdm.write(
+                    f"cube {cube} trial {trial + 1}: {row['outcome']} ({row['judged_by']}; "
+                    f"{row['duration_s']} s){truth}{loop}"
+                )
+    finally:
+        if client is not None:
+            client.close()
+        stop(procs)
     lines = summary(rows, cubes)
     print("\n".join(lines))
     plot(rows, cubes, out / "trials.png")

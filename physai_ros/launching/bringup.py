@@ -4,6 +4,13 @@ Each node of the graph (``physai_ros.launching.graph``) runs in its own Python p
 parameters in a ROS parameters file, exactly as ``ros2 launch`` would start it. The bringup
 then watches the graph over DDS, prints what it saw, and stops every process it started
 (SIGINT first, as ros2 launch does, then SIGTERM/SIGKILL).
+
+``bringup pick`` is a client of the pick's ``/pick`` action: it starts the graph with the pick
+left to goals (``start_pick:=false``), sends one goal for the configured cube (its TF frame in
+the simulation, its placed position on a real or emulated arm) and prints the goal's typed
+result beside the outcome JSON. ``-p start_pick:=true`` keeps the pick at start instead, watched
+until its outcome; a computer running a share of a split graph without the pick node watches
+for the outcome the other computer's goal brings.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -44,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "graph",
         choices=sorted(GRAPHS),
         help="demo: sim bridge + TF publisher, watched for --duration; pick: the simulated (or "
-        "--emulated / real) pick, watched until its outcome; hand_pick: the three-finger pick "
+        "--emulated / real) pick graph, one goal sent to /pick, watched until its typed result "
+        "and outcome; hand_pick: the three-finger pick "
         "of a soft object (Barrett-like hand on the simulated Panda), watched until its outcome",
     )
     parser.add_argument(
@@ -194,6 +203,23 @@ def stop(procs: list[subprocess.Popen], timeout: float = 5.0) -> None:
                 p.wait(max(0.0, deadline - time.monotonic()))
 
 
+def pick_goal(pick: NodeSpec) -> Any:
+    """The ``Pick`` goal for the cube the pick node ``pick`` is configured with: its TF frame
+    where something publishes it (the simulation), else where it was placed (a real arm's
+    ``cube_position``, world [m], a zero stamp: "it is there now"); lift and hold."""
+    from physai_ros_interfaces.action import Pick
+
+    goal = Pick.Goal()
+    position = pick.parameters.get("cube_position")
+    if position is None:
+        goal.object_frame = "cube"
+        return goal
+    goal.object_pose.header.frame_id = "world"
+    p = goal.object_pose.pose.position
+    p.x, p.y, p.z = (float(v) for v in position)
+    return goal
+
+
 def run(args: argparse.Namespace) -> int:
     from physai_ros.launching.monitor import watch_graph
 
@@ -208,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise InvalidInput(f"graph {args.graph!r} has no argument {unknown}; valid: {valid}")
     wait_for_pick = args.graph in PICKS
+    if args.graph == "pick":
+        kwargs.setdefault("start_pick", False)  # the pick comes as a goal to /pick
     duration = args.duration or (120.0 if wait_for_pick else 5.0)
     with tempfile.TemporaryDirectory(prefix="physai-bringup-") as tmp:
         log_dir = args.log_dir or Path(tmp)
@@ -218,6 +246,10 @@ def run(args: argparse.Namespace) -> int:
         robot = {} if args.robot is None else {"robot": args.robot}
         everything = graph(**robot, **kwargs)
         specs = select(everything, args.only, args.skip)
+        goal = None
+        if args.graph == "pick" and not kwargs["start_pick"]:
+            picks = [s for s in specs if s.name == "pick"]  # this computer's share has it
+            goal = pick_goal(picks[0]) if picks else None
         print(f"starting {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {log_dir})")
         if args.emulated:
             os.environ.update(specs[0].env)  # this observer discovers as the graph does
@@ -227,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             procs = start(specs, log_dir)
         try:
-            report = watch_graph(duration, procs, pick=PICKS.get(args.graph))
+            report = watch_graph(duration, procs, pick=PICKS.get(args.graph), goal=goal)
             if report.pick_outcome is not None and len(specs) < len(everything):
                 time.sleep(LINGER)  # the outcome reaches the other computers' subscribers too
         finally:

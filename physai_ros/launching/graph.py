@@ -8,10 +8,12 @@ functions, so the nodes, their names and their parameters cannot drift apart.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from physai_ros import interfaces
 from physai_ros.config import node_tree
+from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import InvalidInput
 from physai_ros.robots.franka.names import FRANKA_PROFILES, franka_profile
 
@@ -92,6 +94,8 @@ def pick_graph(
     calibration_file: str = "",
     autostart: bool = True,
     discovery: str = "localhost",
+    limits_set: str = "",
+    start_pick: bool = True,
 ) -> list[NodeSpec]:
     """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick.
 
@@ -104,6 +108,12 @@ def pick_graph(
     possible); port, calibration_file: the real arm's serial port and LeRobot calibration ("" =
     LeRobot's default path); autostart: the driver configures and activates itself (false: use
     ``ros2 lifecycle set``); discovery: who may reach the real arm's graph (``DISCOVERY``).
+    limits_set: the joint-limit set of ``config/limits_<robot>.yaml`` the pick times its moves
+    within; on the real arm the driver checks goals against the same set ("" = the driver's
+    configured ``limits_set``, config/so101_driver.yaml), so the two always agree; in sim ""
+    is the file's default set. An unknown set is refused here, before anything starts.
+    start_pick: the pick node picks the configured cube once at start (its ``autostart``);
+    false: it waits for goals on the ``/pick`` action.
     On the real arm the cube's pose is not measured unless a detector or motion capture
     publishes it: the pick is given where it was placed (``cube_position``, from cube_x,
     cube_y) and judges the outcome from the robot's own measurements.
@@ -114,7 +124,7 @@ def pick_graph(
             f"the pick runs a real {robot!r} nowhere yet: a real arm is the SO-101 (sim:=true "
             "for the simulated Panda)"
         )
-    from physai_ros.sim.scene import cube_world_pos, load_scene_config
+    from physai_ros.sim.scene import load_scene_config, placed_cube_world
 
     placement = load_scene_config()["robots"][robot]
     cube_x = float(placement["cube_pos"][0] if cube_x is None else cube_x)
@@ -122,7 +132,12 @@ def pick_graph(
     cap = {} if jaw_torque_cap is None else {"jaw_torque_cap": float(jaw_torque_cap)}
     shared = {"robot": robot, "model_path": model_path}
     # the sim's jaw wrenches carry the full contact force: a place senses the jaws' load too
-    pick = {**shared, "use_sim_time": sim, "place_load": sim, **cap}
+    pick = {**shared, "use_sim_time": sim, "place_load": sim, "autostart": bool(start_pick), **cap}
+    if not sim and not limits_set:  # the driver's own set, named, so the pick's is the same
+        limits_set = str(node_tree("so101_driver.yaml")["limits_set"])
+    if limits_set:
+        load_limits(robot, limits_set)  # InvalidInput naming the valid sets
+        pick["limits_set"] = limits_set
     env: dict[str, str] = {}
     if sim:
         driver = NodeSpec(
@@ -141,16 +156,18 @@ def pick_graph(
             },
         )
     else:
-        size = float(load_scene_config()["cube"]["size"])
-        world = cube_world_pos(
-            (cube_x, cube_y), size, placement["base_pos"], placement["base_yaw_deg"]
-        )
+        world = placed_cube_world(robot, (cube_x, cube_y))
         pick["cube_position"] = [float(v) for v in world]  # world frame [m]
         env = discovery_env(discovery)
         driver = NodeSpec(
             "so101_driver",
             "so101_driver",
-            {"port": port, "calibration_file": calibration_file, "autostart": bool(autostart)},
+            {
+                "port": port,
+                "calibration_file": calibration_file,
+                "autostart": bool(autostart),
+                "limits_set": limits_set,
+            },
             env,
         )
     return [
@@ -232,6 +249,19 @@ def emulator_spec(
         **emulator,
     }
     return NodeSpec("so101_emulator", "so101_emulator", params, discovery_env(discovery))
+
+
+def emulated_pick_graph(
+    directory: Path, cube: tuple[float, float] = (0.22, 0.0), **graph: Any
+) -> tuple[list[NodeSpec], NodeSpec]:
+    """The real-arm pick graph (``pick_graph(sim=False, ...)``, more of its arguments in
+    ``graph``) on the bus emulator: its port and calibration file in ``directory``, the cube at
+    ``cube`` (base frame [m]) for both; the graph's specs and the emulator's (with no
+    parameters of its own beyond those: add them to its ``parameters``)."""
+    port, cal = str(directory / "port"), str(directory / "cal.json")
+    x, y = (float(v) for v in cube)
+    specs = pick_graph(sim=False, port=port, calibration_file=cal, cube_x=x, cube_y=y, **graph)
+    return specs, emulator_spec(port, cal, cube_x=x, cube_y=y)
 
 
 def franka_action(profile: str) -> str:

@@ -30,6 +30,8 @@ class GraphReport:
     pick_outcome: dict[str, Any] | None = None
     wait_for_pick: bool = False
     pick_topic: str = "/pick/state"
+    goal_sent: bool = False  # a goal went to the /pick action (its result is then awaited)
+    pick_result: dict[str, Any] | None = None  # that goal's typed result (``result_dict``)
 
     @property
     def ok(self) -> bool:
@@ -39,7 +41,8 @@ class GraphReport:
             and self.tf_messages > 0
             and bool(self.tf_static_frames)
         )
-        return graph_ok and (self.pick_outcome is not None or not self.wait_for_pick)
+        picked = self.pick_outcome is not None or not self.wait_for_pick
+        return graph_ok and picked and (self.pick_result is not None or not self.goal_sent)
 
     def markdown(self) -> str:
         rate = lambda n: f"{n / self.duration:.1f} /s"  # noqa: E731
@@ -76,6 +79,11 @@ class GraphReport:
                 verdict += f" (no pick outcome within {self.duration:.0f} s)"
             else:
                 verdict = outcome_line(self.pick_outcome) + "\n" + verdict
+        if self.goal_sent:
+            if self.pick_result is None:
+                verdict += f" (no /pick result within {self.duration:.0f} s)"
+            else:
+                verdict = result_line(self.pick_result) + "\n" + verdict
         return "\n".join([*lines, "", verdict])
 
 
@@ -96,6 +104,51 @@ def outcome_line(o: dict[str, Any]) -> str:
     )
 
 
+RESULT_NUMBERS = ("lift", "squeeze", "close_time", "ik_error", "duration")
+
+
+def result_dict(status: int, result: Any) -> dict[str, Any]:
+    """A ``Pick`` action result as plain values: the goal's final status (``succeeded``,
+    ``aborted``, ``canceled``), the outcome constant's name (``HELD`` ...), the reason, the
+    witness, the state it ended in, the numbers (NaN: not measured) and the jaw forces."""
+    from action_msgs.msg import GoalStatus
+    from physai_ros_interfaces.action import Pick
+
+    names = {
+        getattr(Pick.Result, n): n
+        for n in ("HELD", "PLACED", "DROPPED", "MISSED", "ABORTED", "CANCELED", "REJECTED")
+    }
+    names[Pick.Result.UNJUDGED] = "UNJUDGED"
+    statuses = {
+        GoalStatus.STATUS_SUCCEEDED: "succeeded",
+        GoalStatus.STATUS_ABORTED: "aborted",
+        GoalStatus.STATUS_CANCELED: "canceled",
+    }
+    return {
+        "status": statuses.get(status, f"status {status}"),
+        "outcome": names.get(result.outcome, f"outcome {result.outcome}"),
+        "reason": result.reason,
+        "judged_by": result.judged_by,
+        "state": result.state,
+        **{name: float(getattr(result, name)) for name in RESULT_NUMBERS},
+        "jaw_forces": dict(zip(result.jaw_names, map(float, result.jaw_forces), strict=False)),
+    }
+
+
+def result_line(r: dict[str, Any]) -> str:
+    """One line of a /pick goal's typed result."""
+    nan = lambda v, scale=1.0: "-" if v != v else f"{v * scale:.3g}"  # noqa: E731
+    return (
+        f"pick result (/pick action): {r['outcome']}, goal {r['status']} (judged by "
+        f"{r['judged_by'] or '-'}; {r['reason']}) — lift {nan(r['lift'], 100.0)} cm, close "
+        f"{nan(r['close_time'])} s, squeeze {nan(r['squeeze'])} N, {nan(r['duration'])} s"
+    )
+
+
+UNSEEN = ("unknown TF frame", "stale pose: TF frame")
+"""The starts of a /pick refusal's reason that say the pick node has not seen the goal's frame
+(yet, or lately): a graph coming up, not a wrong goal."""
+
 STARTUP = 30.0
 """[s wall] how long a watched graph may take to publish its first joint state. Its nodes are
 fresh Python processes importing rclpy and MuJoCo: seconds each on a loaded two-core machine,
@@ -107,11 +160,14 @@ def watch_graph(
     procs: list[subprocess.Popen] | None = None,
     pick: tuple[str, str] | None = None,
     startup: float = STARTUP,
+    goal: Any = None,
 ) -> GraphReport:
     """Subscribe to the standard topics for ``duration`` seconds of wall time from the first
     joint state (waiting up to ``startup`` seconds for it), or, with ``pick`` (its state and
     outcome topics), until the pick publishes its outcome (``duration`` is then a timeout
-    from the start)."""
+    from the start). ``goal``: a ``Pick`` goal sent to the ``/pick`` action as soon as its
+    server is there, as any client would; the watch then also waits for its typed result
+    (``GraphReport.pick_result``)."""
     import rclpy
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
@@ -169,6 +225,13 @@ def watch_graph(
         node.create_subscription(String, outcome_topic, on_pick_outcome, static_qos)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
+        sent = result = None  # the goal's send and result futures
+        resend = 0.0  # [s, monotonic] the goal is (re)sent from then on
+        if goal is not None:
+            from physai_ros_interfaces.action import Pick
+            from rclpy.action import ActionClient
+
+            client = ActionClient(node, Pick, "/" + interfaces.PICK_ACTION)
         start = time.monotonic()
         waiting = not wait_for_pick  # for the first joint state, then for duration from it
         deadline = start + (startup if waiting else duration)
@@ -177,10 +240,34 @@ def watch_graph(
             if waiting and report.joint_states:
                 waiting, start = False, time.monotonic()
                 deadline = start + duration
+            # a goal naming a TF frame goes once the frame is on /tf (the pick node refuses a
+            # frame it has not seen); one refused for that is sent again a second later
+            due = goal is not None and sent is None and time.monotonic() >= resend
+            due = due and (not goal.object_frame or goal.object_frame in report.tf_frames)
+            if due and client.server_is_ready():
+                sent, report.goal_sent = client.send_goal_async(goal), True
+            if sent is not None and result is None and sent.done():
+                handle = sent.result()
+                if not handle.accepted:  # the node checks goals itself: refusal is a result
+                    break
+                result = handle.get_result_async()
+            if result is not None and result.done() and report.pick_result is None:
+                answer = result.result()
+                if (
+                    answer.result.outcome == Pick.Result.REJECTED
+                    and answer.result.reason.startswith(UNSEEN)
+                ):
+                    sent = result = None
+                    resend = time.monotonic() + 1.0
+                    continue
+                report.pick_result = result_dict(answer.status, answer.result)
+                # its outcome JSON comes on its own topic; a goal refused has none
+                deadline = min(deadline, time.monotonic() + 1.0)
             for p in procs or []:
                 if p.poll() is not None:
                     report.dead.append(" ".join(p.args[2:3]))
-            if report.dead or (wait_for_pick and report.pick_outcome is not None):
+            answered = goal is None or report.pick_result is not None
+            if report.dead or (wait_for_pick and report.pick_outcome is not None and answered):
                 break
         report.duration = max(time.monotonic() - start, 1e-3)
         node.destroy_node()

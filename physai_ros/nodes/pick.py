@@ -39,10 +39,14 @@ one at a time, each a fresh machine from where the arm is. A goal is checked bef
 moves and refused as the result REJECTED with the reason; a cancel cancels the arm controller's
 goal (the controller holds the arm) and leaves the jaw as commanded, so a held object stays
 squeezed. The outcome JSON is published for every pick, the goals' too. A goal with ``place``
-puts the object down at its ``place_pose`` (world frame; the machine's place, timed within the
-robot's default joint limits), sensing support from the jaws' load (``place_load``: wrenches
-turned into the world by forward kinematics) and the arm's stall, on the arm's own goal timeline
-(``PlaceSensing.arm_time``), and is judged by the place judges (``physai_ros.core.pick.judge``).
+puts the object down at its ``place_pose`` (world frame; the machine's place), sensing support
+from the jaws' load (``place_load``: wrenches turned into the world by forward kinematics) and
+the arm's stall, on the arm's own goal timeline (``PlaceSensing.arm_time``), and is judged by
+the place judges (``physai_ros.core.pick.judge``).
+
+Every arm move of a pick is timed within the joint limits of ``limits_set`` (default: the
+robot's default set): give the set the arm controller checks goals against, which refuses
+moves timed for a faster one (the SO-101 driver's ``limits_set``; the launch passes it).
 
 A silent robot ends it too: no joint states for ``silence_timeout`` seconds of wall-clock time,
 or, under ``use_sim_time``, a clock that stands still that long (the sim bridge died: its clock
@@ -174,12 +178,15 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.fk_site = model.site(str(rob["site"])).id
         self.fk_qadr = [model.jnt_qposadr[model.joint(j).id] for j in self.arm_joints]
         self.fk_jaw_qadr = int(model.jnt_qposadr[model.joint(self.jaw_joint).id])
-        # a place times its moves within the robot's joint limits (its default set)
+        # every arm move is timed within the set the controller checks goals against
+        # (limits_set; '' = the file's default): an unknown set stops the node here
         self.limits: JointLimits | None = None
         self.limits_fault: str | None = None
         try:
-            self.limits = load_limits(robot)
+            self.limits = load_limits(robot, p["limits_set"] or None)
         except (PhysaiError, OSError) as exc:
+            if p["limits_set"]:  # a set asked for by name that is not there
+                raise SystemExit(f"pick: limits_set {p['limits_set']!r}: {exc}") from exc
             self.limits_fault = f"no joint limits to time a place by: {exc}"
         self.place_load = bool(p["place_load"])
         # the least squeeze the gripper sets: the SO-101 jaw's dry friction lives in the model
@@ -727,8 +734,15 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.chain.forget()
         self.server.started(now)
         home = np.asarray(self.cfg.robot["home"], dtype=float)
-        place = {} if self.place is None else {"place": self.place, "limits": self.limits}
-        self.machine = PickMachine(self.cfg, self.ik, home, t0=now, start=self.reference, **place)
+        self.machine = PickMachine(
+            self.cfg,
+            self.ik,
+            home,
+            t0=now,
+            start=self.reference,
+            place=self.place,
+            limits=self.limits,
+        )
         self.enter(self.machine.state, now)
 
 

@@ -42,6 +42,10 @@ homing offset differs; set it while the cable is pulled, as a re-plug into the w
 until false),
 ``obstacle`` ([x, y, z, half edge] in the world [m] puts a box in the arm's way; [0.0] removes
 it).
+
+``cube_pos`` set at run time puts the cube back on the table at (x, y) in the base frame,
+upright and at rest, out of the jaws if they held it: the operator's hands between two picks
+(``physai trials --emulated`` sets it before each trial).
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from physai_ros.robots.so101.emulator.bus import (
     write_calibration,
 )
 from physai_ros.robots.so101.emulator.physics import JOINTS
+from physai_ros.sim.scene import placed_cube_world
 
 
 def parse_homing_error(items: list[str]) -> dict[str, int]:
@@ -193,6 +198,15 @@ class So101Emulator(Node):
                 emulator.force_encoder_error(int(i) for i in value if int(i) > 0)
             elif name == "adapter_hung":
                 emulator.hang_adapter(bool(value))
+            elif name == "cube_pos":
+                try:
+                    if len(value) != 2:
+                        raise InvalidInput(f"cube_pos must be [x, y] [m], got {list(value)}")
+                    self.emulator.put_cube(placed_cube_world("so101", list(value)))
+                except InvalidInput as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+                self.get_logger().info(f"cube put back at {list(value)} (base frame) [m]")
+                continue
             elif name == "obstacle":
                 try:
                     if len(value) == 4:

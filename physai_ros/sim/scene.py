@@ -77,6 +77,17 @@ def cube_world_pos(
     return world
 
 
+def placed_cube_world(robot: str, cube_xy: Sequence[float]) -> np.ndarray:
+    """The scene's cube resting on the table at ``cube_xy`` (x, y in ``robot``'s base frame,
+    the robot where config/scene.yaml places it): its centre in the world [m]. What the real
+    arm's pick is told (its ``cube_position``, a goal's ``object_pose``) and where the bus
+    emulator puts its cube back."""
+    config = load_scene_config()
+    placement = config["robots"][robot]
+    size = float(config["cube"]["size"])
+    return cube_world_pos(cube_xy, size, placement["base_pos"], placement["base_yaw_deg"])
+
+
 def build_scene_spec(
     robot: str,
     *,

@@ -19,6 +19,7 @@ from control_msgs.action import FollowJointTrajectory, GripperCommand
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
+from physai_ros_interfaces.action import Pick
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.action import ActionClient
@@ -30,7 +31,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.launching.bringup import start_emulated, stop
-from physai_ros.launching.graph import NodeSpec, emulator_spec, pick_graph
+from physai_ros.launching.graph import NodeSpec, emulated_pick_graph
 from physai_ros.models.joints import SO101_ARM_JOINTS
 from support.ros import spin_in_background
 
@@ -57,7 +58,8 @@ class Bench:
     ``driver``: extra driver parameters (written into the graph's spec as a launch file or a
     params file would pass them); ``driver_env``: extra environment of the driver's process;
     ``emulator``: emulator parameters (faults at power-up); ``pick_spec``: the pick node's spec
-    from (port, calibration file), in place of the graph's.
+    from (port, calibration file), in place of the graph's; ``graph``: more ``pick_graph``
+    arguments (``limits_set``, ``start_pick``: the launch file's arguments of the same names).
     """
 
     def __init__(
@@ -71,19 +73,17 @@ class Bench:
         pick: bool = False,
         cube: tuple[float, float] = (0.22, 0.0),
         pick_spec: Callable[[str, str], NodeSpec] | None = None,
+        graph: dict | None = None,
     ) -> None:
         self.tmp = tmp
         tmp.mkdir(parents=True, exist_ok=True)
-        port, cal = str(tmp / "port"), str(tmp / "cal.json")
-        specs = pick_graph(
-            sim=False, port=port, calibration_file=cal, cube_x=cube[0], cube_y=cube[1]
-        )
+        specs, emu = emulated_pick_graph(tmp, cube, **(graph or {}))
+        emu.parameters.update(emulator or {})
         specs[0].parameters.update(driver or {})
         specs[0].env.update(driver_env or {})
         if pick_spec is not None:  # (port, calibration file) -> the pick node's spec
-            specs[-1] = pick_spec(port, cal)
+            specs[-1] = pick_spec(emu.parameters["link"], emu.parameters["calibration_out"])
         self.specs = specs if pick else specs[:1]
-        emu = emulator_spec(port, cal, cube_x=cube[0], cube_y=cube[1], **(emulator or {}))
         for spec in (*self.specs, emu):  # the bench's own DDS domain
             spec.env["ROS_DOMAIN_ID"] = str(domain)
         self.procs = start_emulated(self.specs, emu, tmp)
@@ -104,6 +104,7 @@ class Bench:
         node.create_subscription(String, interfaces.PICK_OUTCOME, self._on_outcome, latched)
         self.arm = ActionClient(node, FollowJointTrajectory, interfaces.FOLLOW_JOINT_TRAJECTORY)
         self.gripper = ActionClient(node, GripperCommand, interfaces.GRIPPER_COMMAND)
+        self.pick_action = ActionClient(node, Pick, "/" + interfaces.PICK_ACTION)
         self.emu_params = node.create_client(SetParameters, "/so101_emulator/set_parameters")
         self.driver_params = node.create_client(SetParameters, "/so101_driver/set_parameters")
         self.services = {
@@ -228,6 +229,13 @@ class Bench:
         ]
         assert self.arm.wait_for_server(timeout_sec=20.0)
         return self.result(self.arm.send_goal_async(goal))
+
+    def pick(self, goal: Pick.Goal, timeout: float = 150.0) -> Pick.Result:
+        """Send ``goal`` to ``/pick`` as ``ros2 action send_goal`` would; its typed result."""
+        assert self.pick_action.wait_for_server(timeout_sec=60.0), self.log("pick")
+        handle = self.result(self.pick_action.send_goal_async(goal), 30.0)
+        assert handle.accepted, "the pick node refused the goal"
+        return self.result(handle.get_result_async(), timeout).result
 
     def arm_result(self, handle, timeout: float = 30.0):
         return self.result(handle.get_result_async(), timeout)

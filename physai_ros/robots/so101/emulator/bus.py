@@ -533,6 +533,11 @@ class FeetechBusEmulator:
                 with contextlib.suppress(OSError, termios.error):
                     termios.tcflow(self._slave, termios.TCOOFF if hung else termios.TCOON)
 
+    def put_cube(self, centre: Sequence[float]) -> None:
+        """Put the cube back on the table, centre at ``centre`` (world [m]), at rest."""
+        with self.lock:
+            self.physics.put_cube(centre)
+
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
         """Put a box (half edge [m]) at ``centre`` (world [m]); None removes it."""
         with self.lock:

@@ -80,6 +80,8 @@ class So101Physics:
         self.act = np.array([m.actuator(j).id for j in JOINTS])
         self.kp0 = m.actuator_gainprm[self.act, 0].copy()
         self.cube = m.body("cube").id
+        self.cube_qadr = int(m.jnt_qposadr[m.body_jntadr[self.cube]])  # its free joint
+        self.cube_dadr = int(m.jnt_dofadr[m.body_jntadr[self.cube]])
         self.site = m.site("gripperframe").id
         self.jaw_sensor = JawContactSensor(m, "cube", *JAWS)
         self.soft: SoftBody | None = None
@@ -157,6 +159,17 @@ class So101Physics:
             reading.both_touch,
             (reading.fixed_net, reading.moving_net),
         )
+
+    def put_cube(self, centre: Sequence[float]) -> None:
+        """Put the cube back on the table with its centre at ``centre`` (world [m]), upright
+        and at rest: what an operator does between two picks (whatever held it lets go: a
+        jaw closed on it closes on nothing)."""
+        pos = np.asarray(centre, dtype=float)
+        if np.shape(pos) != (3,) or not np.all(np.isfinite(pos)):
+            raise InvalidInput(f"cube centre must be 3 finite numbers [m], got {centre!r}")
+        self.data.qpos[self.cube_qadr : self.cube_qadr + 7] = [*pos, 1.0, 0.0, 0.0, 0.0]
+        self.data.qvel[self.cube_dadr : self.cube_dadr + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
 
     def place_obstacle(self, centre: Sequence[float] | None, half_size: float = 0.02) -> None:
         """Put the box obstacle (half edge ``half_size`` [m]) at ``centre`` (world [m]); None
