@@ -22,7 +22,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from support.optional import require
 from support.paths import REPO_ROOT
-from support.processes import ros2_output
+from support.processes import ros2_output, set_param
 from support.witness import JAWS, Witness, shipped
 from test_user_paths import Watcher
 
@@ -119,8 +119,7 @@ def put_object(ros2, x: float, y: float) -> None:
     """The soft object at (x, y) [m], base frame, the arm home: the sim bridge's parameters,
     then its reset (as docs/hand_pick.md tells users)."""
     for name, value in (("soft_x", x), ("soft_y", y)):
-        out = ros2("param", "set", "/sim_bridge", name, str(value)).communicate(timeout=60)[0]
-        assert "Set parameter successful" in out, out
+        set_param(ros2, "/sim_bridge", name, str(value))
     ros2_output(ros2("service", "call", "/sim/reset", "std_srvs/srv/Trigger"))
 
 

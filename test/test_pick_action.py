@@ -35,7 +35,7 @@ from support.pick_action import (
     readme_block,
     tilt_deg,
 )
-from support.processes import ros2_output
+from support.processes import ros2_output, set_param
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 # place centres [m] inside the reachable square (docs/pick.md, PLACE_SQUARE), and the cube's x
@@ -88,19 +88,6 @@ def test_the_readmes_pick_and_place_goals_from_ros2_action_send_goal(ros2, ros_c
     error = math.dist(centre, (target["x"], target["y"], target["z"]))
     print(f"placed: the cube rests {error * 100:.2f} cm from the README's place pose")
     assert error <= 0.01, f"the cube rests {error * 100:.2f} cm from {target}"
-
-
-def set_param(ros2, node: str, name: str, value: str, timeout: float = 60.0) -> None:
-    """``ros2 param set``, again while the command line's discovery has not found the node
-    yet ("Node not found": a fresh ``ros2`` process, or its daemon, may not have seen a node
-    the test's own client already talks to)."""
-    end = time.monotonic() + timeout
-    while True:
-        out = ros2("param", "set", node, name, value).communicate(timeout=60)[0]
-        if "Node not found" not in out or time.monotonic() > end:
-            break
-        time.sleep(1.0)
-    assert "Set parameter successful" in out, out
 
 
 def test_action_client_goals_rejections_and_cancel(ros2, ros_context, tmp_path):

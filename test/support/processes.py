@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 
 
 def stop_all(procs: list[subprocess.Popen], grace: float) -> None:
@@ -26,3 +27,16 @@ def ros2_output(proc: subprocess.Popen, timeout: float = 60.0) -> str:
     out, _ = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, out
     return out
+
+
+def set_param(ros2, node: str, name: str, value: str, timeout: float = 60.0) -> None:
+    """``ros2 param set``, again while the command line's discovery has not found the node
+    yet ("Node not found": a fresh ``ros2`` process, or its daemon, may not have seen a node
+    the test's own client already talks to)."""
+    end = time.monotonic() + timeout
+    while True:
+        out = ros2("param", "set", node, name, value).communicate(timeout=60)[0]
+        if "Node not found" not in out or time.monotonic() > end:
+            break
+        time.sleep(1.0)
+    assert "Set parameter successful" in out, out
