@@ -181,9 +181,15 @@ def test_lost_reads_skip_then_lose_then_answer_again(emulator):
         bus.port_handler.closePort()
 
 
-def test_garble_hands_one_servo_a_raw_value_after_the_named_read(emulator):
+def test_garble_hands_one_servo_a_raw_value_after_the_named_read(emulator, monkeypatch):
     """``garble`` "Torque_Enable Present_Position 5 2700": a Present_Position read before any
-    Torque_Enable read is true; the first after it gives servo 5 (wrist_roll) 2700, once."""
+    Torque_Enable read is true; the first after it gives servo 5 (wrist_roll) 2700, once.
+
+    What a reply says is the point here, not how fast it comes: the SDK waits about 34 ms for
+    a reply (twice its 16 ms latency timer), and the in-process emulator's thread, sharing the
+    GIL with the reader, once answered later on a loaded CI. A late reply cannot be read again
+    (the emulator has spent the garble), so the wait is longer instead."""
+    monkeypatch.setattr("scservo_sdk.port_handler.LATENCY_TIMER", 100)
     bus = _bus(emulator.port, emulator.calibration)
     bus.connect(handshake=False)
     try:
