@@ -37,11 +37,13 @@ from support.pick_action import (
 )
 from support.processes import ros2_output, set_param
 
+from physai_ros.core.pick.judge import PLACE_TOLERANCE
+
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 # place centres [m] inside the reachable square (docs/pick.md, PLACE_SQUARE), and the cube's x
 # for the reset before each (the bridge's cube_x): different picks, different places
 PLACES = ((0.19, 0.02, 0.22), (0.215, -0.02, 0.22), (0.18, -0.01, 0.2))
-NEAR_MISS = 0.015  # [m] a place that missed the 1 cm by a little (place_all)
+STALL_PLACE = 0.015  # [m] where a stall-sensed place rests, at worst (see its test)
 
 
 def typed_result(out: str) -> dict[str, str]:
@@ -208,19 +210,15 @@ def test_place_goals_put_the_cube_down_where_asked(ros2, ros_context, tmp_path):
         client.close()
 
 
-def place_all(client: Client, ros2, support_by: set[str], cube_x0: float) -> list[str]:
+def place_all(
+    client: Client, ros2, support_by: set[str], cube_x0: float, within: float = PLACE_TOLERANCE
+) -> list[str]:
     """Reset the cube (at each PLACES' cube_x; the bridge starts with ``cube_x0``) and place it
-    at each of PLACES: PLACED and SUCCEEDED, judged by the cube's pose, the support sensed by
-    one of ``support_by``, and the sim bridge's own cube pose within 1 cm of the place pose,
-    upright, no jaw touching it. Returns which signal sensed each support.
-
-    A place may miss the 1 cm by a little: the node's own pose judge then says DROPPED, and
-    the test holds it to the truth (the sim's cube beyond 1 cm but within NEAR_MISS, upright,
-    the verdict agreeing with it). The stall-sensed place releases the cube 0.4-1.2 cm from
-    the target over ROS on this code (a known margin problem of the place, measured by
-    ``physai bench pick-goals``); the issue's bound of 1 cm is judged there, not here."""
+    at each of PLACES: the support sensed by one of ``support_by``, the sim bridge's own cube
+    pose within ``within`` [m] of the place pose, upright, no jaw touching it, and the goal's
+    verdict, judged by the cube's pose, the truth's: PLACED and SUCCEEDED within 1 cm, DROPPED
+    (for its distance alone) beyond. Returns which signal sensed each support."""
     signals = []
-    misses: list[str] = []
     for x, y, cube_x in PLACES:
         if cube_x != cube_x0:
             set_param(ros2, "/sim_bridge", "cube_x", str(cube_x))
@@ -231,12 +229,6 @@ def place_all(client: Client, ros2, support_by: set[str], cube_x0: float) -> lis
             place_goal(x, y, CUBE_HALF),
             on_feedback=lambda f, seen=states: seen.append(f.feedback.state),
         )
-        if result.outcome != Pick.Result.PLACED and near_miss(client, result, x, y):
-            misses.append(result.reason)
-            print(f"near miss ({len(misses)} so far): {result.reason}")
-            continue
-        assert result.outcome == Pick.Result.PLACED, result
-        assert status == GoalStatus.STATUS_SUCCEEDED
         assert result.state == "placed" and result.judged_by == "cube_pose", result
         # (lower can end within one feedback period: its support shows in the outcome)
         assert {"carry", "descend", "open", "retreat"} <= set(states), states
@@ -252,31 +244,29 @@ def place_all(client: Client, ros2, support_by: set[str], cube_x0: float) -> lis
         tilt = tilt_deg(quat)
         print(f"place ({x}, {y}) by {signals[-1]}: truth {error * 100:.2f} cm, tilt {tilt:.2f} deg")
         print(f"  result: {result.reason}")
-        assert error <= 0.01, f"the cube rests {error * 100:.2f} cm from ({x}, {y})"
+        assert error <= within, f"the cube rests {error * 100:.2f} cm from ({x}, {y})"
         assert tilt < 10.0, f"the cube is tilted {tilt:.1f} deg"
         for jaw, (_, force) in client.forces.items():
             assert force <= TOUCH, f"{jaw} still touches the cube: {force:.3f} N"
+        if error <= PLACE_TOLERANCE:
+            assert result.outcome == Pick.Result.PLACED, result
+            assert status == GoalStatus.STATUS_SUCCEEDED
+        else:  # the verdict agrees with the truth, and says why
+            assert result.outcome == Pick.Result.DROPPED, result
+            assert "from the place position" in result.reason, result.reason
     return signals
-
-
-def near_miss(client: Client, result, x: float, y: float) -> bool:
-    """The place ended DROPPED by the cube pose judge only for its distance, and the sim's cube
-    rests upright beyond 1 cm (the verdict agrees) but within NEAR_MISS of (x, y), no jaw on it."""
-    if result.outcome != Pick.Result.DROPPED or result.judged_by != "cube_pose":
-        return False
-    if "from the place position" not in result.reason or "jaw still touches" in result.reason:
-        return False
-    client.spin_for(1.0)
-    _, centre, quat = client.cube_pose
-    error = math.dist(centre, (x, y, CUBE_HALF))
-    assert error > 0.01, f"DROPPED, yet the sim's cube rests {error * 100:.2f} cm from the place"
-    return error <= NEAR_MISS and tilt_deg(quat) < 10.0
 
 
 def test_place_by_the_arms_stall_alone(ros2, ros_context, tmp_path):
     """The nodes run one by one (``ros2 run``), the pick with ``place_load`` false, as on a
     robot whose jaw wrenches are only the grip's squeeze: the support is sensed by the arm's
-    stall, and the cube still rests within 1 cm of each place pose, upright."""
+    stall, the cube rests upright within STALL_PLACE of each place pose, and each goal's
+    verdict is the truth's (placed within 1 cm, dropped beyond).
+
+    Why not 1 cm: the stall shows only once the arm has pressed the cube into the simulation's
+    soft contact, a few mm past the touch, and how far depends on when the joint states
+    arrive; over ROS the stall-sensed places rest 0.4-1.2 cm from the target (the load-sensed
+    ones, the launch's default in the sim, 0.34-0.41 cm). docs/pick.md states it."""
     client = Client(ros_context)
     sim = ("--ros-args", "-p", "use_sim_time:=true")
     ros2("run", "physai_ros", "sim_bridge", log=tmp_path / "sim_bridge.log")
@@ -305,7 +295,7 @@ def test_place_by_the_arms_stall_alone(ros2, ros_context, tmp_path):
                 break
             client.spin_for(0.5)
         assert "force_target > 0" in result.reason, f"the pick never knew the cube: {result.reason}"
-        place_all(client, ros2, {"stall"}, CUBE_X0)
+        place_all(client, ros2, {"stall"}, CUBE_X0, within=STALL_PLACE)
     finally:
         client.close()
 

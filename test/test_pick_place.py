@@ -13,6 +13,7 @@ Tolerances, stated once:
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import mujoco
 import numpy as np
@@ -87,13 +88,19 @@ def test_judge_refuses_a_tipped_cube_a_touching_jaw_and_a_stale_pose():
 def test_robot_judges_its_release_point_and_a_fresh_pose_wins():
     target = np.array([0.2, 0.0, 0.015])
     down = CFG.offsets["down"]
+    grip = (0.0, 0.0, down)
     at = target + np.array([0.003, 0.0, down])  # the site where it held a cube centred 3 mm off
-    robot = place_robot_verdict(RobotPlaceReading(at, True, False, 0.0), target, grip_offset=down)
+    robot = place_robot_verdict(RobotPlaceReading(at, True, False, 0.0), target, grip=grip)
     assert robot.outcome == "placed" and robot.error == pytest.approx(0.003)
+    # the cube seen 8 mm off the site in the jaws: the same release point is 8 mm further off
+    shifted = place_robot_verdict(
+        RobotPlaceReading(at, True, False, 0.0), target, grip=(0.0, -0.008, down)
+    )
+    assert shifted.error == pytest.approx(math.hypot(0.003, 0.008))
     unsensed = RobotPlaceReading(at, False, False, 0.0)
-    assert place_robot_verdict(unsensed, target, grip_offset=down).outcome == "dropped"
+    assert place_robot_verdict(unsensed, target, grip=grip).outcome == "dropped"
     far = RobotPlaceReading(at + np.array([PLACE_TOLERANCE * 2, 0.0, 0.0]), True, False, 0.0)
-    assert place_robot_verdict(far, target, grip_offset=down).outcome == "dropped"
+    assert place_robot_verdict(far, target, grip=grip).outcome == "dropped"
     fell = place_pose_verdict(
         target + np.array([0.03, 0.0, 0.0]), UPRIGHT, 0.0, target, jaw_clear=True
     )
@@ -160,6 +167,56 @@ def test_places_sensed_by_the_arm_stall_alone_land_within_1_cm(model):
         assert result.support_by == "stall", result.abort_reason
         assert result.verdict.outcome == "placed", (place, result.verdict.reason)
         assert result.jaw_gap > 0.005
+
+
+def lower_behind(machine: PickMachine, behind: float, support_at: float) -> float | None:
+    """Lift-and-place ``machine`` on a 2 ms clock (as :func:`drive`), the measured arm in lower
+    following its command ``behind`` [s] late until ``support_at`` [s] into lower, where the
+    table stops it. Returns when [s into lower] the machine left lower (None: it never did)."""
+    now = 0.0
+    stopped = None
+    while not machine.finished and now < 30.0:
+        now += DT
+        state, t = machine.state, now - machine.t_state
+        if state == "settle":
+            sensed = PickSensing(cube_pos=CUBE, cube_stamp=now)
+        elif state == "close":
+            sensed = PickSensing(both_touch=True, jaw_speed=0.0)
+        elif state == "lift":
+            seen = machine._lift_site + np.array([0.0, 0.0, -CFG.offsets["down"]])
+            sensed = PickSensing(cube_pos=seen, cube_stamp=now)
+        elif state == "lower":
+            lower_at = machine.t_state
+            follows = max(lower_at, now - behind)
+            if t < support_at:
+                stopped = machine.command(follows).arm
+            sensed = PickSensing(arm=stopped, arm_stamp=now)
+        else:
+            sensed = PickSensing()
+        if machine.update(now, sensed) != "lower" and state == "lower":
+            return now - lower_at
+    return None
+
+
+@pytest.mark.parametrize("stall_delay", [0.04, 0.0])
+def test_an_arm_running_behind_its_command_is_no_stall_until_the_table_stops_it(model, stall_delay):
+    """A servo that follows its command 30 ms late (the simulated arm over ROS ran 17 ms late)
+    lags the descent's own speed by millimetres: the stall is the lag from the nearest of the
+    last ``stall_delay`` of commands, so the default senses support only once the table stops
+    the arm, within 0.1 s; without that allowance (``stall_delay`` 0) the late arm alone reads
+    as a stall well before it."""
+    cfg = replace(CFG, place=replace(CFG.place, stall_delay=stall_delay))
+    machine = PickMachine(
+        cfg, arm_ik(model, cfg), np.zeros(5), place=(0.2, 0.0, 0.015), limits=LIMITS
+    )
+    support_at = 0.5
+    left = lower_behind(machine, behind=0.03, support_at=support_at)
+    assert left is not None, machine.abort_reason
+    if stall_delay > 0.0:
+        assert machine.support_by == "stall"
+        assert support_at < left < support_at + 0.1, left
+    else:
+        assert left < support_at, f"no false stall without the allowance: left lower at {left}"
 
 
 def test_without_support_the_lower_fails_with_its_reason(model):

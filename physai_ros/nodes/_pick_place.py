@@ -111,9 +111,7 @@ class PlaceSensing:
             ages = [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
             age = max(ages) + stale_by
             reading = RobotPlaceReading(self.released, m.support_by is not None, jaw_touch, age)
-        robot = place_robot_verdict(
-            reading, target, grip_offset=self.cfg.offsets["down"], max_age=self.max_age
-        )
+        robot = place_robot_verdict(reading, target, grip=m.grip, max_age=self.max_age)
         pose = None
         cube, frame = self.object_pose(), self.object.frame
         if cube is not None:

@@ -512,21 +512,24 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         if phase == self.arm_phase and self.machine is not None and not self.machine.finished:
             self.trouble = f"{what} ended with error {result.error_code}: {result.error_string}"
 
-    def enter(self, state: str, now: float, shift: float | None = None) -> None:
+    def enter(self, state: str, now: float, shift: float | None = None, lead: float = 0.0) -> None:
         """Send what the machine's new ``state`` commands: its arm phase as one goal (and the
         jaw, in the states that move it).
 
         ``shift`` [s]: the state was entered on the running goal's own timeline, that much
         behind the machine's clock (a place's states, see ``tick``): its goal
         is stamped to start now, replacing the running goal at once, where the arm really is
-        on it."""
+        on it. ``lead`` [s]: the state was entered that far ahead of where the arm is on the
+        running goal (a stop of the descent): its goal is stamped that far ahead, so it
+        reaches the controller before it starts, and carries its rates, so the controller
+        joins it smoothly mid-move."""
         self.phase += 1
         self.pub_state.publish(String(data=state))
         self.get_logger().info(f"state {state} at t = {now:.3f} s")
         real = self.now()
-        if shift is not None:  # sampled on the machine's clock, started now
+        if shift is not None:  # sampled on the machine's clock, started now (+ lead)
             self.chain.forget()
-            now, start = real - shift, real
+            now, start = real - shift + lead, real + lead
         else:
             now = real  # the stamps below are from this instant
             if state == "abort":  # the controller holds the arm: start from there, now
@@ -557,7 +560,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             delay = start + (self.machine.t_state + opens_at - now) - real
             self.send_jaw(self.cfg.jaw_open, self.cap, delay)
             self._after(delay, self.note_release)
-        self.send_phase(now, start)
+        self.send_phase(now, start, rates=lead > 0.0)
 
     def tick(self) -> None:
         if self.planning():
@@ -601,7 +604,12 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         at = self.arm_time(machine, now) if on_arm_time else now
         if at is None:  # the arm is not there yet (see arm_time)
             return
-        state = machine.update(at, self.sensed(now))
+        # the joint state's instant on the machine's clock (the arm runs ``now - at`` behind)
+        sensed = self.sensed(now)._replace(arm_stamp=self.joints_stamp - (now - at))
+        # lowering is decided command_lead ahead of where the arm is: support ends it with a
+        # stop that must join the running descent before the arm gets there (as a cancel's)
+        lead = self.lead if before == "lower" else 0.0
+        state = machine.update(at + lead, sensed)
         if before == "close":
             self.peak_force = max(self.peak_force, *self.jaw_force.values())
         squeezing = state == "close" or (machine.closed and state in HELD_STATES)
@@ -614,7 +622,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             if machine.finished:
                 self.report_at = max(now, self.chain.end(now))
             else:
-                self.enter(state, at, shift=self.shift if on_arm_time else None)
+                self.enter(state, at + lead, shift=self.shift if on_arm_time else None, lead=lead)
 
     def watch_silence(self) -> None:
         """End a running pick whose robot has gone silent (see the module docstring)."""

@@ -22,6 +22,7 @@ Pure: no ROS, no MuJoCo.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from physai_ros.core.pick.grip import pick_outcome
@@ -211,7 +212,7 @@ class RobotPlaceReading(NamedTuple):
     """The robot's own measurements of a place.
 
     released: gripper-site position [m] when the jaw opened, by forward kinematics of the
-    measured joints (the object's centre sits ``grip_offset`` below it); supported: the descent
+    measured joints (where the object's centre sits from it: ``grip``); supported: the descent
     ended on a sensed support signal (not on its bound); jaw_touch: contact still estimated on
     a jaw after the retreat; age: age of the oldest of these readings [s].
     """
@@ -226,14 +227,16 @@ def place_robot_verdict(
     reading: RobotPlaceReading | None,
     target: object,
     *,
-    grip_offset: float,
+    grip: Sequence[float],
     tolerance: float = PLACE_TOLERANCE,
     max_age: float = math.inf,
 ) -> PlaceVerdict:
     """Judge a place from the robot alone (no view of the object): placed when the descent was
     stopped by a sensed support, the jaw opened with its site within ``tolerance`` [m] of where
-    it holds an object centred on ``target`` (``grip_offset`` [m]: site height above the centre
-    at the grasp, the pick's ``offsets.down``) and no jaw touches anything after the retreat.
+    it holds an object centred on ``target`` and no jaw touches anything after the retreat.
+    ``grip`` [m]: the object's centre seen from the site, x and y, and the site's height above
+    it, z (the pick machine's ``grip``: the planned ``offsets.down``, or where the object was
+    seen in the jaws at the end of lift, which the place's site targets were moved by).
     Its tilt is unknown (nan): only a pose can tell an object that fell over."""
     if reading is None:
         return PlaceVerdict(NO_MEASUREMENT, math.nan, math.nan, "no joint state was received")
@@ -244,8 +247,9 @@ def place_robot_verdict(
             math.nan,
             f"joint state stale: {reading.age:.3f} s old > {max_age:g} s",
         )
-    held_at = [float(v) for v in reading.released]  # type: ignore[attr-defined]
-    held_at[2] -= grip_offset
+    gx, gy, gz = (float(v) for v in grip)
+    site = [float(v) for v in reading.released]  # type: ignore[attr-defined]
+    held_at = (site[0] + gx, site[1] + gy, site[2] - gz)
     error = float(math.dist(held_at, tuple(target)))  # type: ignore[arg-type]
     ok = reading.supported and not reading.jaw_touch
     outcome = _placed_or_not(error, 0.0, ok, tolerance, math.inf)

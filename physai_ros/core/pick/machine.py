@@ -63,6 +63,7 @@ from physai_ros.core.pick.place import (
     descent_duration,
     move_duration,
     stoppable_duration,
+    support_onset,
 )
 from physai_ros.core.pick.skeleton import Move, PickSkeleton
 from physai_ros.errors import InvalidInput
@@ -80,6 +81,7 @@ JAW_OPEN_STATES = frozenset({"home", "settle", "pre", "down", "abort", "aborted"
 JAW_OPEN_STATES |= {"retreat", "placed"}
 MINJERK_PEAK_SPEED = 1.875  # peak of s'(u) for s = 10u³ − 15u⁴ + 6u⁵
 MINJERK_PEAK_ACCEL = 10.0 * math.sqrt(3.0) / 3.0  # peak of |s''(u)|
+STALL_DELAY_SAMPLES = 9  # commands over the last stall_delay an arm in free descent may be on
 TERMINAL = frozenset({"done", "aborted", "placed", "canceled"})
 PLACE_NEXT = {"lift": "carry", "carry": "descend", "descend": "lower", "open": "retreat"}
 PLACE_NEXT["retreat"] = "placed"
@@ -279,7 +281,10 @@ class PickSensing(NamedTuple):
     grasp: the Grasp goal's result, (success, error), once it came (force_close grasp only);
     load: the vertical force the jaws carry [N] (nan: not sensed) and arm: the measured arm
     joints [rad] (None: not sensed), read while lowering to place (either tells support:
-    :mod:`~physai_ros.core.pick.place`).
+    :mod:`~physai_ros.core.pick.place`); arm_stamp: when ``arm`` was measured [s], on the
+    machine's clock (None: at ``now``), so the arm is compared with what it was commanded at
+    that instant (a joint state a few ms old, against the command of now, reads the descent's
+    own speed as lag).
     """
 
     both_touch: bool = False
@@ -292,6 +297,7 @@ class PickSensing(NamedTuple):
     grasp: tuple[bool, str] | None = None
     load: float = math.nan
     arm: np.ndarray | None = None
+    arm_stamp: float | None = None
 
 
 def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: float) -> float:
@@ -374,6 +380,7 @@ class PickMachine(PickSkeleton):
         self._brake: Brake | None = None
         self._load0: float | None = None  # [N] the jaws' load when lowering began
         self._lag0: np.ndarray | None = None  # [rad] command − measured arm then (its sag)
+        self._lowering: list[tuple[float, np.ndarray, np.ndarray]] = []  # see support_onset
         self._open_at = 0.0  # [s] into open when the jaw starts opening (after the relief)
         if place is not None:
             self._check_place(place, limits)
@@ -550,9 +557,9 @@ class PickMachine(PickSkeleton):
                 by = "load"
         lag = None
         if sensed.arm is not None:
-            lag = self.command(now).arm - np.asarray(sensed.arm, float)
-            if self._lag0 is None:
-                self._lag0 = lag
+            at = now if sensed.arm_stamp is None else min(now, max(self.t_state, sensed.arm_stamp))
+            commanded, lag = self._stall_lag(at, np.asarray(sensed.arm, float))
+            self._lowering.append((at, commanded, lag))
             if by is None and float(np.max(np.abs(lag - self._lag0))) > p.stall_lag:
                 by = "stall"
         if by is not None:
@@ -565,16 +572,45 @@ class PickMachine(PickSkeleton):
                 f"below the placing height and {p.support_wait:g} s passed",
             )
 
+    def _stall_lag(self, at: float, arm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The lowering's command the measured ``arm`` [rad] at ``at`` [s] is closest to, among
+        those of the last ``stall_delay`` [s], and the lag from it (command − measured) [rad].
+
+        Why not the command of ``at`` alone: a servoed arm follows its command some ms behind
+        (over ROS, the simulated arm ran 17 ms behind: 7 mrad at the descent's peak speed, most
+        of ``stall_lag``); an arm in free descent is on one of its recent commands, an arm the
+        table has stopped falls behind all of them."""
+        p = self.cfg.place
+        best = None
+        for delay in np.linspace(0.0, p.stall_delay, STALL_DELAY_SAMPLES):
+            commanded = self.command(max(self.t_state, at - delay)).arm
+            lag = commanded - arm
+            if self._lag0 is None:  # the first reading, at rest: its lag is the arm's sag
+                self._lag0 = lag
+            off = float(np.max(np.abs(lag - self._lag0)))
+            if best is None or off < best[0]:
+                best = (off, commanded, lag)
+        return best[1], best[2]
+
     def _release(self, now: float, t: float, by: str, lag: np.ndarray | None) -> None:
         """Supported: brake the descent, then (with the arm measured) move back to where the
-        table stopped the arm, its free-descent sag kept, so the jaw opens on an arm that no
-        longer presses (a pressing arm springs sideways when the jaw lets go), then open."""
+        object met the table, its free-descent sag kept, so the jaw opens on an arm that no
+        longer presses, then open.
+
+        Why back to the onset and not to where the arm was when support was sensed: the
+        stall's lag builds while the arm goes on pressing the object into a compliant table,
+        pad or servo (in the simulation, 3-4 mm into the soft contact before 0.01 rad of lag);
+        opening the jaw on that press springs the object sideways by millimetres
+        (:func:`~physai_ros.core.pick.place.support_onset`)."""
         p, lim = self.cfg.place, self.limits
         qa, T = self.poses["approach"], self.durations["lower"]
         dq = self.poses["bottom"] - qa
         self._brake = brake(now, min(1.0, t / T), T, dq, lim, p.brake_time)
         braked = self.poses["braked"] = along(qa, dq, self._brake.u_end)
-        released = braked if lag is None else braked - (lag - self._lag0)
+        released = braked
+        if lag is not None:
+            delay = p.stall_delay if by == "stall" else 0.0
+            released = support_onset(self._lowering, self._lag0, p.stall_lag, delay)
         self.poses["released"] = released
         relief = move_duration(braked, released, lim, p.relief) if lag is not None else 0.0
         self._open_at = self._brake.D + relief

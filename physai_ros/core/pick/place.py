@@ -9,7 +9,9 @@ a robot passes whichever it can measure:
 * **load**: the vertical force the jaws carry [N] falls below ``support_fraction`` of what they
   carried when the descent began (the simulation's jaw contact forces; a driver's load estimate);
 * **stall**: the measured arm joints lag their command by ``stall_lag`` [rad] more than at the
-  start of the descent (any position-servoed arm: the table stops the arm, the command goes on).
+  start of the descent (any position-servoed arm: the table stops the arm, the command goes on),
+  against the nearest of the commands of the last ``stall_delay`` [s] (a servo follows some ms
+  behind its command; an arm in free descent is on one of them).
 
 The descent is a min-jerk move to ``press`` below the placing height, so a missed signal presses
 at most that far; its end plus ``support_wait`` without a signal fails the place with the reason.
@@ -22,6 +24,7 @@ Pure: no ROS; MuJoCo only through the IK callable the machine is given.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -40,6 +43,9 @@ _BRAKE = poly_from_boundary(
 )
 BRAKE_TRAVEL = float(np.polyval(_BRAKE[::-1], 1.0))
 BRAKE_PEAK_ACCEL = 1.5
+# The support's onset while lowering: the arm's lag from its nearest recent command still within
+# this fraction of stall_lag (over ROS the free descent's stayed within 3.4 mrad of 10).
+ONSET_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -53,8 +59,10 @@ class PlaceParams:
     descent may go without a support signal; lower_speed [m/s]: peak descent speed of the site (a
     slow touch keeps the object upright and the sensing ahead of the press); support_fraction [-],
     min_load [N], stall_lag [rad]: the support signals (module doc; a load below ``min_load`` is too
-    small to judge by); support_wait [s]: after the descent ends, how long a signal is waited for
-    before the place fails; brake_time [s]: shortest stop of the descent once supported; relief [s]:
+    small to judge by); stall_delay [s]: how far behind its command a servoed arm in free descent
+    may run (the stall is the lag from the nearest of the commands of that last while);
+    support_wait [s]: after the descent ends, how long a signal is waited for before the place
+    fails; brake_time [s]: shortest stop of the descent once supported; relief [s]:
     shortest move back to where the table stopped the arm (its press relieved) before the jaw opens;
     table_z [m]: the table top in the base frame (a place position below it is inside the table);
     carry, descend, open, retreat [s]: shortest durations of those moves (lengthened to what the
@@ -69,6 +77,7 @@ class PlaceParams:
     support_fraction: float = 0.5
     min_load: float = 0.05
     stall_lag: float = 0.01
+    stall_delay: float = 0.04
     support_wait: float = 0.3
     brake_time: float = 0.05
     relief: float = 0.15
@@ -103,6 +112,8 @@ class PlaceParams:
         bad = {k: getattr(self, k) for k in positive if getattr(self, k) <= 0.0}
         if bad:
             raise InvalidInput(f"place parameters {sorted(bad)} must be > 0, got {bad}")
+        if self.stall_delay < 0.0:
+            raise InvalidInput(f"stall_delay must be >= 0 s, got {self.stall_delay}")
         if not 0.0 < self.support_fraction < 1.0:
             raise InvalidInput(f"support_fraction must be in (0, 1), got {self.support_fraction}")
 
@@ -206,8 +217,11 @@ class Brake(NamedTuple):
     D: float
 
     def u(self, t: float) -> float:
-        """The move's clock σ at ``t`` [s]."""
-        x = min(1.0, max(0.0, (t - self.t0) / self.D))
+        """The move's clock σ at ``t`` [s] (before ``t0``: the move as it ran, so the rates of
+        a stop sampled from its start are the move's)."""
+        if t < self.t0:
+            return self.u0 + (t - self.t0) / self.T
+        x = min(1.0, (t - self.t0) / self.D)
         return self.u0 + self.D / self.T * float(np.polyval(_BRAKE[::-1], x))
 
     @property
@@ -242,6 +256,33 @@ def own_brake(t0: float, u0: float, T: float, shortest: float) -> Brake:
     (about half the move; :func:`brake`'s bound with the move's peak as the spare)."""
     shape = get_shape(SHAPE)
     return Brake(t0, u0, T, max(shortest, BRAKE_PEAK_ACCEL * shape.peak(1) * T / shape.peak(2)))
+
+
+def support_onset(
+    lowering: Sequence[tuple[float, np.ndarray, np.ndarray]],
+    lag0: np.ndarray,
+    stall_lag: float,
+    stall_delay: float,
+) -> np.ndarray:
+    """Where the arm [rad] was, its free-descent sag kept, when the object met the support,
+    from the lowering's samples (when [s], the command the arm was nearest [rad], the lag from
+    it [rad]; the newest last, taken when support was sensed).
+
+    The newest sample whose lag was within ``ONSET_FRACTION`` of ``stall_lag`` of ``lag0``
+    (the lag when lowering began), then ``stall_delay`` [s] further back: the lag is taken
+    from the nearest of the last ``stall_delay`` of commands, so it starts to grow that much
+    after the arm was stopped (0 for support sensed by the load, which is sensed where the arm
+    is). Its measured pose plus ``lag0`` is a command under which the servos push as in the
+    free descent, so the arm neither presses nor lifts the object."""
+    if not lowering:
+        raise InvalidInput("no lowering samples to find the support's onset in")
+    bound = ONSET_FRACTION * stall_lag
+    off = [float(np.max(np.abs(lag - lag0))) for _, _, lag in lowering]
+    free = next((i for i in reversed(range(len(lowering))) if off[i] <= bound), 0)
+    before = lowering[free][0] - stall_delay
+    onset = next((i for i in reversed(range(free + 1)) if lowering[i][0] <= before), 0)
+    _, command, lag = lowering[onset]
+    return command - (lag - lag0)
 
 
 def along(qa: np.ndarray, dq: np.ndarray, u: float) -> np.ndarray:
