@@ -160,6 +160,13 @@ def test_hand_pick_action_goals_refusals_and_cancel(ros2, ros_context, tmp_path)
         outcome = re.search(r"^\s*outcome: (\d+)$", out, re.MULTILINE)
         assert outcome and int(outcome.group(1)) == Pick.Result.HELD, out
         assert "SUCCEEDED" in out and "- F3" in out, out
+        # each finger's planned target and the object's peak strain, as typed fields
+        block = re.search(r"^jaw_targets:\n((?:- .*\n)+)", out, re.MULTILINE)
+        assert block, out
+        targets = [float(line[2:]) for line in block.group(1).splitlines()]
+        assert len(targets) == 3 and min(targets) > 0.0, targets
+        strain = re.search(r"^strain_peak: (\S+)$", out, re.MULTILINE)
+        assert strain and 0.0 < float(strain.group(1)) < 1.0, out
 
         put_object(ros2, 0.5, 0.0)
         client.spin_for(2.0)

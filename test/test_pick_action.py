@@ -245,6 +245,9 @@ def place_all(
         print(f"place ({x}, {y}) by {signals[-1]}: truth {error * 100:.2f} cm, tilt {tilt:.2f} deg")
         print(f"  result: {result.reason}")
         assert error <= within, f"the cube rests {error * 100:.2f} cm from ({x}, {y})"
+        # the typed result carries the place's numbers (the judge's pose, before the truth's)
+        assert result.support_by == place["support_by"], result
+        assert abs(result.place_error - error) < 1e-3 and result.place_tilt < math.radians(10)
         assert tilt < 10.0, f"the cube is tilted {tilt:.1f} deg"
         for jaw, (_, force) in client.forces.items():
             assert force <= TOUCH, f"{jaw} still touches the cube: {force:.3f} N"

@@ -145,6 +145,49 @@ def test_the_result_carries_the_outcome_report_in_si_units():
     assert result.lift == pytest.approx(0.073) and result.ik_error == pytest.approx(1e-5)
     assert list(result.jaw_forces) == [40.0, 40.5] and result.duration == 5.5
     assert math.isnan(result.force_target)  # a cap close has no target
+    assert list(result.jaw_targets) == [] and result.support_by == ""
+    assert math.isnan(result.place_error) and math.isnan(result.strain_peak)
+
+
+def test_a_place_and_a_force_close_carry_their_numbers_as_fields():
+    """The place's witness numbers and each jaw's target, in SI units, as typed fields."""
+    report = {
+        "outcome": "placed",
+        "judged_by": "cube_pose",
+        "state": "placed",
+        "force": {
+            "target_N": 3.0,
+            "capacity_N": 6.0,
+            "squeeze_per_jaw_N": 3.1,
+            "within_tolerance": True,
+            "peak_while_closing_N": 3.3,
+        },
+        "place": {"support_by": "stall", "error_cm": 0.42, "tilt_deg": 1.5},
+    }
+    result = action.result_from_report(report, ("fixed_jaw", "moving_jaw"), 9.0)
+    assert list(result.jaw_targets) == [3.0, 3.0] and result.support_by == "stall"
+    assert result.place_error == pytest.approx(0.0042)
+    assert result.place_tilt == pytest.approx(math.radians(1.5))
+
+
+def test_the_hand_result_carries_each_fingers_target_and_the_strain():
+    report = {
+        "outcome": "held",
+        "state": "done",
+        "judged_by": "object pose",
+        "close_s": 0.8,
+        "strain_peak": 0.12,
+        "force": {
+            "targets_N": [2.0, 1.0, 1.0],
+            "capacity_N": [5.0, 5.0, 5.0],
+            "final_N": [1.9, 1.0, 1.05],
+            "within_tolerance": [True, True, True],
+            "peak_while_closing_N": [2.1, 1.1, 1.1],
+        },
+    }
+    result = action.hand_result_from_report(report, ("f1", "f2", "f3"), 12.0)
+    assert list(result.jaw_targets) == [2.0, 1.0, 1.0] and result.force_target == 2.0
+    assert result.strain_peak == pytest.approx(0.12) and result.support_by == ""
 
 
 @pytest.mark.parametrize(

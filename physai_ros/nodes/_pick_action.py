@@ -177,16 +177,25 @@ def result_from_report(report: dict, jaws: tuple[str, ...], duration: float) -> 
     else:
         result.force_target = result.force_capacity = result.squeeze_per_jaw = math.nan
         result.peak_while_closing = math.nan
+    targets = report.get("jaw_targets_N")
+    if targets is None and force:  # one target for each jaw
+        targets = [force["target_N"]] * len(jaws)
+    result.jaw_targets = [float(t) for t in targets or []]
+    result.strain_peak = _number(report.get("strain_peak"))
+    place = report.get("place") or {}
+    result.support_by = str(place.get("support_by") or "")
+    result.place_error = _number(place.get("error_cm"), 0.01)
+    result.place_tilt = _number(place.get("tilt_deg"), math.pi / 180.0)
     return result
 
 
 def hand_result_from_report(report: dict, fingers: tuple[str, ...], duration: float) -> Pick.Result:
     """The typed result of the hand pick's outcome report (``hand_pick/outcome``): its numbers
     put where the jaw pick's are -- the rise as the lift, the fingers as the jaws, the squeeze
-    the sum of the three final forces -- and, as the result has one force target, the largest
-    finger target and the smallest finger capacity, the mean final force, all three within
-    tolerance, the largest peak. Per finger, the outcome JSON has each. A crushed object is no
-    constant of the result: ABORTED, the reason saying so."""
+    the sum of the three final forces, each finger's target in ``jaw_targets`` and, in the
+    one-target fields, the largest finger target and the smallest finger capacity, the mean
+    final force, all three within tolerance, the largest peak; the object's peak strain. A
+    crushed object is no constant of the result: ABORTED, the reason saying so."""
     force = report.get("force") or {}
     targets, final = force.get("targets_N"), force.get("final_N") or []
     as_jaw = {
@@ -196,6 +205,8 @@ def hand_result_from_report(report: dict, fingers: tuple[str, ...], duration: fl
         "squeeze_N": sum(final) if report.get("close_s") is not None else None,
         "jaw_forces_N": final,
         "ik_error_mm": report.get("ik_error_mm"),
+        "jaw_targets_N": targets,
+        "strain_peak": report.get("strain_peak"),
     }
     if targets:
         as_jaw["force"] = {
