@@ -178,21 +178,12 @@ def lower_behind(machine: PickMachine, behind: float, support_at: float) -> floa
     while not machine.finished and now < 30.0:
         now += DT
         state, t = machine.state, now - machine.t_state
-        if state == "settle":
-            sensed = PickSensing(cube_pos=CUBE, cube_stamp=now)
-        elif state == "close":
-            sensed = PickSensing(both_touch=True, jaw_speed=0.0)
-        elif state == "lift":
-            seen = machine._lift_site + np.array([0.0, 0.0, -CFG.offsets["down"]])
-            sensed = PickSensing(cube_pos=seen, cube_stamp=now)
-        elif state == "lower":
+        sensed = scripted(machine, now)
+        if state == "lower":
             lower_at = machine.t_state
-            follows = max(lower_at, now - behind)
             if t < support_at:
-                stopped = machine.command(follows).arm
+                stopped = machine.command(max(lower_at, now - behind)).arm
             sensed = PickSensing(arm=stopped, arm_stamp=now)
-        else:
-            sensed = PickSensing()
         if machine.update(now, sensed) != "lower" and state == "lower":
             return now - lower_at
     return None
@@ -252,24 +243,29 @@ def drive(
         machine.arms.append((machine.state, machine.command(now).arm))
         now += DT
         state, t = machine.state, now - machine.t_state
-        if state == "settle":
-            sensed = PickSensing(cube_pos=CUBE, cube_stamp=now)
-        elif state == "close":
-            sensed = PickSensing(both_touch=True, jaw_speed=0.0)
-        elif state == "lift":
-            seen = machine._lift_site + np.array([0.0, 0.0, -CFG.offsets["down"]]) + grip
-            sensed = PickSensing(cube_pos=seen, cube_stamp=now)
-        elif state == "lower":
+        sensed = scripted(machine, now, grip)
+        if state == "lower":
             supported = t >= support_at
             load = (0.0 if supported else 0.3) if signal == "load" else math.nan
             arm = None
             if sag is not None:
                 arm = machine.command(now).arm - sag - (press if supported else 0.0)
             sensed = PickSensing(load=load, arm=arm)
-        else:
-            sensed = PickSensing()
         machine.update(now, sensed)
     return machine
+
+
+def scripted(machine: PickMachine, now: float, grip=(0.0, 0.0, 0.0)) -> PickSensing:
+    """The scripted sensing of every state but lower at ``now`` [s]: the cube seen at ``CUBE``,
+    a grip that forms at once, the cube ``grip`` [m] off in the jaws after lift."""
+    if machine.state == "settle":
+        return PickSensing(cube_pos=CUBE, cube_stamp=now)
+    if machine.state == "close":
+        return PickSensing(both_touch=True, jaw_speed=0.0)
+    if machine.state == "lift":
+        seen = machine._lift_site + np.array([0.0, 0.0, -CFG.offsets["down"]]) + grip
+        return PickSensing(cube_pos=seen, cube_stamp=now)
+    return PickSensing()
 
 
 coords = st.floats(0.0, 1.0)
