@@ -5,18 +5,13 @@ joints and the arm controller's reference, recorded with their sim-time stamps).
 
 from __future__ import annotations
 
-import json
 import math
 import shlex
-import threading
 import time
 
 import numpy as np
-import rclpy
 from control_msgs.msg import JointTrajectoryControllerState
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-from rclpy.action import ActionClient
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -26,6 +21,7 @@ from support.optional import require
 from support.paths import REPO_ROOT, shipped
 
 Pick = require("physai_ros_interfaces.action").Pick
+BenchClient = require("physai_ros.experiments.trials.pick_goals").Client
 
 JAWS = ("fixed_jaw", "moving_jaw")
 ARM = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
@@ -37,18 +33,16 @@ CUBE_HALF = 0.015  # [m] half the sim's cube: its centre's height resting on the
 CUBE_X0 = 0.22  # [m] the sim bridge's cube_x at start (the SO-101 scene's cube)
 
 
-class Client:
-    """The test's node: the /pick action client, the /sim/reset client, the start's outcome,
-    the pick's state, and the sim bridge's truth (the cube's pose, each jaw's contact force, the
-    joints). While
-    ``recording``, every arm joint state (sim-time stamp [s], positions [rad], velocities
-    [rad/s]) and every arm controller reference (stamp [s], positions [rad]) is kept."""
+class Client(BenchClient):
+    """The test's node: the bench's (the /pick action client, /sim/reset, the start's outcome)
+    with the pick's state, and the sim bridge's truth (the cube's pose, each jaw's contact
+    force, the joints). While ``recording``, every arm joint state (sim-time stamp [s],
+    positions [rad], velocities [rad/s]) and every arm controller reference (stamp [s],
+    positions [rad]) is kept."""
 
     def __init__(self, context) -> None:
-        self.node = node = rclpy.create_node("pick_action_client", context=context)
-        self.pick = ActionClient(node, Pick, "/pick")
-        self.reset_client = node.create_client(Trigger, "/sim/reset")
-        self.outcome: dict | None = None
+        super().__init__(context, name="pick_action_client")
+        node = self.node
         self.state: str | None = None  # the pick's state, as it enters each (pick/state)
         self.cube: list[tuple[float, float, float]] = []  # (wall [s], x [m], z [m])
         # the latest cube pose: (wall [s], centre (x, y, z) [m], quaternion (w, x, y, z))
@@ -59,9 +53,7 @@ class Client:
         self.measured: list[tuple[float, np.ndarray, np.ndarray]] = []
         self.reference: list[tuple[float, np.ndarray]] = []
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(String, "/pick/outcome", self._outcome, latched)
         node.create_subscription(String, "/pick/state", self._state_entered, latched)
-        node.create_subscription(PoseStamped, "/cube_pose", self._cube, 10)
         node.create_subscription(JointState, "/joint_states", self._joints, 100)
         node.create_subscription(
             JointTrajectoryControllerState, "/arm_controller/controller_state", self._state, 100
@@ -70,12 +62,6 @@ class Client:
             node.create_subscription(
                 WrenchStamped, f"/jaw_contact/{jaw}", lambda m, j=jaw: self._force(j, m), 10
             )
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(node)
-        self.lock = threading.Lock()
-
-    def _outcome(self, msg: String) -> None:
-        self.outcome = json.loads(msg.data)
 
     def _state_entered(self, msg: String) -> None:
         self.state = msg.data
@@ -106,23 +92,6 @@ class Client:
         f = msg.wrench.force
         self.forces[jaw] = (time.monotonic(), math.sqrt(f.x**2 + f.y**2 + f.z**2))
 
-    def spin_for(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def wait(self, future, timeout: float):
-        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
-        assert future.done(), f"no answer within {timeout} s"
-        return future.result()
-
-    def start_outcome(self) -> dict:
-        end = time.monotonic() + GRAPH_UP
-        while self.outcome is None and time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.1)
-        assert self.outcome is not None, "the start's pick published no outcome"
-        return self.outcome
-
     def reset(self) -> None:
         """Robot home and the cube back where it started; then a second of fresh poses."""
         assert self.reset_client.wait_for_service(timeout_sec=30.0)
@@ -145,10 +114,6 @@ class Client:
         fresh = [(x, z) for wall, x, z in self.cube if wall > since]
         assert fresh, "no fresh cube pose from the sim bridge"
         return fresh[-1]
-
-    def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
 
 
 def readme_block(containing: str) -> list[list[str]]:
