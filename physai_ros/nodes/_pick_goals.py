@@ -78,8 +78,8 @@ class PickGoals:
         command_lead ahead of where the arm is on it (``GoalChain.lag``), its points with their
         velocities and accelerations (``send_phase``); the jaw is left as commanded (a held
         object stays squeezed; a close's jaw command already scheduled still goes out, as the
-        close under way keeps its target). The goal ends CANCELED, with the state the pick stopped in,
-        once the arm is at rest (``tick``)."""
+        close under way keeps its target). The goal ends CANCELED, with the state the pick
+        stopped in, once the arm is at rest (``tick``)."""
         self.pending = False
         machine = self.machine
         if machine is None:  # not started yet
