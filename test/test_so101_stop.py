@@ -87,16 +87,43 @@ def watch(emu, loop: ServoLoop, seconds: float) -> tuple[list[float], list[float
     return positions, times
 
 
+def speed_now(positions: list[float], times: list[float]) -> float:
+    """shoulder_pan's true speed over the last 0.1 s of the emulator's clock [rad/s]."""
+    recent = np.searchsorted(times, times[-1] - 0.1)
+    return (positions[-1] - positions[recent]) / max(times[-1] - times[recent], 1e-9)
+
+
 def stop_at_speed(tmp_path, stop_mode: str, how: str):
     """Swing shoulder_pan, stop it mid-cruise by ``how`` (cancel | stop | deactivate);
     returns the goals the servo received after the stop, the last goal it received before,
-    the true positions after the stop, the speed then [rad/s], the loop's log."""
+    the true positions after the stop, the speed then [rad/s], the loop's log, the bus
+    cycle at the stop [s].
+
+    The stop comes the first cycle the joint moves at 0.8·SPEED, from 0.3 s into the swing
+    (past the 0.2 s ramp) until 0.45 s (the cruise ends at 0.5 s). A machine starved enough
+    to stall the bus loop can keep the servo below that speed for the whole window; the
+    scenario is then run again, up to three times, since what the tests judge is the stop
+    *at speed*. The speed is returned so they still check it."""
+    for attempt in range(3):
+        run = stop_once(tmp_path / f"run{attempt}", stop_mode, how)
+        if run[3] > 0.8 * SPEED:
+            break
+    return run
+
+
+def stop_once(tmp_path, stop_mode: str, how: str):
+    """One run of :func:`stop_at_speed`."""
+    tmp_path.mkdir()
     emu, bus, loop, logs = start(tmp_path, stop_mode)
     try:
         swing(loop, "goal")
-        before, times = watch(emu, loop, 0.4)  # at cruise speed by now
-        recent = np.searchsorted(times, times[-1] - 0.1)
-        speed = (before[-1] - before[recent]) / (times[-1] - times[recent])
+        began = time.monotonic()
+        before, times = watch(emu, loop, 0.3)
+        while speed_now(before, times) <= 0.8 * SPEED and time.monotonic() - began < 0.45:
+            more, more_times = watch(emu, loop, PERIOD)
+            before += more
+            times += more_times
+        speed = speed_now(before, times)
         cut = time.monotonic()
         with loop.lock:
             if how == "cancel":
