@@ -37,10 +37,10 @@ SOFT_OBJECT_STRAIN = "soft_object_strain"  # std_msgs/Float64: largest edge stra
 
 SIM_RESET = "sim/reset"  # std_srvs/Trigger
 PICK_STATE = "pick/state"  # std_msgs/String
-PICK_OUTCOME = "pick/outcome"  # std_msgs/String (JSON), latched
+PICK_OUTCOME = "pick/outcome"  # physai_ros_interfaces/msg/PickOutcome, latched
 PICK_ACTION = "pick"  # physai_ros_interfaces/action/Pick (the pick node serves it)
 HAND_PICK_STATE = "hand_pick/state"  # std_msgs/String: the three-finger pick's state
-HAND_PICK_OUTCOME = "hand_pick/outcome"  # std_msgs/String (JSON), latched
+HAND_PICK_OUTCOME = "hand_pick/outcome"  # physai_ros_interfaces/msg/PickOutcome, latched
 PLAN_GRASP = "plan_grasp"  # physai_ros_interfaces/srv/PlanGrasp (grasp_planner)
 GRASP_MARKERS = "grasp_planner/markers"  # visualization_msgs/MarkerArray, latched
 

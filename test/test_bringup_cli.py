@@ -97,7 +97,7 @@ def test_pick_emulated(ros_domain, tmp_path):
     assert states[-1] in ("done", "aborted"), states
     outcome = _pick_outcome(out, tmp_path, "pick")
     assert outcome["judged_by"] == "robot"  # no simulator: the driver's own sensing judges
-    # the pick came as a goal to /pick: its typed result says the same as the outcome JSON
+    # the pick came as a goal to /pick: its typed result says the same as the outcome topic
     result = re.search(r"^pick result \(/pick action\): ([A-Z]+), goal (\w+)", out, re.M)
     assert result is not None, out
     assert result.group(1).lower() == outcome["outcome"], (result.group(0), outcome)

@@ -7,17 +7,18 @@ the jaw's least controllable squeeze), and one pointed at a service nobody serve
 
 from __future__ import annotations
 
-import json
+import re
 import time
 from pathlib import Path
 
 import pytest
 import rclpy
+from physai_ros_interfaces.msg import PickOutcome
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
-from std_msgs.msg import String
 
 from physai_ros.core.pick.machine import load_pick_tree
+from physai_ros.nodes._pick_outcome import outcome_fields
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -57,9 +58,9 @@ def test_the_pick_takes_its_force_target_from_the_planner_or_aborts_with_its_rea
     latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     for ns in picks:
         node.create_subscription(
-            String,
+            PickOutcome,
             f"/{ns}/pick/outcome",
-            lambda m, n=ns: outcomes.update({n: json.loads(m.data)}),
+            lambda m, n=ns: outcomes.update({n: outcome_fields(m)}),
             latched,
         )
     executor = SingleThreadedExecutor(context=ros_context)
@@ -71,31 +72,34 @@ def test_the_pick_takes_its_force_target_from_the_planner_or_aborts_with_its_rea
     assert set(outcomes) == set(picks), "\n".join(f"--- {n}:\n{t}" for n, t in logs.items())
 
     wide = outcomes["wide"]
-    assert wide["outcome"] == "aborted" and wide["robot"] is None, wide  # nothing moved
+    assert wide["outcome"] == "aborted" and not wide["witnesses"], wide  # nothing moved
     assert wide["reason"].startswith("grasp planner: no antipodal pair"), wide
     assert "so101's opening" in wide["reason"], wide
-    assert wide["force"]["plan"]["force_targets_N"] == [], wide
 
     capped = outcomes["capped"]
-    plan = capped["force"]["plan"]
-    assert capped["outcome"] == "aborted" and capped["robot"] is None, capped
-    assert len(plan["force_targets_N"]) == 2 and plan["basis"] in ("simulated", "friction floor")
-    # the largest planned target (rounded to 0.1 mN in the record), below the jaw's least
-    # controllable squeeze, was raised to it: the outcome and the log say from what, to what, why
-    raised = plan["raised"]
-    assert raised["from_N"] == pytest.approx(max(plan["force_targets_N"]), abs=1e-4), raised
-    assert raised["from_N"] < 1.0 and raised["to_N"] == pytest.approx(LEAST, abs=1e-4), raised
-    assert capped["force"]["target_N"] == pytest.approx(LEAST, abs=1e-9), capped
-    assert raised["why"].startswith("below the jaw's least controllable squeeze 2.414 N"), raised
-    assert f"raised from {raised['from_N']} N: below the jaw's" in logs["capped"], logs["capped"]
-    assert capped["force"]["source"] == "planner" and len(plan["simulated_squeeze_N"]) == 2
-    assert f"force target {capped['force']['target_N']:.3f} N" in capped["reason"], capped
-    assert capped["force"]["capacity_N"] == pytest.approx(
+    assert capped["outcome"] == "aborted" and not capped["witnesses"], capped
+    # the log's plan: both jaws' targets and the basis, the largest target (rounded to 0.1 mN)
+    # below the jaw's least controllable squeeze raised to it, from what, to what and why
+    planned = re.search(
+        r"planned force targets \[([^]]*)\] N \((simulated|friction floor); simulated squeeze "
+        r"\[([^]]*)\] N\): squeezing with ([\d.]+) N per jaw \(raised from ([\d.]+) N: "
+        r"below the jaw's least controllable squeeze 2\.414 N",
+        (tmp_path / "capped.log").read_text(),
+    )
+    assert planned, logs["capped"]
+    targets = [float(v) for v in planned.group(1).split(",")]
+    assert len(targets) == 2 and len(planned.group(3).split(",")) == 2, planned.group(0)
+    raised_from, raised_to = float(planned.group(5)), float(planned.group(4))
+    assert raised_from == pytest.approx(max(targets), abs=1e-4), planned.group(0)
+    assert raised_from < 1.0 and raised_to == pytest.approx(LEAST, abs=1e-4), planned.group(0)
+    assert capped["force_target"] == pytest.approx(LEAST, abs=1e-9), capped
+    assert capped["force_source"] == "planner", capped
+    assert f"force target {capped['force_target']:.3f} N" in capped["reason"], capped
+    assert capped["force_capacity"] == pytest.approx(
         CAP / load_pick_tree()["so101"]["jaw_lever"], abs=1e-3
     ), capped
     print("planned pick outcome:", capped)  # the numbers, for the record (pytest -s)
 
     alone = outcomes["alone"]
     assert alone["outcome"] == "aborted" and alone["reason"] == "no plan_grasp service", alone
-    assert alone["force"]["plan"] is None, alone
     node.destroy_node()

@@ -7,10 +7,14 @@ witness there (``support.witness``: the cube's pose and the fingers' contact wre
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from support.witness import JAWS, Witness, shipped
 from test_force_close_ros import force_params
 from test_user_paths import Watcher
+
+from physai_ros.nodes._pick_outcome import verdict_of
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -41,24 +45,24 @@ def test_panda_grasp_holds_the_cube_at_its_force_and_refuses_one_beyond_the_cap(
     refused = Watcher(ros_context, "/bad/pick/outcome").wait_outcome(60.0)
     assert refused is not None, bad_log.read_text()[-3000:]
     assert refused["outcome"] == "aborted" and refused["state"] == "aborted", refused
-    assert "above what the gripper can apply" in refused["abort_reason"], refused
-    assert "70.000 N" in refused["abort_reason"], refused
-    assert refused["force"]["peak_while_closing_N"] == 0.0, refused
+    assert "above what the gripper can apply" in refused["reason"], refused
+    assert "70.000 N" in refused["reason"], refused
+    assert refused["peak_while_closing"] == 0.0, refused
 
     outcome = Watcher(ros_context).wait_outcome(120.0)
     assert outcome is not None, log.read_text()[-3000:]
-    force = outcome["force"]
-    why = f"{outcome['abort_reason']}: {outcome}"
-    assert outcome["outcome"] == "held" and outcome["robot"]["outcome"] == "held", why
-    pose = outcome["cube_pose"]
+    why = f"{outcome['reason']}: {outcome}"
+    assert outcome["outcome"] == "held" and verdict_of(outcome, "robot")["outcome"] == "held", why
+    pose = verdict_of(outcome, "cube_pose")
     assert pose["outcome"] == "held" or "stale" in pose["reason"], outcome
     print("panda grasp outcome:", outcome)  # the numbers, for the record (pytest -s)
-    assert outcome["close_mode"] == "force" and force["target_N"] == target, outcome
-    assert force["effort_Nm"] is None and force["raised"] is None, force  # no servo loop
-    assert force["within_tolerance"], force
-    for finger in outcome["jaw_forces_N"]:
+    assert outcome["close_mode"] == "force" and outcome["force_target"] == target, outcome
+    assert math.isnan(outcome["close_effort"]), outcome  # a Grasp goal: no servo loop
+    assert outcome["force_source"] == "parameter", outcome
+    assert outcome["force_within_tolerance"], outcome
+    for finger in outcome["jaw_forces"]:
         assert abs(finger - target) <= TOLERANCE * target, outcome
-    assert force["peak_while_closing_N"] <= target * (1.0 + TOLERANCE), force
+    assert outcome["peak_while_closing"] <= target * (1.0 + TOLERANCE), outcome
     seen, forces = witness.check_pick(shipped("pick", "min_lift"), target, TOLERANCE)
     print(f"witness: cube rose {100 * seen.rise:.2f} cm, finger forces {forces}")
     witness.close()

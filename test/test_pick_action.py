@@ -38,6 +38,7 @@ from support.pick_action import (
 from support.processes import ros2_output, set_param
 
 from physai_ros.core.pick.judge import PLACE_TOLERANCE
+from physai_ros.nodes._pick_outcome import outcome_name
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 # place centres [m] inside the reachable square (docs/pick.md, PLACE_SQUARE), and the cube's x
@@ -48,10 +49,13 @@ STALL_PLACE = 0.015  # [m] where a stall-sensed place rests, at worst (see its t
 
 def typed_result(out: str) -> dict[str, str]:
     """The fields of the result ``ros2 action send_goal`` printed (after ``Result:``; the
-    feedback lines before it have a lift too), with the goal's final status."""
+    feedback lines before it have a lift too), with the goal's final status. A name's first
+    line is the result's own field: the witnesses' fields (their ``outcome`` too) come after."""
     assert "Result:" in out, out
     result = out.split("Result:", 1)[1]
-    fields = dict(re.findall(r"^\s*(\w+): (.*)$", result, re.MULTILINE))
+    fields: dict[str, str] = {}
+    for name, value in re.findall(r"^\s*(\w+): (.*)$", result, re.MULTILINE):
+        fields.setdefault(name, value)
     status = re.search(r"Goal finished with status: (\w+)", out)
     assert status, out
     return fields | {"status": status.group(1)}
@@ -204,18 +208,18 @@ def test_place_goals_put_the_cube_down_where_asked(ros2, ros_context, tmp_path):
         assert moved < 1e-3, f"the arm moved {moved:.4f} rad for a rejected goal"
 
         # both signals are read; whichever comes first ends the lowering (on a loaded machine
-        # the stall may come first every time: a CI run saw stall, stall, stall)
-        place_all(client, ros2, {"load", "stall"}, CUBE_X0)
+        # the stall may come first every time: a CI run saw stall, stall, stall), each judged
+        # by what it is known to reach
+        place_all(client, ros2, {"load": PLACE_TOLERANCE, "stall": STALL_PLACE}, CUBE_X0)
     finally:
         client.close()
 
 
-def place_all(
-    client: Client, ros2, support_by: set[str], cube_x0: float, within: float = PLACE_TOLERANCE
-) -> list[str]:
+def place_all(client: Client, ros2, within: dict[str, float], cube_x0: float) -> list[str]:
     """Reset the cube (at each PLACES' cube_x; the bridge starts with ``cube_x0``) and place it
-    at each of PLACES: the support sensed by one of ``support_by``, the sim bridge's own cube
-    pose within ``within`` [m] of the place pose, upright, no jaw touching it, and the goal's
+    at each of PLACES: the support sensed by one of the signals in ``within``, the sim bridge's
+    own cube pose within that signal's distance [m] of the place pose, upright, no jaw touching
+    it, the same outcome on the latched ``pick/outcome`` as in the result, and the goal's
     verdict, judged by the cube's pose, the truth's: PLACED and SUCCEEDED within 1 cm, DROPPED
     (for its distance alone) beyond. Returns which signal sensed each support."""
     signals = []
@@ -234,19 +238,20 @@ def place_all(
         assert {"carry", "descend", "open", "retreat"} <= set(states), states
         done = time.monotonic()
         client.spin_for(1.0)
-        place = client.outcome["place"]  # this goal's outcome JSON (latched, came by now)
-        assert place["target_m"] == [x, y, CUBE_HALF], place
-        assert place["support_by"] in support_by, place
-        signals.append(place["support_by"])
+        outcome = client.outcome  # the same outcome on the latched topic (came by now)
+        assert outcome["outcome"] == outcome_name(result.outcome), (outcome, result)
+        assert outcome["place_error"] == result.place_error, (outcome, result)
+        assert outcome["support_by"] in within, outcome
+        signals.append(outcome["support_by"])
         wall, centre, quat = client.cube_pose
         assert wall > done + 0.5, "no fresh cube pose from the sim bridge"
         error = math.dist(centre, (x, y, CUBE_HALF))
         tilt = tilt_deg(quat)
         print(f"place ({x}, {y}) by {signals[-1]}: truth {error * 100:.2f} cm, tilt {tilt:.2f} deg")
         print(f"  result: {result.reason}")
-        assert error <= within, f"the cube rests {error * 100:.2f} cm from ({x}, {y})"
+        assert error <= within[signals[-1]], f"the cube rests {error * 100:.2f} cm from ({x}, {y})"
         # the typed result carries the place's numbers (the judge's pose, before the truth's)
-        assert result.support_by == place["support_by"], result
+        assert result.support_by == outcome["support_by"], result
         assert abs(result.place_error - error) < 1e-3 and result.place_tilt < math.radians(10)
         assert tilt < 10.0, f"the cube is tilted {tilt:.1f} deg"
         for jaw, (_, force) in client.forces.items():
@@ -298,7 +303,7 @@ def test_place_by_the_arms_stall_alone(ros2, ros_context, tmp_path):
                 break
             client.spin_for(0.5)
         assert "force_target > 0" in result.reason, f"the pick never knew the cube: {result.reason}"
-        place_all(client, ros2, {"stall"}, CUBE_X0, within=STALL_PLACE)
+        place_all(client, ros2, {"stall": STALL_PLACE}, CUBE_X0)
     finally:
         client.close()
 

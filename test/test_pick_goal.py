@@ -5,6 +5,7 @@ test_pick_action.py."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -16,6 +17,12 @@ from physai_ros.core.pick.machine import force_params, load_pick_config, load_pi
 
 Pick = require("physai_ros_interfaces.action").Pick
 action = require("physai_ros.nodes._pick_action")
+outcomes = require("physai_ros.nodes._pick_outcome")
+outcome_fields, outcome_name, verdict_of = (
+    outcomes.outcome_fields,
+    outcomes.outcome_name,
+    outcomes.verdict_of,
+)
 
 WORLD = "world"
 FRAMES = TfBuffer(WORLD)
@@ -138,7 +145,10 @@ def test_the_result_carries_the_outcome_report_in_si_units():
         "jaw_forces_N": [40.0, 40.5],
         "close_s": 0.5,
         "ik_error_mm": 0.01,
+        "close_mode": "cap",
         "force": None,
+        "robot": {"outcome": "held", "lift_cm": 7.1, "in_jaws": True, "reason": "stalled"},
+        "cube_pose": {"outcome": "held", "lift_cm": 7.3, "in_jaws": True, "reason": "rose"},
     }
     result = action.result_from_report(report, ("fixed_jaw", "moving_jaw"), 5.5)
     assert result.outcome == Pick.Result.HELD and result.judged_by == "cube_pose"
@@ -147,6 +157,14 @@ def test_the_result_carries_the_outcome_report_in_si_units():
     assert math.isnan(result.force_target)  # a cap close has no target
     assert list(result.jaw_targets) == [] and result.support_by == ""
     assert math.isnan(result.place_error) and math.isnan(result.strain_peak)
+    # both witnesses, each with its own verdict, beside the one that decided
+    fields = outcome_fields(result)
+    assert fields["outcome"] == "held" and fields["close_mode"] == "cap"
+    robot, pose = verdict_of(fields, "robot"), verdict_of(fields, "cube_pose")
+    assert robot["reason"] == "stalled" and robot["lift"] == pytest.approx(0.071)
+    assert pose["outcome"] == "held" and pose["lift"] == pytest.approx(0.073)
+    assert math.isnan(pose["error"]) and verdict_of(fields, "robot", "place") is None
+    assert fields["close_phase"] == "" and math.isnan(fields["close_effort"])
 
 
 def test_a_place_and_a_force_close_carry_their_numbers_as_fields():
@@ -161,13 +179,28 @@ def test_a_place_and_a_force_close_carry_their_numbers_as_fields():
             "squeeze_per_jaw_N": 3.1,
             "within_tolerance": True,
             "peak_while_closing_N": 3.3,
+            "effort_Nm": 0.21,
+            "phase": "done",
+            "source": "planner",
         },
-        "place": {"support_by": "stall", "error_cm": 0.42, "tilt_deg": 1.5},
+        "place": {
+            "support_by": "stall",
+            "error_cm": 0.42,
+            "tilt_deg": 1.5,
+            "robot": {"outcome": "placed", "error_cm": 0.5, "tilt_deg": None, "reason": "r"},
+            "cube_pose": {"outcome": "placed", "error_cm": 0.42, "tilt_deg": 1.5, "reason": "p"},
+        },
     }
     result = action.result_from_report(report, ("fixed_jaw", "moving_jaw"), 9.0)
     assert list(result.jaw_targets) == [3.0, 3.0] and result.support_by == "stall"
     assert result.place_error == pytest.approx(0.0042)
     assert result.place_tilt == pytest.approx(math.radians(1.5))
+    assert (result.close_phase, result.force_source) == ("done", "planner")
+    assert result.close_effort == pytest.approx(0.21)
+    fields = outcome_fields(result)
+    robot, pose = verdict_of(fields, "robot", "place"), verdict_of(fields, "cube_pose", "place")
+    assert robot["error"] == pytest.approx(0.005) and math.isnan(robot["tilt"])
+    assert pose["tilt"] == pytest.approx(math.radians(1.5)) and math.isnan(pose["lift"])
 
 
 def test_the_hand_result_carries_each_fingers_target_and_the_strain():
@@ -187,7 +220,9 @@ def test_the_hand_result_carries_each_fingers_target_and_the_strain():
     }
     result = action.hand_result_from_report(report, ("f1", "f2", "f3"), 12.0)
     assert list(result.jaw_targets) == [2.0, 1.0, 1.0] and result.force_target == 2.0
+    assert list(result.jaw_peaks) == [2.1, 1.1, 1.1] and result.force_within_tolerance
     assert result.strain_peak == pytest.approx(0.12) and result.support_by == ""
+    assert (result.close_mode, result.force_source) == ("force", "planner")
 
 
 @pytest.mark.parametrize(
@@ -198,7 +233,24 @@ def test_every_judged_outcome_has_its_constant(outcome, constant):
     report = {"outcome": outcome, "reason": "r", "abort_reason": "why", "state": "aborted"}
     result = action.result_from_report(report, ("a", "b"), 1.0)
     assert result.outcome == getattr(Pick.Result, constant)
+    assert outcome_name(result.outcome) == outcome  # and back, for the tools that read it
     assert math.isnan(result.lift)  # not measured: NaN, never a made-up 0
+
+
+def test_the_outcome_topics_message_is_the_results_fields_and_constants():
+    """``PickOutcome`` is cut from ``Pick.action``'s Result section at build time: the same
+    fields, types and constants, and a result crosses over whole."""
+    PickOutcome = require("physai_ros_interfaces.msg").PickOutcome
+    assert PickOutcome.get_fields_and_field_types() == Pick.Result.get_fields_and_field_types()
+    for name in ("HELD", "PLACED", "DROPPED", "MISSED", "ABORTED", "CANCELED", "REJECTED"):
+        assert getattr(PickOutcome, name) == getattr(Pick.Result, name), name
+    report = {"outcome": "held", "robot": {"outcome": "held", "lift_cm": 5.0}, "close_mode": "cap"}
+    result = action.result_from_report(report, ("a", "b"), 2.0)
+    result.stamp.sec = 7
+    message = outcomes.as_outcome(result)
+    # as text: its NaN fields (not measured) are equal only as written
+    assert json.dumps(outcome_fields(message)) == json.dumps(outcome_fields(result))
+    assert message.witnesses[0].lift == pytest.approx(0.05) and message.stamp.sec == 7
 
 
 def test_a_refusal_is_rejected_with_its_reason():

@@ -66,7 +66,7 @@ def test_ten_ros_picks_hold_and_match_the_in_process_runner(ros_domain, tmp_path
         outcome = ros_pick(float(pos[0]), float(pos[1]), out)
         log = (out.with_suffix(".logs") / "pick.log").read_text()[-4000:]
         assert outcome["outcome"] == reference.outcome, (pos, outcome, reference, log)
-        assert outcome["lift_cm"] / 100 == pytest.approx(reference.lift, abs=LIFT_TOL), log
+        assert outcome["lift"] == pytest.approx(reference.lift, abs=LIFT_TOL), log
         held += outcome["outcome"] == "held"
     assert held >= 9, f"{held}/10 held"
     assert np.allclose(np.mean(POSITIONS, axis=0)[:2], CENTRE, atol=0.01)

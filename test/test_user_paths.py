@@ -17,11 +17,14 @@ from pathlib import Path
 
 import pytest
 import rclpy
+from physai_ros_interfaces.msg import PickOutcome
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from std_msgs.msg import String
 from support.processes import ros2_output
 from support.witness import JAWS, Witness, shipped
+
+from physai_ros.nodes._pick_outcome import outcome_fields, verdict_of
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -43,7 +46,7 @@ class Watcher:
         self.state: str | None = None
         self.states: list[str] = []  # every state received, in order
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.node.create_subscription(String, outcome_topic, self._outcome, latched)
+        self.node.create_subscription(PickOutcome, outcome_topic, self._outcome, latched)
         state_topic = outcome_topic.rsplit("/", 1)[0] + "/state"
         self.node.create_subscription(String, state_topic, self._state, latched)
         self.node.create_subscription(String, "/so101_emulator/witness", self._witness, 10)
@@ -51,7 +54,7 @@ class Watcher:
         self.executor.add_node(self.node)
 
     def _outcome(self, msg) -> None:
-        self.outcome = json.loads(msg.data)
+        self.outcome = outcome_fields(msg)
 
     def _witness(self, msg) -> None:
         self.witness = json.loads(msg.data)
@@ -104,7 +107,7 @@ def test_ros2_launch_sim_pick_holds(ros2, ros_context, tmp_path):
     outcome = Watcher(ros_context).wait_outcome(120.0)
     assert outcome is not None, (tmp_path / "log").read_text()[-3000:]
     assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
-    assert outcome["robot"]["outcome"] == "held"  # the robot's own verdict agrees
+    assert verdict_of(outcome, "robot")["outcome"] == "held"  # the robot's own verdict agrees
     assert launch.poll() is None  # still running, as a launch does
     seen, _ = witness.check_pick(shipped("pick", "min_lift"))
     print(f"witness: cube rose {100 * seen.rise:.2f} cm")
@@ -143,12 +146,13 @@ def test_pick_ends_within_a_second_when_the_sim_bridge_is_killed(ros2, ros_conte
     assert outcome is not None, (tmp_path / "log").read_text()[-3000:]
     assert outcome["outcome"] == "aborted" and outcome["state"] == "aborted", outcome
     # both fall silent with the bridge, its joint states and its clock; whichever is first
-    reason = outcome["abort_reason"]
+    reason = outcome["reason"]
     assert "robot silent" in reason or "clock stopped" in reason, outcome
     assert waited < 2.0, f"the outcome came {waited:.2f} s after the kill"
     # the last readings look fresh on the stopped clock; they are not: nothing judges
-    assert outcome["robot"]["outcome"] != "held" and outcome["cube_pose"]["outcome"] != "held"
-    assert "stale" in outcome["reason"], outcome
+    robot, pose = verdict_of(outcome, "robot"), verdict_of(outcome, "cube_pose")
+    assert robot["outcome"] != "held" and pose["outcome"] != "held", outcome
+    assert "stale" in robot["reason"] + pose["reason"], outcome
 
 
 def test_ros2_launch_two_arms_each_pick_their_own_cube(ros2, ros_context, tmp_path):
@@ -170,10 +174,10 @@ def test_ros2_launch_two_arms_each_pick_their_own_cube(ros2, ros_context, tmp_pa
         outcomes[arm] = outcome
     for arm, outcome in outcomes.items():
         assert outcome["outcome"] == "held", (arm, outcome)
-        assert outcome["robot"]["outcome"] == "held", (arm, outcome)
+        assert verdict_of(outcome, "robot")["outcome"] == "held", (arm, outcome)
         # each arm saw its own cube's frame; two bridges on 2 loaded cores can deliver the last
         # pose more than max_age late (seen in CI: 0.61 s), and a stale pose judges nothing
-        pose = outcome["cube_pose"]
+        pose = verdict_of(outcome, "cube_pose")
         assert pose["reason"].startswith(f"TF frame '{arm}/cube'"), outcome
         fresh = pose["outcome"] == "held" and outcome["judged_by"] == "cube_pose"
         assert fresh or "stale" in pose["reason"], (arm, outcome)
@@ -197,7 +201,7 @@ def test_ros2_launch_real_arm_graph_on_the_emulator(ros2, ros_context, tmp_path)
     truth = watcher.witness
     assert truth is not None
     assert truth["cube_pos"][2] - 0.015 >= 0.04 and truth["cube_in_jaws"], truth
-    assert abs(outcome["lift_cm"] - 100 * (truth["cube_pos"][2] - 0.015)) < 1.0
+    assert abs(100 * outcome["lift"] - 100 * (truth["cube_pos"][2] - 0.015)) < 1.0
 
 
 def test_driver_through_ros2_lifecycle_action_and_param(ros2, tmp_path, colcon_install):

@@ -68,7 +68,6 @@ EMULATOR = "/so101_emulator"
 WITNESS = f"{EMULATOR}/witness"
 PUT_BACK = 0.005  # [m] a cube put back rests this close to its place, out of the jaws
 GRAPH_UP = 120.0  # [s wall] the graph's nodes up (fresh processes on a loaded machine)
-OUTCOMES = ("HELD", "PLACED", "DROPPED", "MISSED", "ABORTED", "CANCELED", "REJECTED", "UNJUDGED")
 FIELDS = [
     "cube_x",
     "cube_y",
@@ -347,16 +346,6 @@ class TrialsClient:
         rclpy.try_shutdown(context=self.context)
 
 
-def outcome_name(outcome: int) -> str:
-    """The result's outcome constant as the outcome JSON spells it (``HELD`` -> ``held``)."""
-    from physai_ros_interfaces.action import Pick
-
-    for name in OUTCOMES:
-        if getattr(Pick.Result, name) == outcome:
-            return name.lower()
-    return f"outcome {outcome}"
-
-
 def _nan_none(value: float, scale: float = 1.0) -> float | None:
     return None if math.isnan(value) else round(value * scale, 4)
 
@@ -374,6 +363,8 @@ def run_trial(
     it (``bus_loop``); the jaw opened at the end. ``emulator``: its parameters, for the row."""
     if client.emulated:
         client.put_cube(cube)
+    from physai_ros.nodes._pick_outcome import outcome_name
+
     client.record(bag)
     began = time.monotonic()
     try:

@@ -8,9 +8,9 @@ then watches the graph over DDS, prints what it saw, and stops every process it 
 ``bringup pick`` is a client of the pick's ``/pick`` action: it starts the graph with the pick
 left to goals (``start_pick:=false``), sends one goal for the configured cube (its TF frame in
 the simulation, its placed position on a real or emulated arm) and prints the goal's typed
-result beside the outcome JSON. ``-p start_pick:=true`` keeps the pick at start instead, watched
-until its outcome; a computer running a share of a split graph without the pick node watches
-for the outcome the other computer's goal brings.
+result beside the outcome the pick publishes. ``-p start_pick:=true`` keeps the pick at start
+instead, watched until its outcome; a computer running a share of a split graph without the
+pick node watches for the outcome the other computer's goal brings.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--outcome-json",
         type=Path,
         default=None,
-        help="pick: also write the pick outcome to this JSON file",
+        help="pick: also write the pick outcome (the typed result's fields) to this JSON file",
     )
     nodes = parser.add_mutually_exclusive_group()
     nodes.add_argument(

@@ -6,7 +6,6 @@ tree out) and by tests as an independent observer in its own process.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -88,20 +87,20 @@ class GraphReport:
 
 
 def outcome_line(o: dict[str, Any]) -> str:
-    """One line of a pick's outcome: the two-jaw pick's, or the three-finger hand pick's."""
-    aborted = f", aborted: {o['abort_reason']}" if o.get("abort_reason") else ""
-    if "rise_cm" in o:  # the hand pick (physai_ros.nodes.hand_pick)
-        force = o["force"]
-        return (
-            f"hand pick outcome: {o['outcome']} (judged by {o['judged_by']}) — rose "
-            f"{o['rise_cm']} cm, close {o['close_s']} s, finger forces {force['final_N']} N "
-            f"(targets {force['targets_N']} N), strain {o['strain_peak']}{aborted}"
-        )
-    return (
-        f"pick outcome: {o['outcome']} (judged by {o.get('judged_by')}) — lift {o['lift_cm']} "
-        f"cm, close {o['close_s']} s, squeeze {o['squeeze_N']} N, jaw forces "
-        f"{o['jaw_forces_N']} N{aborted}"
+    """One line of a pick's outcome (``outcome_fields`` of the outcome topic's message): the
+    two-jaw pick's, or the three-finger hand pick's (its strain and finger targets)."""
+    nan = lambda v, scale=1.0: "-" if v != v else f"{v * scale:.3g}"  # noqa: E731
+    forces = ", ".join(f"{f:.2f}" for f in o["jaw_forces"])
+    what = "hand pick" if o["strain_peak"] == o["strain_peak"] else "pick"
+    line = (
+        f"{what} outcome: {o['outcome']} (judged by {o['judged_by'] or '-'}; {o['reason']}) — "
+        f"lift {nan(o['lift'], 100.0)} cm, close {nan(o['close_time'])} s, squeeze "
+        f"{nan(o['squeeze'])} N, forces [{forces}] N"
     )
+    if what == "hand pick":
+        targets = ", ".join(f"{t:.2f}" for t in o["jaw_targets"])
+        line += f" (targets [{targets}] N), strain {nan(o['strain_peak'])}"
+    return line
 
 
 RESULT_NUMBERS = ("lift", "squeeze", "close_time", "ik_error", "duration")
@@ -169,6 +168,8 @@ def watch_graph(
     server is there, as any client would; the watch then also waits for its typed result
     (``GraphReport.pick_result``)."""
     import rclpy
+    from physai_ros_interfaces.action import Pick
+    from physai_ros_interfaces.msg import PickOutcome
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import JointState
@@ -176,6 +177,7 @@ def watch_graph(
     from tf2_msgs.msg import TFMessage
 
     from physai_ros import interfaces
+    from physai_ros.nodes._pick_outcome import outcome_fields
     from physai_ros.qos import stream_qos
 
     wait_for_pick = pick is not None
@@ -203,8 +205,8 @@ def watch_graph(
         if not report.pick_states or report.pick_states[-1] != msg.data:
             report.pick_states.append(msg.data)
 
-    def on_pick_outcome(msg: String) -> None:
-        report.pick_outcome = json.loads(msg.data)
+    def on_pick_outcome(msg: PickOutcome) -> None:
+        report.pick_outcome = outcome_fields(msg)
 
     static_qos = QoSProfile(
         depth=1,
@@ -222,13 +224,12 @@ def watch_graph(
         node.create_subscription(TFMessage, interfaces.TF_STATIC, on_tf_static, static_qos)
         node.create_subscription(Clock, interfaces.CLOCK, on_clock, stream_qos(10))
         node.create_subscription(String, state_topic, on_pick_state, static_qos)
-        node.create_subscription(String, outcome_topic, on_pick_outcome, static_qos)
+        node.create_subscription(PickOutcome, outcome_topic, on_pick_outcome, static_qos)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
         sent = result = None  # the goal's send and result futures
         resend = 0.0  # [s, monotonic] the goal is (re)sent from then on
         if goal is not None:
-            from physai_ros_interfaces.action import Pick
             from rclpy.action import ActionClient
 
             client = ActionClient(node, Pick, "/" + interfaces.PICK_ACTION)
@@ -261,7 +262,7 @@ def watch_graph(
                     resend = time.monotonic() + 1.0
                     continue
                 report.pick_result = result_dict(answer.status, answer.result)
-                # its outcome JSON comes on its own topic; a goal refused has none
+                # its outcome comes on the outcome topic too; a goal refused has none
                 deadline = min(deadline, time.monotonic() + 1.0)
             for p in procs or []:
                 if p.poll() is not None:

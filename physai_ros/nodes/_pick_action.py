@@ -2,8 +2,9 @@
 for, checked before anything moves, and the outcome as the action's typed result.
 
 Why a module of its own: the node drives the machine; this says what a goal means (which
-object, which close, where to place it) and turns the outcome the node already judges (the
-``pick/outcome`` JSON) into the result's fields, so both carry the same numbers.
+object, which close, where to place it) and turns the outcome report the node judges (a dict,
+logged whole) into the result's fields: the one typed outcome, sent as the goal's result and
+published on the ``pick/outcome`` topic.
 """
 
 from __future__ import annotations
@@ -15,24 +16,15 @@ from typing import NamedTuple
 
 import numpy as np
 from physai_ros_interfaces.action import Pick
+from physai_ros_interfaces.msg import Witness
 
 from physai_ros.core.frames.tf_buffer import FrameLookupError, TfBuffer
 from physai_ros.core.pick.force_close import ForceCloseParams, capacity_fault
 from physai_ros.core.pick.machine import PickConfig
 from physai_ros.errors import InvalidInput
+from physai_ros.nodes._pick_outcome import OUTCOMES
 
 Result = Pick.Result
-# the judge's outcomes (``physai_ros.core.pick.judge``) and the node's own, as result constants
-OUTCOMES = {
-    "held": Result.HELD,
-    "placed": Result.PLACED,
-    "dropped": Result.DROPPED,
-    "not closed": Result.MISSED,
-    "no measurement": Result.UNJUDGED,
-    "aborted": Result.ABORTED,
-    "canceled": Result.CANCELED,
-    "rejected": Result.REJECTED,
-}
 BUSY = "a pick is running (state {state}): one goal at a time; wait for its result or cancel it"
 
 
@@ -150,7 +142,7 @@ def _number(value: float | None, scale: float = 1.0) -> float:
 
 
 def result_from_report(report: dict, jaws: tuple[str, ...], duration: float) -> Pick.Result:
-    """The typed result of an outcome report (the node's ``pick/outcome`` JSON, in its units:
+    """The typed result of an outcome report (the dict the node judges and logs, in its units:
     cm and mm converted to m), ``duration`` [s] from the goal's acceptance."""
     result = Pick.Result()
     result.outcome = OUTCOMES.get(report["outcome"], Result.ABORTED)
@@ -181,12 +173,37 @@ def result_from_report(report: dict, jaws: tuple[str, ...], duration: float) -> 
     if targets is None and force:  # one target for each jaw
         targets = [force["target_N"]] * len(jaws)
     result.jaw_targets = [float(t) for t in targets or []]
+    result.jaw_peaks = [float(f) for f in report.get("jaw_peaks_N") or []]
     result.strain_peak = _number(report.get("strain_peak"))
     place = report.get("place") or {}
     result.support_by = str(place.get("support_by") or "")
     result.place_error = _number(place.get("error_cm"), 0.01)
     result.place_tilt = _number(place.get("tilt_deg"), math.pi / 180.0)
+    result.witnesses = [
+        witness(name, judges, verdict)
+        for judges, verdicts in (("pick", report), ("place", place))
+        for name in ("robot", "cube_pose", "object_pose")
+        if (verdict := verdicts.get(name))
+    ]
+    result.close_mode = str(report.get("close_mode") or "")
+    result.force_source = str((force or {}).get("source") or "")
+    result.close_phase = str((force or {}).get("phase") or "")
+    result.close_effort = _number((force or {}).get("effort_Nm"))
     return result
+
+
+def witness(name: str, judges: str, verdict: dict) -> Witness:
+    """One witness's verdict of an outcome report (a pick's lift or a place's error, in cm;
+    a place's tilt in degrees) as the result's ``Witness``."""
+    return Witness(
+        name=name,
+        judges=judges,
+        outcome=str(verdict["outcome"]),
+        reason=str(verdict.get("reason") or ""),
+        lift=_number(verdict.get("lift_cm"), 0.01),
+        error=_number(verdict.get("error_cm"), 0.01),
+        tilt=_number(verdict.get("tilt_deg"), math.pi / 180.0),
+    )
 
 
 def hand_result_from_report(report: dict, fingers: tuple[str, ...], duration: float) -> Pick.Result:
@@ -206,8 +223,16 @@ def hand_result_from_report(report: dict, fingers: tuple[str, ...], duration: fl
         "jaw_forces_N": final,
         "ik_error_mm": report.get("ik_error_mm"),
         "jaw_targets_N": targets,
+        "jaw_peaks_N": force.get("peak_while_closing_N"),
         "strain_peak": report.get("strain_peak"),
+        "close_mode": "force",
     }
+    if report.get("verdict") is not None:  # the object pose's own verdict
+        as_jaw["object_pose"] = {
+            "outcome": report["verdict"],
+            "reason": report.get("verdict_reason"),
+            "lift_cm": report.get("rise_cm"),
+        }
     if targets:
         as_jaw["force"] = {
             "target_N": max(targets),
@@ -215,6 +240,7 @@ def hand_result_from_report(report: dict, fingers: tuple[str, ...], duration: fl
             "squeeze_per_jaw_N": sum(final) / len(final) if final else None,
             "within_tolerance": all(force.get("within_tolerance") or [False]),
             "peak_while_closing_N": max(force.get("peak_while_closing_N") or [0.0]),
+            "source": "planner",
         }
     return result_from_report(as_jaw, fingers, duration)
 

@@ -11,7 +11,6 @@ moves; the pick's states never come back to it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 
 from physai_ros_interfaces.srv import PlanGrasp
@@ -127,7 +126,7 @@ class ForceTarget:
         )
         self.get_logger().error(f"{reason}; the pick does not start")
         self.pub_state.publish(String(data="aborted"))
-        self.pub_outcome.publish(String(data=json.dumps(report)))
+        self.server.finish(report, self.now())
         self.pending = False  # the start's pick; goals are still served, each checked
 
     def force_report(self) -> dict:

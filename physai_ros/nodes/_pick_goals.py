@@ -104,10 +104,11 @@ class PickGoals:
         if machine.finished:
             self.report_at = max(now, self.chain.end(now))
 
-    def end_goal(self, report: dict, now: float) -> None:
-        """End the goal being served (if any) with the outcome ``report``; the next pick
-        starts from the node's own close."""
-        self.server.end(report, now)
+    def end_goal(self, report: dict, now: float, judged: bool = False) -> None:
+        """End the goal being served (if any) with the outcome ``report``, ``judged``: of a
+        pick that ran, then also published on the outcome topic (``PickServer.finish``); the
+        next pick starts from the node's own close."""
+        (self.server.finish if judged else self.server.end)(report, now)
         self.cfg, self.place = self.configured, None
 
     def send_feedback(self, now: float) -> None:

@@ -143,7 +143,8 @@ class PlaceSensing:
 
 
 def _verdict(verdict: PlaceVerdict) -> dict:
-    """A place verdict for the outcome JSON (NaN, not JSON, as null), in cm and degrees."""
+    """A place verdict for the outcome report (NaN as None: the log line is JSON), in cm and
+    degrees."""
     error, tilt = verdict.error, verdict.tilt
     return {
         "outcome": verdict.outcome,

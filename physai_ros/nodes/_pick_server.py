@@ -1,7 +1,8 @@
 """What every pick node does around its machine, in one place: the jaw pick (``nodes/pick.py``)
 and the three-finger hand pick (``nodes/hand_pick.py``) both serve ``/pick``
 (``physai_ros_interfaces/action/Pick``), ask the grasp planner once with a deadline, watch for a
-silent robot on the steady clock and publish their outcome as latched JSON.
+silent robot on the steady clock and publish their outcome (the action's typed result, latched, for
+every pick: the one at start without a goal too).
 
 Why shared: these are the parts a user relies on being the same whichever gripper picks -- one
 goal at a time, a refusal as the result REJECTED with its reason (an action server's own
@@ -19,19 +20,21 @@ from collections.abc import Callable
 from typing import Any
 
 from physai_ros_interfaces.action import Pick
+from physai_ros_interfaces.msg import PickOutcome
 from physai_ros_interfaces.srv import PlanGrasp
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.publisher import Publisher
 from rclpy.task import Future
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
-from std_msgs.msg import String
 
 from physai_ros import interfaces
 from physai_ros.core.pick.silence import SilenceWatch
+from physai_ros.nodes._common import LATCHED
 from physai_ros.nodes._messages import measured_at
 from physai_ros.nodes._pick_action import BUSY, refusal
+from physai_ros.nodes._pick_outcome import as_outcome
 
 FEEDBACK_PERIOD = 0.1  # [s] between two feedback messages of a goal (node clock)
 WATCH_PERIOD = 0.1  # [s, steady] how often the silence watchdog looks
@@ -49,8 +52,9 @@ class PickServer:
     ``running()``: the state of the node's pick when one runs or waits to start (a goal is
     then refused: busy), else None; ``check(goal, now)``: what the node makes of the goal, or
     why it refuses it; ``begin(checked, now)``: the node starts (or queues) the pick;
-    ``to_result(report, duration)``: the typed result of an outcome report. The node ends the
-    goal with ``end`` when its pick has been judged.
+    ``to_result(report, duration)``: the typed result of an outcome report. The node ends a
+    judged pick with ``finish``, which publishes the result on ``outcome_topic`` (latched) and
+    ends the goal being served, if any, with it; ``what`` names the pick in the log.
     """
 
     def __init__(
@@ -60,9 +64,12 @@ class PickServer:
         check: Callable[[Pick.Goal, float], Any],
         begin: Callable[[Any, float], None],
         to_result: Callable[[dict, float], Pick.Result],
+        outcome_topic: str,
+        what: str,
     ) -> None:
         self.node, self.running, self.check = node, running, check
-        self.begin, self.to_result = begin, to_result
+        self.begin, self.to_result, self.what = begin, to_result, what
+        self.outcome = node.create_publisher(PickOutcome, outcome_topic, LATCHED)
         self.goal = None  # the goal being served (None: a start pick without a goal, or idle)
         self.done: Future | None = None  # its result, awaited by the execute callback
         self.t0 = math.nan  # [s] when the goal was accepted (or the start pick began)
@@ -127,16 +134,29 @@ class PickServer:
         self.feedback_at = now
         self.goal.publish_feedback(make(now - self.t0))
 
+    def finish(self, report: dict, now: float) -> None:
+        """A pick judged: its typed result (stamped ``now``, node clock) on the outcome topic
+        (as ``PickOutcome``, the result's fields), the whole ``report`` in the log, and the goal
+        being served (if any) ended with it."""
+        result = self.to_result(report, now - self.t0)
+        result.stamp = Time(nanoseconds=round(now * 1e9)).to_msg()
+        self.outcome.publish(as_outcome(result))
+        self.node.get_logger().info(f"{self.what} finished: {json.dumps(report)}")
+        self._end(report["outcome"], result)
+
     def end(self, report: dict, now: float) -> None:
-        """End the goal being served (if any) with the outcome ``report``: SUCCEEDED when it
-        held or placed, CANCELED when canceled, ABORTED otherwise."""
+        """End the goal being served (if any) with ``report`` without an outcome on the topic:
+        a goal canceled before its pick started, which no pick's outcome belongs to."""
+        self._end(report["outcome"], self.to_result(report, now - self.t0))
+
+    def _end(self, outcome: str, result: Pick.Result) -> None:
+        """SUCCEEDED when it held or placed, CANCELED when canceled, ABORTED otherwise."""
         handle, done = self.goal, self.done
         if handle is None or done is None:
             return
-        result = self.to_result(report, now - self.t0)
-        if report["outcome"] == "canceled":
+        if outcome == "canceled":
             handle.canceled()
-        elif report["outcome"] in SUCCEEDED:
+        elif outcome in SUCCEEDED:
             handle.succeed()
         else:
             handle.abort()
@@ -224,12 +244,3 @@ class PickPlumbing:
         for name, q, v in zip(msg.name, msg.position, velocity, strict=False):
             self.joints[name] = (q, v)
         self.joints_stamp = measured_at(msg.header.stamp, self.now())
-
-
-def publish_outcome(
-    node: Node, state_pub: Publisher, outcome_pub: Publisher, state: str, report: dict, what: str
-) -> None:
-    """Publish the pick's last ``state`` and its outcome ``report`` (latched JSON), and log it."""
-    state_pub.publish(String(data=state))
-    outcome_pub.publish(String(data=json.dumps(report)))
-    node.get_logger().info(f"{what} finished: {json.dumps(report)}")

@@ -11,9 +11,10 @@ the spread and each finger as ``GripperCommand`` goals to their controllers
 (``f<k>_controller/gripper_cmd``: position, and ``max_effort`` the finger's torque cap, which
 the force close sets), the forces from the fingers' ``jaw_contact/f<k>`` wrenches, the object
 from ``soft_object_pose`` and ``soft_object_strain``. State on ``hand_pick/state``, the outcome
-(latched JSON) on ``hand_pick/outcome``: held / crushed / dropped / not closed / no
-measurement, or aborted with the reason (no plan, out of reach, a target beyond a finger's
-capacity, a finger's force close that failed, an arm move that failed, a silent robot).
+(latched, the action's typed result) on ``hand_pick/outcome``: held / crushed / dropped / not
+closed / no measurement, or aborted with the reason (no plan, out of reach, a target beyond a
+finger's capacity, a finger's force close that failed, an arm move that failed, a silent
+robot).
 
 The pick is also the ``/pick`` action (``physai_ros_interfaces/action/Pick``, served as the jaw
 pick serves it: ``physai_ros.nodes._pick_server``): with ``autostart`` (the default) the node
@@ -74,7 +75,6 @@ from physai_ros.nodes._pick_server import (
     PickPlumbing,
     PickServer,
     PlannerCall,
-    publish_outcome,
     silence_watch,
 )
 from physai_ros.nodes._tf_listener import TfListener
@@ -152,13 +152,14 @@ class HandPickNode(PickPlumbing, Node):
         self.target: PickObject | None = None  # a goal's object; None: the soft object's pose
         self.pending = bool(p["autostart"])  # a pick to start once ready
         self.pub_state = self.create_publisher(String, interfaces.HAND_PICK_STATE, LATCHED)
-        self.pub_outcome = self.create_publisher(String, interfaces.HAND_PICK_OUTCOME, LATCHED)
         self.server = PickServer(
             self,
             self.running,
             self.check_goal,
             self.begin_goal,
             lambda report, duration: hand_result_from_report(report, FINGERS, duration),
+            interfaces.HAND_PICK_OUTCOME,
+            "hand pick",
         )
         self.planner = PlannerCall(
             self,
@@ -513,6 +514,7 @@ class HandPickNode(PickPlumbing, Node):
             "outcome": outcome,
             "reason": reason,
             "verdict": verdict.outcome,
+            "verdict_reason": verdict.reason,
             "judged_by": "object pose",
             "state": (m.canceled_in or m.state) if canceled else m.state,
             "abort_reason": m.abort_reason,
@@ -536,9 +538,8 @@ class HandPickNode(PickPlumbing, Node):
             "plan": self.plan,
             "time_s": round(now, 3),
         }
-        state = "canceled" if canceled else m.state
-        publish_outcome(self, self.pub_state, self.pub_outcome, state, report, "hand pick")
-        self.server.end(report, now)
+        self.pub_state.publish(String(data="canceled" if canceled else m.state))
+        self.server.finish(report, now)
         self.machine, self.target, self.state_said = None, None, ""
 
 

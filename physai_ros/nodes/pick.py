@@ -7,14 +7,14 @@ arm is held: the first move starts there), the per-jaw contact wrenches
 when something publishes it, the cube's pose from TF (the simulation, a detector, motion
 capture). Outputs: each arm phase as a ``FollowJointTrajectory`` goal, the jaw through
 ``GripperCommand`` (``max_effort`` = the jaw torque cap), the state on ``pick/state`` and the
-outcome on ``pick/outcome`` (latched JSON).
+outcome on ``pick/outcome`` (latched: the action's typed result as ``PickOutcome``).
 
 ``close_mode: force`` (docs/force_close.md): on the SO-101 (``force_close: servo``) the close is
 the force close of ``physai_ros.core.pick.force_close``, reading the jaw wrenches' magnitudes as the
 normal forces; each change of its jaw command (at most every ``force.update_period``) is a new
 ``GripperCommand`` goal. On the Panda (``force_close: grasp``) it is one franka_gripper ``Grasp``
-goal with the target as its force, the close ending on its result. The outcome gains a ``force``
-section (target, final squeeze per jaw, within tolerance, the peak seen while closing). With
+goal with the target as its force, the close ending on its result. The outcome then says the
+target, the squeeze per jaw, whether it is within tolerance and the peak seen while closing. With
 ``plan.source: planner`` the target is the largest of the ``plan_grasp`` service's force
 targets for the object (``physai_ros.core.pick.force_plan``), asked once before the pick moves (an
 asynchronous call: the executor never blocks); no plan, or no answer within
@@ -38,7 +38,7 @@ The pick is an action, ``pick`` (``physai_ros_interfaces/action/Pick``: served b
 one at a time, each a fresh machine from where the arm is. A goal is checked before anything
 moves and refused as the result REJECTED with the reason; a cancel cancels the arm controller's
 goal (the controller holds the arm) and leaves the jaw as commanded, so a held object stays
-squeezed. The outcome JSON is published for every pick, the goals' too. A goal with ``place``
+squeezed. The outcome is published for every pick, the goals' too. A goal with ``place``
 puts the object down at its ``place_pose`` (world frame; the machine's place), sensing support
 from the jaws' load (``place_load``: wrenches turned into the world by forward kinematics) and
 the arm's stall, on the arm's own goal timeline (``PlaceSensing.arm_time``), and is judged by
@@ -120,7 +120,6 @@ from physai_ros.nodes._pick_server import (
     PickPlumbing,
     PickServer,
     PlannerCall,
-    publish_outcome,
     silence_watch,
 )
 from physai_ros.nodes._tf_listener import TfListener
@@ -251,13 +250,14 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
                 raise SystemExit(f"pick: force_close grasp needs franka_msgs ({exc})") from exc
             self.grasp_client = ActionClient(self, Grasp, str(rob["grasp_action"]))
         self.pub_state = self.create_publisher(String, interfaces.PICK_STATE, LATCHED)
-        self.pub_outcome = self.create_publisher(String, interfaces.PICK_OUTCOME, LATCHED)
         self.server = PickServer(
             self,
             self.running,
             self.check_goal,
             self.begin_goal,
             lambda report, duration: result_from_report(report, self.jaws, duration),
+            interfaces.PICK_OUTCOME,
+            "pick",
         )
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
         self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
@@ -725,9 +725,8 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             "force": self.force_report() if cfg.close_mode == "force" else None,
             "place": place,
         }
-        state = "canceled" if canceled else m.state
-        publish_outcome(self, self.pub_state, self.pub_outcome, state, report, "pick")
-        self.end_goal(report, now)
+        self.pub_state.publish(String(data="canceled" if canceled else m.state))
+        self.end_goal(report, now, judged=True)
         self.machine, self.report_at = None, None  # ready for the next goal
 
     def start_pick(self, now: float) -> None:

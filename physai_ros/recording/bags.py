@@ -6,7 +6,9 @@ messages' CDR bytes exactly as they crossed DDS and their ROS 2 message definiti
 schemas -- so ``ros2 bag info``/``ros2 bag play``, Foxglove and any MCAP reader open it.
 
 Messages are taken serialised (``raw=True``): nothing is converted in Python on the way to
-disk. The types come from the ROS graph; their definitions from rosbags' Kilted type store.
+disk. The types come from the ROS graph; their definitions from rosbags' Kilted type store, and
+for a type it does not know (the pick's ``physai_ros_interfaces/msg/PickOutcome``) from the
+installed interface package's own ``.msg`` files.
 """
 
 from __future__ import annotations
@@ -61,8 +63,10 @@ class BagRecorder:
                 continue
             ros_type = graph[topic][0]  # "pkg/msg/Name"
             if ros_type not in self.typestore.types:
-                self.skipped[topic] = f"type {ros_type} unknown to the Kilted type store"
-                continue
+                why = _register(self.typestore, ros_type)
+                if why is not None:
+                    self.skipped[topic] = why
+                    continue
             latched = topic in LATCHED_TOPICS
             qos = QoSProfile(
                 depth=100,
@@ -136,3 +140,22 @@ def _message_class(ros_type: str):
 
     package, _, name = ros_type.split("/")
     return getattr(importlib.import_module(f"{package}.msg"), name)
+
+
+def _register(typestore, ros_type: str) -> str | None:
+    """Teach ``typestore`` ``ros_type`` (``pkg/msg/Name``) from its installed package's own
+    message files (all of them: what the type may refer to). None when it worked, else why
+    not."""
+    from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+    from rosbags.typesys import get_types_from_msg
+
+    package = ros_type.split("/")[0]
+    try:
+        share = Path(get_package_share_directory(package))
+    except PackageNotFoundError:
+        return f"type {ros_type}: no installed package {package!r} defines it"
+    types = {}
+    for msg in sorted((share / "msg").glob("*.msg")):
+        types.update(get_types_from_msg(msg.read_text(), f"{package}/msg/{msg.stem}"))
+    typestore.register(types)
+    return None if ros_type in typestore.types else f"type {ros_type}: not in {share / 'msg'}"

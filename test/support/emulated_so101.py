@@ -20,6 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from physai_ros_interfaces.action import Pick
+from physai_ros_interfaces.msg import PickOutcome
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.action import ActionClient
@@ -33,6 +34,7 @@ from physai_ros import interfaces
 from physai_ros.launching.bringup import start_emulated, stop
 from physai_ros.launching.graph import NodeSpec, emulated_pick_graph
 from physai_ros.models.joints import SO101_ARM_JOINTS
+from physai_ros.nodes._pick_outcome import outcome_fields
 from support.ros import spin_in_background
 
 ARM = list(SO101_ARM_JOINTS)
@@ -96,12 +98,12 @@ class Bench:
         self.joint_stamp = 0.0  # [s, system clock] the newest /joint_states header stamp
         self.diag: DiagnosticArray | None = None
         self.witness: list[dict] = []
-        self.outcome: dict | None = None
+        self.outcome: dict | None = None  # the pick's latest outcome (``outcome_fields``)
         node.create_subscription(JointState, interfaces.JOINT_STATES, self._on_joints, 10)
         node.create_subscription(DiagnosticArray, interfaces.DIAGNOSTICS, self._on_diag, 10)
         node.create_subscription(String, "/so101_emulator/witness", self._on_witness, 100)
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        node.create_subscription(String, interfaces.PICK_OUTCOME, self._on_outcome, latched)
+        node.create_subscription(PickOutcome, interfaces.PICK_OUTCOME, self._on_outcome, latched)
         self.arm = ActionClient(node, FollowJointTrajectory, interfaces.FOLLOW_JOINT_TRAJECTORY)
         self.gripper = ActionClient(node, GripperCommand, interfaces.GRIPPER_COMMAND)
         self.pick_action = ActionClient(node, Pick, "/" + interfaces.PICK_ACTION)
@@ -130,9 +132,9 @@ class Bench:
         with self.lock:
             self.witness.append(json.loads(msg.data))
 
-    def _on_outcome(self, msg: String) -> None:
+    def _on_outcome(self, msg: PickOutcome) -> None:
         with self.lock:
-            self.outcome = json.loads(msg.data)
+            self.outcome = outcome_fields(msg)
 
     def close(self) -> None:
         rclpy.try_shutdown(context=self.context)

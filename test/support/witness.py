@@ -1,6 +1,6 @@
 """An outside witness of a pick, in the test process: the object's pose and the per-jaw contact
 wrenches straight from the sim bridge's topics (``cube_pose`` / ``soft_object_pose``,
-``jaw_contact/<jaw>``), judged by the test itself, not read from the pick's outcome JSON.
+``jaw_contact/<jaw>``), judged by the test itself, not read from the pick's outcome.
 
 The pick's own verdict can be right for the wrong reason (a stale cube pose, a squeeze number it
 computed itself); a test that also asks the simulation what happened catches that. A witness
@@ -10,7 +10,6 @@ sample received after the outcome arrived and stamped later than any sample rece
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import threading
@@ -19,7 +18,7 @@ from dataclasses import dataclass
 
 import rclpy
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-from std_msgs.msg import String
+from physai_ros_interfaces.msg import PickOutcome
 
 from physai_ros import interfaces
 from physai_ros.experiments.trials.spinning import Spinning, wait
@@ -78,7 +77,7 @@ class Witness:
                 lambda m, j=jaw: self._wrench(j, m),
                 stream_qos(50),
             )
-        node.create_subscription(String, ns + outcome_topic, self._outcome, LATCHED)
+        node.create_subscription(PickOutcome, ns + outcome_topic, self._outcome, LATCHED)
         self.spinning = Spinning(context, node)
 
     def close(self) -> None:
@@ -95,8 +94,7 @@ class Witness:
         with self.lock:
             self.forces[jaw].append(sample)
 
-    def _outcome(self, msg: String) -> None:
-        json.loads(msg.data)  # a well-formed outcome, not a half-written one
+    def _outcome(self, msg: PickOutcome) -> None:
         with self.lock:
             if self.outcome_at is None:
                 newest = max((s for _w, s, _z in self.poses), default=-math.inf)

@@ -88,9 +88,10 @@ HEADER = (
 
 
 def describe(outcome: dict) -> str:
+    """A pick's outcome (``outcome_fields``) in a table cell."""
     if outcome["outcome"] == "aborted":
-        return f"aborted: {outcome.get('abort_reason')}"
-    return f"{outcome['outcome']} (judged by {outcome.get('judged_by')})"
+        return f"aborted: {outcome['reason']}"
+    return f"{outcome['outcome']} (judged by {outcome['judged_by']})"
 
 
 def pick_cell(node: str, state: str, context, domain: int, logs: Path) -> Cell:

@@ -177,6 +177,7 @@ class Watcher:
     def __init__(self, context, jaws: list[str]) -> None:
         import rclpy
         from geometry_msgs.msg import PoseStamped, WrenchStamped
+        from physai_ros_interfaces.msg import PickOutcome
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import Float64, String
@@ -193,7 +194,7 @@ class Watcher:
         self.peak = 0.0
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         sub = self.node.create_subscription
-        sub(String, interfaces.PICK_OUTCOME, self.on_outcome, latched)
+        sub(PickOutcome, interfaces.PICK_OUTCOME, self.on_outcome, latched)
         sub(String, interfaces.PICK_STATE, self.on_state, latched)
         sub(Float64, interfaces.SOFT_OBJECT_STRAIN, self.on_strain, stream_qos(10))
         sub(PoseStamped, interfaces.SOFT_OBJECT_POSE, self.on_pose, stream_qos(10))
@@ -215,8 +216,10 @@ class Watcher:
             self.executor.spin_once(timeout_sec=0.05)
 
     def on_outcome(self, msg) -> None:
+        from physai_ros.nodes._pick_outcome import outcome_fields
+
         if self.outcome is None:
-            self.outcome = json.loads(msg.data)
+            self.outcome = outcome_fields(msg)
             self.strain_end, self.z_end = self.strain, self.z
 
     def on_state(self, msg) -> None:
@@ -265,24 +268,23 @@ def one_run(
     out = watcher.outcome
     if out is None:
         return Run(mode, x, y, "no outcome", reason=f"none within {TIMEOUT} s; exited: {dead}")
-    force = out.get("force") or {}
-    jaws = out.get("jaw_forces_N") or []
-    squeeze = force.get("squeeze_per_jaw_N")
-    if squeeze is None and len(jaws) == 2:
+    jaws = out["jaw_forces"]
+    squeeze = out["squeeze_per_jaw"]
+    if math.isnan(squeeze) and len(jaws) == 2:
         squeeze = 0.5 * (jaws[0] + jaws[1])
     return Run(
         mode,
         x,
         y,
-        str(out.get("outcome")),
-        target=float(force.get("target_N", math.nan)) if mode == "force" else math.nan,
-        squeeze=math.nan if squeeze is None else float(squeeze),
+        out["outcome"],
+        target=out["force_target"] if mode == "force" else math.nan,
+        squeeze=squeeze,
         peak=watcher.peak,
         strain_max=watcher.strain_max,
         strain_end=watcher.strain_end,
         lift_cm=100.0 * (watcher.z_end - watcher.z_rest),
-        close_s=float(out.get("close_s") or math.nan),
-        reason=str(out.get("abort_reason") or out.get("reason") or ""),
+        close_s=out["close_time"],
+        reason=out["reason"],
     )
 
 

@@ -11,8 +11,8 @@ for the TF frame ``grasp_object``; the hand plans once, at start, and moves the 
 onto the object where it lies.
 
 A run passes when the typed result is HELD (the object's centre of mass rose ≥ 4 cm since the
-close with all three fingers on it, its largest edge strain under the limit); each goal's
-``hand_pick/outcome`` JSON gives the per-finger numbers. The table gives the held rate with its
+close with all three fingers on it, its largest edge strain under the limit); the result
+gives the per-finger numbers. The table gives the held rate with its
 Wilson 95 % interval and each run's rise, final and peak finger forces against the planned
 targets, strain and close time::
 
@@ -55,7 +55,7 @@ class Run:
     targets: list[float] = field(default_factory=list)
     final: list[float] = field(default_factory=list)
     peak: list[float] = field(default_factory=list)
-    within: list[bool] = field(default_factory=list)
+    within: bool = False  # every finger's final force within its target's tolerance
     strain: float = math.nan
     close_s: float = math.nan
     wall_s: float = math.nan
@@ -115,36 +115,29 @@ def wait_ready(client: Client) -> None:
 
 
 def one_run(client: Client, x: float, y: float) -> Run:
-    """Put the object at (x, y), send one goal for it, read the result and its outcome JSON."""
+    """Put the object at (x, y), send one goal for it and read its typed result."""
     from physai_ros_interfaces.action import Pick
 
+    from physai_ros.nodes._pick_outcome import outcome_name
+
     client.put_cube(x, y, what="soft")
-    client.outcome = None
     began = time.monotonic()
     try:
         _, result = client.send(Pick.Goal(object_frame=HAND_OBJECT_FRAME), GOAL_TIMEOUT)
     except TimeoutError as exc:
         return Run(x, y, "no result", reason=str(exc))
-    end = time.monotonic() + 10.0  # the outcome JSON goes out with the result
-    while client.outcome is None and time.monotonic() < end:
-        client.spin_for(0.1)
-    out = client.outcome
-    held = result.outcome == Pick.Result.HELD
-    if out is None:
-        return Run(x, y, "no outcome", reason=f"no outcome JSON; result: {result.reason}")
-    force = out["force"]
     return Run(
         x,
         y,
-        "held" if held else str(out["outcome"]),
+        outcome_name(result.outcome),
         reason=str(result.reason),
-        rise_cm=math.nan if out["rise_cm"] is None else float(out["rise_cm"]),
-        targets=force["targets_N"] or [],
-        final=force["final_N"],
-        peak=force["peak_while_closing_N"],
-        within=force["within_tolerance"] or [],
-        strain=float(out["strain_peak"]),
-        close_s=math.nan if out["close_s"] is None else float(out["close_s"]),
+        rise_cm=100.0 * result.lift,
+        targets=list(result.jaw_targets),
+        final=list(result.jaw_forces),
+        peak=list(result.jaw_peaks),
+        within=result.force_within_tolerance,
+        strain=result.strain_peak,
+        close_s=result.close_time,
         wall_s=time.monotonic() - began,
     )
 

@@ -50,9 +50,7 @@ def sweep(losses: list[float], picks: int, domain: int, keep: Path) -> list[str]
                 tally["held"] += 1
             else:
                 tally["not held"] += 1
-                reasons.append(
-                    f"{outcome['outcome']}: {outcome.get('abort_reason') or outcome.get('reason')}"
-                )
+                reasons.append(f"{outcome['outcome']}: {outcome['reason']}")
             print(f"  {loss:g} % pick {i}: {outcome and outcome['outcome']}", flush=True)
         line = (
             f"loss {loss:g} %: held {tally['held']}/{picks}, ended otherwise "

@@ -5,7 +5,6 @@ topics."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from collections.abc import Callable
 import rclpy
 from control_msgs.action import FollowJointTrajectory
 from geometry_msgs.msg import PoseStamped
+from physai_ros_interfaces.msg import PickOutcome
 from rclpy.action import ActionClient
 from rclpy.executors import SingleThreadedExecutor
 from sensor_msgs.msg import JointState
@@ -25,6 +25,7 @@ from physai_ros import interfaces
 from physai_ros.experiments.trials.spinning import Spinning, wait
 from physai_ros.launching.process_graph import Graph
 from physai_ros.models.joints import SO101_ARM_JOINTS
+from physai_ros.nodes._pick_outcome import outcome_fields
 from physai_ros.qos import LATCHED, stream_qos
 
 ARM = SO101_ARM_JOINTS
@@ -39,13 +40,13 @@ class Observer:
         self.node = node = rclpy.create_node(name, context=context)
         self.lock = threading.Lock()
         self.states: list[tuple[float, str]] = []  # (wall, state)
-        self.outcome: tuple[float, dict] | None = None  # (wall, outcome)
+        self.outcome: tuple[float, dict] | None = None  # (wall, outcome_fields of the result)
         self.joints: list[tuple[float, dict[str, float]]] = []  # (wall, arm joint speeds)
         self.cube: tuple[float, float] | None = None  # (wall, cube centre z [m])
         self.state_sub = node.create_subscription(
             String, interfaces.PICK_STATE, self._state, LATCHED
         )
-        node.create_subscription(String, interfaces.PICK_OUTCOME, self._outcome, LATCHED)
+        node.create_subscription(PickOutcome, interfaces.PICK_OUTCOME, self._outcome, LATCHED)
         node.create_subscription(JointState, interfaces.JOINT_STATES, self._joints, stream_qos(50))
         node.create_subscription(PoseStamped, interfaces.CUBE_POSE, self._cube, stream_qos(10))
         self.reset = node.create_client(Trigger, interfaces.SIM_RESET)
@@ -58,9 +59,9 @@ class Observer:
         with self.lock:
             self.states.append((time.monotonic(), msg.data))
 
-    def _outcome(self, msg: String) -> None:
+    def _outcome(self, msg: PickOutcome) -> None:
         with self.lock:
-            self.outcome = (time.monotonic(), json.loads(msg.data))
+            self.outcome = (time.monotonic(), outcome_fields(msg))
 
     def _joints(self, msg: JointState) -> None:
         speeds = dict(zip(msg.name, msg.velocity, strict=False))

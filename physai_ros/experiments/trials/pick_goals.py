@@ -44,7 +44,6 @@ TOLERANCE = 0.01  # [m] a placed cube's centre within this of the place position
 MAX_TILT = 10.0  # [deg] and upright within this
 GRAPH_UP = 150.0  # [s wall] the graph up and its start pick judged, on 2 loaded cores
 GOAL_TIMEOUT = 120.0  # [s wall] one goal, sent to its result
-OUTCOMES = ("HELD", "PLACED", "DROPPED", "MISSED", "UNJUDGED", "ABORTED", "CANCELED", "REJECTED")
 
 
 @dataclass
@@ -103,11 +102,11 @@ class Client:
         import rclpy
         from geometry_msgs.msg import PoseStamped
         from physai_ros_interfaces.action import Pick
+        from physai_ros_interfaces.msg import PickOutcome
         from rcl_interfaces.srv import SetParameters
         from rclpy.action import ActionClient
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, QoSProfile
-        from std_msgs.msg import String
         from std_srvs.srv import Trigger
 
         from physai_ros import interfaces
@@ -116,17 +115,19 @@ class Client:
         self.pick = ActionClient(node, Pick, "/pick")
         self.reset_client = node.create_client(Trigger, interfaces.SIM_RESET)
         self.params = node.create_client(SetParameters, "/sim_bridge/set_parameters")
-        self.outcome: dict | None = None
+        self.outcome: dict | None = None  # the latest outcome's fields (``outcome_fields``)
         self.cube: tuple[float, np.ndarray, np.ndarray] | None = None  # wall, pos, quat wxyz
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         topic = outcome_topic or interfaces.PICK_OUTCOME
-        node.create_subscription(String, topic, self._outcome, latched)
+        node.create_subscription(PickOutcome, topic, self._outcome, latched)
         node.create_subscription(PoseStamped, "/cube_pose", self._cube, 10)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(node)
 
     def _outcome(self, msg) -> None:
-        self.outcome = json.loads(msg.data)
+        from physai_ros.nodes._pick_outcome import outcome_fields
+
+        self.outcome = outcome_fields(msg)
 
     def _cube(self, msg) -> None:
         p, q = msg.pose.position, msg.pose.orientation
@@ -205,6 +206,7 @@ def one_goal(client: Client, cube: tuple[float, float], place: np.ndarray | None
     from physai_ros_interfaces.action import Pick
 
     from physai_ros.config import node_tree
+    from physai_ros.nodes._pick_outcome import outcome_name
 
     client.put_cube(*cube)
     rest = client.cube[1].copy() if client.cube is not None else np.full(3, math.nan)
@@ -218,8 +220,7 @@ def one_goal(client: Client, cube: tuple[float, float], place: np.ndarray | None
     began = time.monotonic()
     try:
         _, result = client.send(goal)
-        names = {getattr(Pick.Result, name): name.lower() for name in OUTCOMES}
-        outcome, reason = names.get(result.outcome, str(result.outcome)), str(result.reason)
+        outcome, reason = outcome_name(result.outcome), str(result.reason)
     except TimeoutError as exc:
         outcome, reason = "no result", str(exc)
     wall = time.monotonic() - began

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import tempfile
@@ -82,13 +83,13 @@ class Run:
 
     @property
     def estimate(self) -> float | None:
-        force = (self.outcome or {}).get("force") or {}
-        return force.get("squeeze_per_jaw_N")
+        squeeze = math.nan if self.outcome is None else self.outcome["squeeze_per_jaw"]
+        return None if math.isnan(squeeze) else squeeze
 
     def target(self, given: float) -> float:
         """[N] per jaw: the one the pick squeezed to (a planned one), else ``given``."""
-        force = (self.outcome or {}).get("force") or {}
-        return float(force.get("target_N") or given)
+        planned = math.nan if self.outcome is None else self.outcome["force_target"]
+        return given if math.isnan(planned) else planned
 
     @property
     def true_force(self) -> float | None:
@@ -142,6 +143,7 @@ class Observer:
 
     def __init__(self) -> None:
         import rclpy
+        from physai_ros_interfaces.msg import PickOutcome
         from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
@@ -158,13 +160,15 @@ class Observer:
             durability=DurabilityPolicy.TRANSIENT_LOCAL,
             reliability=ReliabilityPolicy.RELIABLE,
         )
-        self.node.create_subscription(String, interfaces.PICK_OUTCOME, self._outcome, latched)
+        self.node.create_subscription(PickOutcome, interfaces.PICK_OUTCOME, self._outcome, latched)
         self.node.create_subscription(String, WITNESS, self._witness, 10)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
 
     def _outcome(self, msg) -> None:
-        self.outcome = json.loads(msg.data)
+        from physai_ros.nodes._pick_outcome import outcome_fields
+
+        self.outcome = outcome_fields(msg)
 
     def _witness(self, msg) -> None:
         self.trace.append(msg.data)
@@ -182,7 +186,7 @@ class Observer:
         return (
             self.outcome is not None
             and self.truth is not None
-            and self.truth["stamp"] >= self.outcome.get("time_s", 0.0)
+            and self.truth["stamp"] >= self.outcome["stamp"]
         )
 
     def wait(self, timeout: float) -> None:
@@ -244,8 +248,8 @@ def table(runs: list[Run], target: float, band: float) -> list[str]:
             "-" if soft is None else f"{100 * (soft['pos'][2] - SIZE / 2):.2f}, {soft['in_jaws']}"
         )
         what = "no outcome" if r.outcome is None else r.outcome["outcome"]
-        if r.outcome is not None and r.outcome.get("abort_reason"):
-            what += f" ({r.outcome['abort_reason'][:60]})"
+        if r.outcome is not None and r.outcome["outcome"] == "aborted":
+            what += f" ({r.outcome['reason'][:60]})"
         strain = "-" if soft is None else f"{soft['strain']:.3f} / {r.peak_strain:.3f}"
         aim = r.target(target)
         lines.append(
