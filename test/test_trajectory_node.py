@@ -207,7 +207,13 @@ def test_bad_goals_never_reach_the_controller_and_good_ones_arrive_within_limits
     # the peer plays the samples as its joint states: only its 100 Hz staircase is "error"
     tracking = report["tracking"]
     assert tracking["samples"] > 20
-    assert max(tracking["max_error_rad"]) < 0.05  # peak speed 1.9 rad/s x 20 ms
+    # each joint's error is its reference's run since the newest joint state: at most its peak
+    # speed (1.9 rad/s) times the longest gap between two states (10 ms unloaded; a loaded
+    # machine delays some) plus one 100 Hz period
+    lag = tracking["max_gap_s"] + 0.01
+    bound = np.abs(qd).max(axis=0) * lag + 1e-4
+    assert np.all(np.array(tracking["max_error_rad"]) <= bound), (tracking, bound)
+    assert lag < 0.1, f"the node saw joint states {tracking['max_gap_s']} s apart"
     assert max(abs(e) for e in tracking["final_error_rad"]) < 1e-9
     assert client.next_report(len(bad) + 2)["status"] == "succeeded"
 
