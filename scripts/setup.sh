@@ -151,9 +151,24 @@ base_done() {
   [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]
 }
 full_done() { [ -f "$FULL_STAMP" ] && [ "$(cat "$FULL_STAMP")" = "$FULL_WANT" ]; }
+# The simulated cameras render offscreen: with EGL on a GPU, else with OSMesa (software, any
+# machine; physai_ros/sim/render.py picks what works). OSMesa is a system library: installed here
+# as root on a Debian-like system (checked on every run: a system library is no input of the
+# venv's stamp), else named for the user to install when the set-up does anything.
+OSMESA_ADVICE=""
+if ! ldconfig -p 2>/dev/null | grep -q 'libOSMesa\.so'; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing libosmesa6 (software OpenGL: the simulated cameras render without a GPU)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libosmesa6; } >/dev/null 2>&1 \
+      || say "could not install libosmesa6; camera images need it (or a GPU with EGL)"
+  else
+    OSMESA_ADVICE="no libOSMesa: camera images need a GPU with EGL, or 'sudo apt-get install libosmesa6'"
+  fi
+fi
 if base_done && { [ "$PROFILE" = demo ] || full_done; }; then
   exit 0
 fi
+if [ -n "$OSMESA_ADVICE" ]; then say "$OSMESA_ADVICE"; fi
 
 START=$(date +%s)
 BASE=1 # 0: the base is up to date, only the full profile's packages are missing

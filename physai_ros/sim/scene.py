@@ -131,6 +131,8 @@ def build_scene_spec(
     place_robot(spec, base_pos, base_yaw_deg)
 
     _add_table(spec, config["table"]["name"])
+    for name, camera in defaults.get("cameras", {}).items():
+        _add_camera(spec, name, camera["pos"], camera["target"], base_pos, base_yaw_deg)
     _set_jaw(spec, robot, defaults, jaw_mu, int(jaw_cfg["priority"]), jaw_torque_cap)
 
     cube = spec.worldbody.add_body(name=CUBE_BODY, pos=cube_world)
@@ -205,6 +207,30 @@ def _add_table(spec: mujoco.MjSpec, name: str) -> None:
     spec.worldbody.add_light(
         pos=[0.0, 0.0, 3.5], dir=[0.0, 0.0, -1.0], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
     )
+
+
+def _add_camera(
+    spec: mujoco.MjSpec,
+    name: str,
+    pos: Sequence[float],
+    target: Sequence[float],
+    base_pos: np.ndarray,
+    base_yaw_deg: float,
+) -> None:
+    """A fixed world camera at ``pos`` looking at ``target`` (both in the base frame [m]), its
+    image's up toward the world's up (MuJoCo's cameras look along their -z, y up)."""
+    quat = yaw_quat(base_yaw_deg)
+    eye, at = np.zeros(3), np.zeros(3)
+    mujoco.mju_rotVecQuat(eye, finite_vector(f"{name} pos", pos, (3,)), quat)
+    mujoco.mju_rotVecQuat(at, finite_vector(f"{name} target", target, (3,)), quat)
+    forward = at - eye
+    right = np.cross(forward, [0.0, 0.0, 1.0])
+    if np.linalg.norm(forward) < 1e-9 or np.linalg.norm(right) < 1e-9:
+        raise ModelError(f"camera {name}: looks at its own position or straight up or down")
+    forward /= np.linalg.norm(forward)
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    spec.worldbody.add_camera(name=name, pos=base_pos + eye, xyaxes=[*right, *up], fovy=45.0)
 
 
 def _set_jaw(
