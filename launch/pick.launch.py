@@ -44,6 +44,11 @@ ARGUMENTS = {
         "true",
         "pick the configured cube once at start; false: only goals on the /pick action",
     ),
+    "cameras": (
+        "",
+        "sim: cameras whose images to publish, comma-separated (front_cam,wrist_cam); "
+        "empty = none (software rendering slows the physics)",
+    ),
 }
 
 
@@ -65,6 +70,7 @@ def node_specs(values: dict[str, str]) -> list:
         discovery=values["discovery"],
         limits_set=values["limits_set"],
         start_pick=as_bool(values["start_pick"]),
+        cameras=values["cameras"],
     )
 
 

@@ -36,6 +36,7 @@ BENCHMARKS = {
     "pick": ("physai_ros.experiments.bench_pick", "240-grasp sweep vs raw mj_step"),
     "bus": ("physai_ros.experiments.bench_bus", "servo bus loop rate vs byte-time limit"),
     "plan": ("physai_ros.experiments.bench_plan", "contact selection vs brute force, closing cost"),
+    "cameras": ("physai_ros.experiments.bench_cameras", "simulated camera images vs the physics"),
 }
 TRIALS = {
     "crash": (

@@ -70,6 +70,15 @@ def test_bench_pick(capsys):
     assert 0.5 < metric(out, "pick_overhead_ratio") < 5.0
 
 
+def test_bench_cameras(capsys):
+    """Both cameras' images cost more than one camera's, and both add to the physics."""
+    out = physai(capsys, "bench", "cameras", "--rate", "2", "--width", "64", "--height", "48")
+    one = float(re.search(r"\| front_cam: 2 images \| [\d.]+ \| ([\d.]+) \|", out).group(1))
+    both = float(re.search(r"\| 2 cameras: 2 images each \| [\d.]+ \| ([\d.]+) \|", out).group(1))
+    assert 0.0 < one < both, out
+    assert metric(out, "cameras_vs_physics") == pytest.approx(1.0 + both, abs=0.02), out
+
+
 @pytest.mark.dds
 def test_bench_tf(ros_domain, tmp_path):
     """A subprocess: the bench runs the TF node's callback under its own ``rclpy.init``."""
@@ -179,6 +188,7 @@ RUN_BY = {
     "bench pick": ("test_commands.py", r'"bench", "pick"'),
     "bench bus": ("test_commands.py", r'"bench", "bus", "--cycles", "20"'),
     "bench plan": ("test_commands.py", r'"bench", "plan"'),
+    "bench cameras": ("test_commands.py", r'"bench", "cameras"'),
     "lesson 07": ("test_lesson07.py", r"lesson07\.run\(args\)"),
     "lesson 13": ("test_lesson13.py", r"lesson13\.run\(args\)"),
     "lesson 16": ("test_commands.py", r'"lesson", "16"'),

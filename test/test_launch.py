@@ -28,6 +28,7 @@ from physai_ros.launching.graph import (
     trajectory_graph,
     two_arm_graph,
 )
+from physai_ros.sim.scene import build_scene
 
 LAUNCH_FILES = sorted(p.name for p in (REPO_ROOT / "launch").glob("*.launch.py"))
 BUILTIN_PARAMS = {"use_sim_time"}
@@ -198,6 +199,16 @@ def test_franka_shaped_sim_graph_agrees_on_the_names(franka, prefix):
         trajectory_graph("panda", franka="ur5")
 
 
+def test_the_sim_bridge_publishes_the_cameras_the_launch_names():
+    """``cameras:=front_cam,wrist_cam`` reaches the sim bridge's ``cameras.names``; none by
+    default (their cost); a real arm's images are its camera driver's, refused here."""
+    bridge = pick_graph(cameras="front_cam,wrist_cam")[0]
+    assert bridge.parameters["cameras.names"] == "front_cam,wrist_cam"
+    assert "cameras.names" not in pick_graph()[0].parameters
+    with pytest.raises(InvalidInput, match="camera driver"):
+        pick_graph(sim=False, cameras="front_cam")
+
+
 def test_rviz_layout_names_exist():
     config = yaml.safe_load((REPO_ROOT / "config" / "physai.rviz").read_text())
     displays = {d["Class"]: d for d in config["Visualization Manager"]["Displays"]}
@@ -216,6 +227,14 @@ def test_rviz_layout_names_exist():
     assert planned["Durability Policy"] == "Transient Local"  # the planner latches its markers
     camera = displays["rviz_default_plugins/Axes"]["Reference Frame"]
     assert camera in load_robot_tf("so101").frame_names
+    images = [
+        d["Topic"]["Value"]
+        for d in config["Visualization Manager"]["Displays"]
+        if d["Class"] == "rviz_default_plugins/Image"
+    ]  # the sim bridge's cameras (config/scene.yaml's fixed one, the model's on the wrist)
+    assert images == ["/front_cam/image_raw", "/wrist_cam/image_raw"], images
+    model = build_scene("so101")
+    assert all(model.camera(topic.split("/")[1]).id >= 0 for topic in images)
 
 
 def test_hand_pick_launch_is_the_hand_pick_graph_with_one_object():

@@ -96,6 +96,7 @@ def pick_graph(
     discovery: str = "localhost",
     limits_set: str = "",
     start_pick: bool = True,
+    cameras: str = "",
 ) -> list[NodeSpec]:
     """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick.
 
@@ -113,7 +114,8 @@ def pick_graph(
     configured ``limits_set``, config/so101_driver.yaml), so the two always agree; in sim ""
     is the file's default set. An unknown set is refused here, before anything starts.
     start_pick: the pick node picks the configured cube once at start (its ``autostart``);
-    false: it waits for goals on the ``/pick`` action.
+    false: it waits for goals on the ``/pick`` action. cameras: the simulated cameras whose
+    images the sim bridge publishes (its ``cameras.names``: ``front_cam,wrist_cam``; "" = none).
     On the real arm the cube's pose is not measured unless a detector or motion capture
     publishes it: the pick is given where it was placed (``cube_position``, from cube_x,
     cube_y) and judges the outcome from the robot's own measurements.
@@ -123,6 +125,11 @@ def pick_graph(
         raise InvalidInput(
             f"the pick runs a real {robot!r} nowhere yet: a real arm is the SO-101 (sim:=true "
             "for the simulated Panda)"
+        )
+    if cameras and not sim:
+        raise InvalidInput(
+            f"cameras {cameras!r} are the simulation's: a real arm's images come from its own "
+            "camera driver (the dataset recorder takes any sensor_msgs/Image topic)"
         )
     from physai_ros.sim.scene import load_scene_config, placed_cube_world
 
@@ -153,6 +160,7 @@ def pick_graph(
                 "cube_mass": float(cube_mass),
                 **cap,
                 **({"franka_gripper": FRANKA_GRIPPER} if robot == "panda" else {}),
+                **({"cameras.names": cameras} if cameras else {}),
             },
         )
     else:

@@ -4,7 +4,9 @@ trajectory, users' tools) runs unchanged on the simulation and on hardware.
 Publishes /clock, joint_states, cube_pose, jaw_contact/<jaw>, contact_markers and
 arm_controller/tracking_error at configured SIM-time rates, and with ``soft_object`` (cube |
 sphere | cylinder, a MuJoCo flex beside the rigid cube) soft_object_pose and
-soft_object_strain; the shared controllers
+soft_object_strain; with ``cameras.names`` each named camera's <camera>/image_raw and
+camera_info (``physai_ros.nodes._sim_cameras``, rendered offscreen only while subscribed); the
+shared controllers
 (``physai_ros.nodes._controllers``: arm_controller/follow_joint_trajectory, its topic and
 controller_state, gripper_controller/gripper_cmd) run inside the physics steps; sim/reset
 puts robot, cube and soft object back (the cube at ``cube_x``, ``cube_y``, the soft object at
@@ -54,6 +56,7 @@ from physai_ros.nodes._controllers import (
     without_controllers,
 )
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
+from physai_ros.nodes._sim_cameras import SimCameras, camera_names
 from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
 from physai_ros.robots.franka.names import PROFILE_PARAMETERS, franka_profile
 from physai_ros.sim.mujoco_sim import MujocoSim
@@ -67,6 +70,7 @@ STREAMS = (
     "soft_object",
     "contacts",
     "markers",
+    "cameras",
 )
 SCHEMA = load_schema("sim_bridge")  # config/schema/sim_bridge.yaml
 
@@ -186,6 +190,17 @@ class SimBridge(Node):
             self.pub["soft_strain"] = self.create_publisher(
                 Float64, names.SOFT_OBJECT_STRAIN, depth
             )
+        self.cameras = None
+        cameras = camera_names(p["cameras.names"])
+        if cameras and self.rates["cameras"] > 0:
+            try:
+                self.cameras = SimCameras(
+                    self, self.sim.model, cameras, p["cameras.height"], p["cameras.width"]
+                )
+            except (ValueError, PhysaiError) as exc:
+                raise SystemExit(f"sim_bridge: {exc}") from exc
+        else:
+            self.rates["cameras"] = 0.0
         self.jaw_pub = {
             jaw: self.create_publisher(WrenchStamped, f"{names.JAW_CONTACT_PREFIX}/{jaw}", depth)
             for jaw in self.sim.jaw_names
@@ -274,6 +289,15 @@ class SimBridge(Node):
 
     # ------------------------------------------------------------------ physics thread
     def _physics_loop(self) -> None:
+        """The physics thread: ``_run_physics``, then the cameras' OpenGL context freed by the
+        thread that made it."""
+        try:
+            self._run_physics()
+        finally:
+            if self.cameras is not None:
+                self.cameras.close()
+
+    def _run_physics(self) -> None:
         """Step to the next due stream, stamp what is due, then send: before sleeping to keep
         the real-time factor, or once the oldest stamped message has waited
         ``max_publish_delay`` wall seconds. Paced runs therefore send every tick at once, and a
@@ -379,6 +403,7 @@ class SimBridge(Node):
             "soft_object": self._pub_soft,
             "contacts": self._pub_contacts,
             "markers": self._pub_markers,
+            "cameras": self._pub_cameras,
         }
 
     def _send(self, out: PatchedMessage) -> None:
@@ -428,6 +453,12 @@ class SimBridge(Node):
         self.marker_next = wall + self.marker_gap
         markers = contact_markers(self.sim.contact_points(), self.marker_cfg, stamp(self.now))
         self.outbox.append((self.pub["markers"], markers))
+
+    def _pub_cameras(self) -> None:
+        """Every named camera's image and camera_info, rendered here in the physics thread
+        from the state just stepped, and only while someone subscribes."""
+        if self.cameras.wanted():
+            self.outbox += self.cameras.messages(self.sim.data, stamp(self.now))
 
     # ------------------------------------------------------------------ reset
     def _on_reset(self, _request, response):
