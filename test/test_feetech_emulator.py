@@ -430,10 +430,21 @@ def test_read_state_reads_position_velocity_and_load_in_one_sync_read(so101_bus,
     finally:
         bus.state_reads = 1
     assert emulator.stats.requests - requests == 4
-    # the two readings are a few ms apart, of an arm come to rest
-    np.testing.assert_allclose(one.position, three.position, atol=0.02)
-    np.testing.assert_allclose(one.velocity, three.velocity, atol=0.5)
-    np.testing.assert_allclose(one.torque, three.torque, atol=0.3)
+    # the readings are a few ms apart, of an arm come to rest, whose servos holding still
+    # dither their load by a few tenths (CI saw wrist_roll at -0.54 then -0.21): the medians of
+    # five pairs compare the decoding alone
+    ones, threes = [one], [three]
+    for _ in range(4):
+        ones.append(bus.read_state())
+        bus.state_reads = 3
+        try:
+            threes.append(bus.read_state())
+        finally:
+            bus.state_reads = 1
+    for field, atol in (("position", 0.02), ("velocity", 0.5), ("torque", 0.3)):
+        median_one = np.median([getattr(r, field) for r in ones], axis=0)
+        median_three = np.median([getattr(r, field) for r in threes], axis=0)
+        np.testing.assert_allclose(median_one, median_three, atol=atol, err_msg=field)
     assert np.any(one.torque != 0.0)  # gravity loads the arm: the load field is live
 
 
