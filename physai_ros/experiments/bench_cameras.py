@@ -43,10 +43,10 @@ def _best(func, repeats: int = REPEATS) -> float:
 def run(args: argparse.Namespace) -> int:
     """Print the costs per sim second [ms] and their ratios to the physics."""
     from physai_ros.errors import InvalidInput
-    from physai_ros.sim.render import Cameras
+    from physai_ros.sim.render import Cameras, camera_names
     from physai_ros.sim.scene import build_scene
 
-    names = [n.strip() for n in args.cameras.split(",") if n.strip()]
+    names = camera_names(args.cameras)
     if not names or args.rate <= 0 or args.width < 16 or args.height < 16:
         raise InvalidInput("give --cameras, --rate > 0 and a size of at least 16 x 16 px")
     model = build_scene("so101")

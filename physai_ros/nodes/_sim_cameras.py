@@ -14,28 +14,23 @@ on ``/tf_static`` from here.
 
 from __future__ import annotations
 
-import math
-
 import mujoco
 import numpy as np
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import TransformStamped
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 from tf2_msgs.msg import TFMessage
 
 from physai_ros import interfaces
-from physai_ros.core.frames.camera import QUAT_CAMERA_OPTICAL, PinholeIntrinsics
-from physai_ros.core.frames.robot_tf import OPTICAL_SUFFIX
+from physai_ros.core.frames.camera import T_CAMERA_OPTICAL, PinholeIntrinsics
+from physai_ros.core.frames.robot_tf import OPTICAL_SUFFIX, Edge
+from physai_ros.core.frames.spatial import pose_to_transform
 from physai_ros.nodes._common import LATCHED
+from physai_ros.nodes.tf_publisher import to_msgs
 from physai_ros.sim.render import Cameras, choose_backend
 
 IMAGE_DEPTH = 2  # [messages] kept for a slow subscriber: an image is 230 kB
-
-
-def camera_names(text: str) -> list[str]:
-    """``cameras.names``: comma-separated, blanks ignored, each once."""
-    names = [name.strip() for name in text.split(",") if name.strip()]
-    return list(dict.fromkeys(names))
 
 
 class SimCameras:
@@ -86,14 +81,13 @@ class SimCameras:
 
     def _fixed_frames(self, names: list[str], world: str) -> list[TransformStamped]:
         """world -> camera (MuJoCo's: -z forward, +y up) -> camera_optical, for cameras fixed
-        in the world."""
+        in the world, as the TF publisher sends the robot's."""
         edges = []
         for name in names:
             cam = self.model.camera(name).id
-            pos, quat = self.model.cam_pos[cam], self.model.cam_quat[cam]  # w, x, y, z
-            edges.append(_transform(world, name, pos, quat))
-            edges.append(_transform(name, name + OPTICAL_SUFFIX, np.zeros(3), QUAT_CAMERA_OPTICAL))
-        return edges
+            T = pose_to_transform(self.model.cam_pos[cam], self.model.cam_quat[cam])
+            edges += [Edge(world, name, T), Edge(name, name + OPTICAL_SUFFIX, T_CAMERA_OPTICAL)]
+        return to_msgs(edges, Time())
 
     def wanted(self) -> bool:
         """Whether anyone subscribes to an image or a camera_info (nothing is rendered else)."""
@@ -123,16 +117,3 @@ class SimCameras:
         if self.renderer is not None:
             self.renderer.close()
             self.renderer = None
-
-
-def _transform(parent: str, child: str, pos, quat_wxyz) -> TransformStamped:
-    t = TransformStamped()
-    t.header.frame_id, t.child_frame_id = parent, child
-    t.transform.translation.x, t.transform.translation.y, t.transform.translation.z = map(
-        float, pos
-    )
-    w, x, y, z = (float(v) for v in quat_wxyz)
-    norm = math.sqrt(w * w + x * x + y * y + z * z)
-    r = t.transform.rotation
-    r.w, r.x, r.y, r.z = w / norm, x / norm, y / norm, z / norm
-    return t

@@ -56,10 +56,11 @@ from physai_ros.nodes._controllers import (
     without_controllers,
 )
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
-from physai_ros.nodes._sim_cameras import SimCameras, camera_names
+from physai_ros.nodes._sim_cameras import SimCameras
 from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
 from physai_ros.robots.franka.names import PROFILE_PARAMETERS, franka_profile
 from physai_ros.sim.mujoco_sim import MujocoSim
+from physai_ros.sim.render import camera_names
 
 MAX_STAMP_AHEAD = 10.0  # [s] a goal stamped further ahead of sim time has a clock mismatch
 STREAMS = (

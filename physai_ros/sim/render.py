@@ -41,6 +41,13 @@ INSTALL = (
 )
 
 
+def camera_names(text: str) -> list[str]:
+    """A comma-separated list of camera names (``cameras.names``, ``--cameras``): blanks
+    ignored, each once."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    return list(dict.fromkeys(names))
+
+
 class RenderUnavailable(PhysaiError):
     """No OpenGL this process can render camera images with."""
 
