@@ -1,7 +1,7 @@
 # The two commands: `make demo` (set up, then the simulated pick through the ROS node graph)
 # and `make test` (set up, then every test). Both set up whatever is missing first: `make demo`
 # only what the simulated pick needs (the demo profile of scripts/setup.sh), `make test` and
-# `make setup` also LeRobot with CPU torch (the real SO-101) and the test tools (the full profile).
+# `make setup` also LeRobot with torch (the real SO-101, datasets) and the test tools (the full profile).
 SHELL := /bin/bash
 VENV ?= $(CURDIR)/.venv
 export PHYSAI_VENV := $(VENV)

@@ -6,6 +6,7 @@
     physai bringup <graph> [...]   start a node graph where launch_ros is absent
     physai trials [...]            record pick trials (real or emulated arm) with Wilson intervals
     physai plan [...]              plan a grasp of a soft object (seed 003)
+    physai record [...]            scripted, physics-verified picks as a LeRobot dataset
 
 Lessons, benchmarks and trial benches are modules in ``physai_ros.experiments`` (the trial
 benches in ``physai_ros.experiments.trials``) exposing ``add_arguments(parser)`` and
@@ -128,6 +129,12 @@ def build_parser() -> argparse.ArgumentParser:
         "plan",
         "physai_ros.experiments.grasp_plan",
         "plan a grasp of a soft object: contacts, pre-grasp, force targets (seed 003)",
+    )
+    _mount(
+        commands,
+        "record",
+        "physai_ros.datasets.record",
+        "record scripted, physics-verified picks as a LeRobot dataset",
     )
     _mount(
         commands,

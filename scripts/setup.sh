@@ -5,7 +5,7 @@
 #   demo  what the simulated pick needs: ROS 2 (the wheels or the sourced install),
 #         requirements/base.txt (MuJoCo, numpy, …), the generated interface packages and the
 #         package itself. `make demo`, `make shell`, `make colcon`.
-#   full  (the default) demo, plus the real SO-101's motor bus (LeRobot with CPU torch,
+#   full  (the default) demo, plus the real SO-101's motor bus (LeRobot with torch,
 #         requirements/lerobot.txt and lerobot-nodeps.txt) and the test and lint tools
 #         (requirements/test.txt). `make setup`, `make test`, `make lint`.
 #
@@ -122,7 +122,7 @@ base_groups() {
 # bus (see requirements/lerobot.txt for why two steps).
 full_groups() {
   echo "test and lint tools: -r requirements/test.txt"
-  echo "LeRobot motor bus dependencies (CPU torch, Feetech SDK): -r requirements/lerobot.txt"
+  echo "LeRobot dependencies (torch, datasets, Feetech SDK): -r requirements/lerobot.txt"
   echo "LeRobot: --no-deps -r requirements/lerobot-nodeps.txt"
 }
 if [ "$PLAN" = 1 ]; then
@@ -151,30 +151,36 @@ base_done() {
   [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ] && [ -x "$VENV/bin/python" ]
 }
 full_done() { [ -f "$FULL_STAMP" ] && [ "$(cat "$FULL_STAMP")" = "$FULL_WANT" ]; }
-# The simulated cameras render offscreen: with EGL on a GPU, else with OSMesa (software, any
-# machine; physai_ros/sim/render.py picks what works). OSMesa is a system library: installed here
-# as root on a Debian-like system (checked on every run: a system library is no input of the
-# venv's stamp), else named for the user to install when the set-up does anything.
-OSMESA_ADVICE=""
-if ! ldconfig -p 2>/dev/null | grep -q 'libOSMesa\.so'; then
+# System libraries the package loads but pip cannot install, checked on every run (a system
+# library is no input of the venv's stamp): installed here as root on a Debian-like system, else
+# named for the user to install when the set-up does anything.
+#   libOSMesa: the simulated cameras render offscreen with EGL on a GPU, else with OSMesa
+#     (software, any machine; physai_ros/sim/render.py picks what works).
+#   libavcodec (FFmpeg): LeRobot decodes dataset videos with torchcodec, which loads the
+#     system's FFmpeg.
+SYSTEM_ADVICE=""
+system_library() { # LIBRARY APT-PACKAGE WHAT-NEEDS-IT
+  ldconfig -p 2>/dev/null | grep -q "$1\.so" && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing libosmesa6 (software OpenGL: the simulated cameras render without a GPU)"
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libosmesa6; } >/dev/null 2>&1 \
-      || say "could not install libosmesa6; camera images need it (or a GPU with EGL)"
+    say "installing $2 ($3)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2"; } >/dev/null 2>&1 \
+      || say "could not install $2; $3 needs it"
   else
-    OSMESA_ADVICE="no libOSMesa: camera images need a GPU with EGL, or 'sudo apt-get install libosmesa6'"
+    SYSTEM_ADVICE="$SYSTEM_ADVICE no $1: $3 needs 'sudo apt-get install $2';"
   fi
-fi
+}
+system_library libOSMesa libosmesa6 "software OpenGL for the simulated cameras (or a GPU with EGL)"
+system_library libavcodec ffmpeg "decoding LeRobot dataset videos"
 if base_done && { [ "$PROFILE" = demo ] || full_done; }; then
   exit 0
 fi
-if [ -n "$OSMESA_ADVICE" ]; then say "$OSMESA_ADVICE"; fi
+if [ -n "$SYSTEM_ADVICE" ]; then say "$SYSTEM_ADVICE"; fi
 
 START=$(date +%s)
 BASE=1 # 0: the base is up to date, only the full profile's packages are missing
 if base_done && "$VENV/bin/python" -c 'import sys' >/dev/null 2>&1; then
   BASE=0
-  say "adding LeRobot (CPU torch) and the test tools to $VENV (the full profile)"
+  say "adding LeRobot (torch) and the test tools to $VENV (the full profile)"
 fi
 if [ "$BASE" = 1 ] && [ -d "$VENV" ] && [ ! -f "$STAMP" ]; then
   say "resuming an unfinished set-up in $VENV"
@@ -372,13 +378,13 @@ PY
 fi
 
 # ---------------------------------------------------------------------------------------------
-# 6. The full profile: LeRobot (CPU torch) and the test tools, on top of the base. NumPy stays
+# 6. The full profile: LeRobot (torch) and the test tools, on top of the base. NumPy stays
 # as the base has it: the interface packages' C extensions were built against it.
 if [ "$PROFILE" = full ]; then
   "$VPY" -c 'import numpy; print("numpy==" + numpy.__version__)' >"$LOG_DIR/constraints.txt"
   pip_install_groups -c "$LOG_DIR/constraints.txt" < <(full_groups)
   if ! "$VENV/bin/python" - <<'PY' >"$LOG_DIR/check-full.log" 2>&1; then
-import lerobot.motors.feetech, pytest, xdist, hypothesis, importlinter
+import lerobot.motors.feetech, lerobot.datasets.lerobot_dataset, pytest, xdist, hypothesis, importlinter
 PY
     die "LeRobot and the test tools were installed but do not import:" \
       "$(tail -3 "$LOG_DIR/check-full.log")"

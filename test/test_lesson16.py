@@ -20,13 +20,13 @@ from physai_ros.experiments.lesson16.sweep import (
     CENTRE,
     CUBE_MASS,
     Row,
-    TouchTest,
     build_model,
     cube_positions,
     nominal,
     run_trials,
     summarise,
 )
+from physai_ros.sim.rigid_cube import TouchTest
 
 REL = 0.03  # relative tolerance on the lesson's nominal numbers
 CFG = load_pick_config()

@@ -36,7 +36,8 @@ from physai_ros.core.pick.machine import (
     phase_trajectory,
 )
 from physai_ros.experiments.lesson16.place import PLACE_SQUARE
-from physai_ros.experiments.lesson16.sweep import CUBE_SIZE, RigidCubeWorld, Row, build_model
+from physai_ros.experiments.lesson16.sweep import CUBE_SIZE, Row, build_model
+from physai_ros.sim.rigid_cube import RigidCubeWorld
 
 CFG = load_pick_config()
 HOME = np.asarray(CFG.robot["home"], dtype=float)

@@ -41,8 +41,9 @@ from physai_ros.core.pick.machine import (
 from physai_ros.core.pick.place import PLACE_STATES, PlaceParams, along, brake, descent_duration
 from physai_ros.errors import InvalidInput
 from physai_ros.experiments.lesson16.place import PLACE_SQUARE, run_place, square_places
-from physai_ros.experiments.lesson16.sweep import CUBE_SIZE, RigidCubeWorld, Row, build_model
+from physai_ros.experiments.lesson16.sweep import CUBE_SIZE, Row, build_model
 from physai_ros.sim.lockstep_pick import run_lockstep_pick
+from physai_ros.sim.rigid_cube import RigidCubeWorld
 
 CFG = load_pick_config()
 LIMITS = load_limits("so101")

@@ -124,8 +124,8 @@ def plan(profile: str | None, venv: Path) -> list[str]:
 
 
 def test_the_demo_profile_installs_no_lerobot_and_no_torch(tmp_path):
-    """`make demo` sets up the demo profile: nothing of the real arm's LeRobot (CPU torch alone
-    is 754 MB) nor the test tools. Checked on the script's plan (the groups its installs are
+    """`make demo` sets up the demo profile: nothing of LeRobot (torch alone
+    is gigabytes) nor the test tools. Checked on the script's plan (the groups its installs are
     made from), which costs nothing; test_setup_with_a_sourced_ros_… installs both profiles."""
     demo, full = plan("demo", tmp_path / "venv"), plan("full", tmp_path / "venv")
     assert not (tmp_path / "venv").exists(), "a plan must not create anything"
@@ -140,7 +140,7 @@ def test_the_demo_profile_installs_no_lerobot_and_no_torch(tmp_path):
     assert full[: len(demo)] == demo, "the full profile builds on the demo one"
     assert full[len(demo) :] == [
         "test and lint tools: -r requirements/test.txt",
-        "LeRobot motor bus dependencies (CPU torch, Feetech SDK): -r requirements/lerobot.txt",
+        "LeRobot dependencies (torch, datasets, Feetech SDK): -r requirements/lerobot.txt",
         "LeRobot: --no-deps -r requirements/lerobot-nodeps.txt",
     ]
     assert plan("full", tmp_path / "venv") == full == plan(None, tmp_path / "venv"), (
@@ -255,7 +255,12 @@ def test_setup_with_a_sourced_ros_uses_it_and_a_rerun_finishes_an_interrupted_on
         "creat",
     ):
         assert redone not in full.stderr, f"the full profile redid the base: {full.stderr}"
-    for present in ("torch", "lerobot.motors.feetech", "pytest"):
+    for present in (
+        "torch",
+        "lerobot.motors.feetech",
+        "lerobot.datasets.lerobot_dataset",
+        "pytest",
+    ):
         assert imports(venv, env, present), f"the full profile lacks {present}"
     check = subprocess.run(
         [

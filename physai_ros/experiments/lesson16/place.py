@@ -18,8 +18,8 @@ import numpy as np
 from physai_ros.core.motion.limits import JointLimits
 from physai_ros.core.pick.judge import PlaceVerdict, place_pose_verdict
 from physai_ros.core.pick.machine import PickConfig
-from physai_ros.experiments.lesson16.sweep import RigidCubeWorld
 from physai_ros.sim.lockstep_pick import run_lockstep_pick
+from physai_ros.sim.rigid_cube import RigidCubeWorld
 
 
 class PlaceResult(NamedTuple):
