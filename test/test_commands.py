@@ -200,6 +200,7 @@ RUN_BY = {
     "bringup pick --emulated": ("test_bringup_cli.py", r'"pick",\s*"--emulated"'),
     "plan": ("test_grasp_planning_pipeline.py", r'main\(\s*\[\s*"plan",\s*"--object"'),
     "trials --emulated": ("test_emulated_pick.py", r'"trials", "--emulated"'),
+    "record": ("test_record.py", r'\[PHYSAI, "record"'),
 }
 
 
@@ -207,7 +208,11 @@ def test_every_command_is_run_by_a_test():
     from physai_ros.cli import BENCHMARKS, LESSONS, _available
     from physai_ros.launching.graph import GRAPHS
 
-    commands = {f"lesson {k}" for k in _available(LESSONS)} | {"plan", "trials --emulated"}
+    commands = {f"lesson {k}" for k in _available(LESSONS)} | {
+        "plan",
+        "trials --emulated",
+        "record",
+    }
     commands |= {f"bench {k}" for k in _available(BENCHMARKS)} | {"bringup pick --emulated"}
     commands |= {f"bringup {k}" for k in GRAPHS}
     assert commands == set(RUN_BY), f"not run by any test: {sorted(commands - set(RUN_BY))}"

@@ -41,19 +41,18 @@ class Randomisation:
 
     def __post_init__(self) -> None:
         for field in fields(self):
-            value = getattr(self, field.name)
-            if field.name in ("colours",):
+            pair = getattr(self, field.name)
+            if not isinstance(pair, tuple):  # colours, camera_jitter
                 continue
-            pair = value if isinstance(value, tuple) else (0.0, value)
             if len(pair) != 2 or not all(math.isfinite(v) for v in pair):
-                raise InvalidInput(f"{field.name}: {value!r} is not a finite range (lo, hi)")
+                raise InvalidInput(f"{field.name}: {pair!r} is not a finite range (lo, hi)")
             if pair[0] > pair[1]:
                 raise InvalidInput(f"{field.name}: lo {pair[0]} above hi {pair[1]}")
         for name in ("size", "mass", "mu"):
             if getattr(self, name)[0] <= 0:
                 raise InvalidInput(f"{name} must be positive, got {getattr(self, name)}")
-        if self.light[0] < 0 or self.camera_jitter < 0:
-            raise InvalidInput("light and camera_jitter cannot be negative")
+        if self.light[0] < 0 or not self.camera_jitter >= 0 or math.isinf(self.camera_jitter):
+            raise InvalidInput("light and camera_jitter cannot be negative (nor NaN, nor inf)")
 
 
 @dataclass(frozen=True)

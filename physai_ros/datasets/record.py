@@ -131,6 +131,28 @@ def _randomisation(settings: dict):
     return Randomisation(**fields)
 
 
+def check_cameras(settings: dict) -> None:
+    """Refuse unknown cameras, bad sizes and a machine that cannot render before anything is
+    written (a dataset is made only for a recording that can run)."""
+    from physai_ros.datasets.randomise import draw
+    from physai_ros.datasets.scripted import scene_for
+    from physai_ros.sim.render import choose_backend
+
+    if not settings["cameras"]:
+        return
+    if settings["height"] < 1 or settings["width"] < 1:
+        raise InvalidInput(f"--width and --height must be positive, got {settings['width']}x"
+                           f"{settings['height']}")  # fmt: skip
+    model, _ = scene_for(draw(_randomisation(settings), settings["seed"], 0), settings["fps"])
+    known = [model.camera(i).name for i in range(model.ncam)]
+    unknown = [name for name in settings["cameras"] if name not in known]
+    if unknown:
+        raise InvalidInput(
+            f"no camera {', '.join(map(repr, unknown))} in the scene; it has {known}"
+        )
+    choose_backend()
+
+
 def write_episode(dataset, episode, settings: dict) -> None:
     """Every frame of ``episode`` through LeRobot's ``add_frame``, then ``save_episode``."""
     from physai_ros.datasets.features import IMAGE_PREFIX, SUCCESS
@@ -163,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_of(args)
     root: Path = args.output
     lerobot_io.lerobot_version()
+    check_cameras(settings)
     if args.resume:
         state = load_state(root)
         changed = sorted(k for k in settings if state["settings"].get(k) != settings[k])

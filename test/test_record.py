@@ -1,0 +1,218 @@
+"""``physai record`` as users run it: the console script in its own process, the dataset read
+back by LeRobot itself, LeRobot's training run on it, its actions replayed in the physics.
+
+The pure parts (the draw of episodes, the units, the frame clock, each action at its own
+instant) are test_datasets.py. The judged numbers (50 episodes, two 240×320 cameras, replay
+of 10) are ``physai bench record``'s; this is the smallest honest form of each claim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from physai_ros.core.pick.machine import load_pick_config
+from physai_ros.datasets.randomise import draw
+from physai_ros.datasets.record import STATE_FILE
+from physai_ros.datasets.scripted import record_episode, replay_episode
+
+PHYSAI = str(Path(sys.executable).parent / "physai")
+REPO = "local/so101_pick"
+FPS = 30
+CFG = load_pick_config()
+
+
+def record(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """``physai record --output root <args>``; asserts success unless ``check`` is False."""
+    result = subprocess.run(
+        [PHYSAI, "record", "--output", str(root), "--no-progress", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def state_of(root: Path) -> dict:
+    return json.loads((root / STATE_FILE).read_text())
+
+
+def load(root: Path):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    return LeRobotDataset(REPO, root=root)
+
+
+def columns(dataset) -> dict[str, np.ndarray]:
+    """The dataset's tabular columns (what a resumed recording must reproduce exactly)."""
+    table = dataset.hf_dataset.with_format("numpy")
+    return {
+        key: np.asarray(table[key])
+        for key in ("observation.state", "action", "episode_index", "frame_index", "next.success")
+    }
+
+
+def randomisation_of(root: Path):
+    from physai_ros.datasets.record import _randomisation
+
+    return _randomisation(state_of(root)["settings"])
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """Three episodes with both cameras, small images (the users' command, smaller)."""
+    root = tmp_path_factory.mktemp("record") / "picks"
+    record(root, "--episodes", "3", "--seed", "5", "--width", "96", "--height", "72")
+    return root
+
+
+@pytest.mark.slow
+def test_lerobot_loads_what_was_recorded(recorded):
+    state = state_of(recorded)
+    dataset = load(recorded)
+    assert dataset.num_episodes == 3 and dataset.fps == FPS
+    assert [e["outcome"] for e in state["episodes"]] == ["held"] * 3
+    lengths = [e["frames"] for e in state["episodes"]]
+    assert dataset.num_frames == sum(lengths)
+    data = columns(dataset)
+    randomisation = randomisation_of(recorded)
+    start = 0
+    for index, (entry, length) in enumerate(zip(state["episodes"], lengths, strict=True)):
+        rows = slice(start, start + length)
+        assert (data["episode_index"][rows] == index).all()
+        assert (data["frame_index"][rows] == np.arange(length)).all()
+        # the label: the cube held at the end, on the last frame only
+        assert data["next.success"][rows].ravel().tolist() == [False] * (length - 1) + [True]
+        # the same episode run again in this process: the same commands and joints, to the bit
+        episode, _ = record_episode(draw(randomisation, 5, entry["draw"]), CFG, FPS)
+        assert episode.outcome == entry["outcome"] and len(episode.frames) == length
+        np.testing.assert_array_equal(data["action"][rows], [f.action for f in episode.frames])
+        np.testing.assert_array_equal(
+            data["observation.state"][rows], [f.state for f in episode.frames]
+        )
+        for frame in (start, start + length - 1):  # images decode, first and last of each
+            item = dataset[frame]
+            assert item["timestamp"].item() == pytest.approx(item["frame_index"].item() / FPS)
+            assert item["task"] == "Pick up the cube and lift it."
+            for camera in ("front_cam", "wrist_cam"):
+                image = item[f"observation.images.{camera}"]
+                assert tuple(image.shape) == (3, 72, 96)
+                assert float(image.std()) > 0.02, f"{camera} decoded blank"
+        start += length
+
+
+@pytest.mark.slow
+def test_replaying_the_recorded_actions_holds_the_cube_again(recorded):
+    """The proof that actions and observations are aligned: each episode's actions, read back
+    from the dataset and held one frame each from its initial state, hold the cube again."""
+    data, state = columns(load(recorded)), state_of(recorded)
+    randomisation = randomisation_of(recorded)
+    for index, entry in enumerate(state["episodes"]):
+        actions = data["action"][data["episode_index"] == index]
+        replay = replay_episode(draw(randomisation, 5, entry["draw"]), actions, CFG, FPS)
+        assert replay.outcome == "held", (index, replay.lift)
+
+
+@pytest.mark.slow
+def test_lerobot_trains_act_on_it(recorded, tmp_path):
+    """LeRobot's own training entry, 20 steps of a small ACT on CPU: the dataset is one LeRobot
+    trains on, cameras and all (no pretrained backbone: nothing downloads)."""
+    out = tmp_path / "act"
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "lerobot.scripts.lerobot_train",
+            f"--dataset.repo_id={REPO}", f"--dataset.root={recorded}",
+            "--policy.type=act", "--policy.device=cpu", "--policy.push_to_hub=false",
+            "--policy.pretrained_backbone_weights=null", "--policy.dim_model=64",
+            "--policy.n_encoder_layers=1", "--policy.n_decoder_layers=1",
+            "--policy.dim_feedforward=128", "--policy.chunk_size=10",
+            "--policy.n_action_steps=10", "--steps=20", "--batch_size=2", "--num_workers=0",
+            "--save_freq=20", "--log_freq=10", "--eval_freq=0", "--wandb.enable=false",
+            f"--output_dir={out}",
+        ],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "step:20" in result.stderr + result.stdout
+    model = out / "checkpoints" / "last" / "pretrained_model"
+    assert (model / "model.safetensors").is_file() and (model / "config.json").is_file()
+
+
+MIXED = ("--mu", "0.005,0.5", "--mass", "0.03,0.3", "--seed", "0", "--cameras", "")
+
+
+@pytest.mark.slow
+def test_failed_picks_are_left_out_or_kept_with_their_label(tmp_path):
+    """Draws 0 and 2 of this randomisation slip out of the jaws, draw 1 holds (checked here in
+    the physics, not assumed): left out by default, kept and labelled with --keep-failures."""
+    kept, dropped = tmp_path / "kept", tmp_path / "dropped"
+    record(kept, "--episodes", "3", "--keep-failures", *MIXED)
+    record(dropped, "--episodes", "1", *MIXED)
+    randomisation = randomisation_of(kept)
+    truth = [record_episode(draw(randomisation, 0, i), CFG, FPS)[0] for i in range(3)]
+    assert [e.success for e in truth] == [False, True, False], "the randomisation changed"
+    data = columns(load(kept))
+    for index, episode in enumerate(truth):
+        labels = data["next.success"][data["episode_index"] == index].ravel()
+        assert labels[-1] == episode.success and not labels[:-1].any()
+    assert [e["outcome"] for e in state_of(kept)["episodes"]] == [e.outcome for e in truth]
+    state = state_of(dropped)
+    assert [e["draw"] for e in state["episodes"]] == [1]
+    assert [f["draw"] for f in state["failures"]] == [0]
+    assert load(dropped).num_episodes == 1
+
+
+@pytest.mark.slow
+def test_an_interrupted_recording_resumes_to_the_same_dataset(tmp_path):
+    """Ctrl-C part-way saves what is recorded; --resume then makes exactly the episodes an
+    uninterrupted run makes."""
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    args = ("--seed", "3", "--cameras", "")
+    proc = subprocess.Popen(
+        [PHYSAI, "record", "--output", str(resumed), "--no-progress", "--episodes", "40", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        path = resumed / STATE_FILE
+        if path.exists() and len(json.loads(path.read_text() or "{}").get("episodes", [])) >= 2:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "--resume" in err
+    saved = len(state_of(resumed)["episodes"])
+    assert 2 <= saved < 40 and load(resumed).num_episodes == saved
+    record(resumed, "--episodes", "6", "--resume", *args)
+    record(straight, "--episodes", "6", *args)
+    a, b = columns(load(resumed)), columns(load(straight))
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
+    assert state_of(resumed)["episodes"] == state_of(straight)["episodes"]
+
+
+def test_bad_requests_get_a_clear_error_and_change_nothing(tmp_path):
+    root = tmp_path / "d"
+    bad = record(root, "--x", "0.3,0.2", "--cameras", "", check=False)
+    assert bad.returncode == 2 and "x: lo 0.3 above hi 0.2" in bad.stderr
+    assert not root.exists()
+    bad = record(root, "--cameras", "nose_cam", "--episodes", "1", check=False)
+    assert bad.returncode != 0 and "no camera 'nose_cam'" in bad.stderr
+    root.mkdir()
+    (root / "mine.txt").write_text("x")
+    exists = record(root, "--episodes", "1", "--cameras", "", check=False)
+    assert exists.returncode == 2 and "exists: --resume" in exists.stderr
+    assert [p.name for p in root.iterdir()] == ["mine.txt"]
+    foreign = record(root, "--episodes", "1", "--cameras", "", "--resume", check=False)
+    assert foreign.returncode == 2 and "not recorded by 'physai record'" in foreign.stderr
