@@ -7,6 +7,7 @@
     physai trials [...]            record pick trials (real or emulated arm) with Wilson intervals
     physai plan [...]              plan a grasp of a soft object (seed 003)
     physai record [...]            scripted, physics-verified picks as a LeRobot dataset
+    physai replay DATASET          a recorded dataset's actions replayed in the simulation
 
 Lessons, benchmarks and trial benches are modules in ``physai_ros.experiments`` (the trial
 benches in ``physai_ros.experiments.trials``) exposing ``add_arguments(parser)`` and
@@ -38,6 +39,10 @@ BENCHMARKS = {
     "bus": ("physai_ros.experiments.bench_bus", "servo bus loop rate vs byte-time limit"),
     "plan": ("physai_ros.experiments.bench_plan", "contact selection vs brute force, closing cost"),
     "cameras": ("physai_ros.experiments.bench_cameras", "simulated camera images vs the physics"),
+    "record": (
+        "physai_ros.experiments.bench_record",
+        "recorded episodes per core, and their parts",
+    ),
 }
 TRIALS = {
     "crash": (
@@ -135,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
         "record",
         "physai_ros.datasets.record",
         "record scripted, physics-verified picks as a LeRobot dataset",
+    )
+    _mount(
+        commands,
+        "replay",
+        "physai_ros.datasets.replay",
+        "replay a recorded dataset's actions in the simulation and compare outcomes",
     )
     _mount(
         commands,

@@ -383,6 +383,10 @@ fi
 if [ "$PROFILE" = full ]; then
   "$VPY" -c 'import numpy; print("numpy==" + numpy.__version__)' >"$LOG_DIR/constraints.txt"
   pip_install_groups -c "$LOG_DIR/constraints.txt" < <(full_groups)
+  # PyPI's torch brings triton, a GPU kernel compiler with its own LLVM; imported (through
+  # torchvision) by a process whose cameras already rendered with OSMesa, it crashes on Mesa's
+  # LLVM. Nothing here compiles GPU kernels (LeRobot trains on the CPU here), so it goes.
+  "$VPY" -m pip uninstall -y -q triton >/dev/null 2>&1 || true
   if ! "$VENV/bin/python" - <<'PY' >"$LOG_DIR/check-full.log" 2>&1; then
 import lerobot.motors.feetech, lerobot.datasets.lerobot_dataset, pytest, xdist, hypothesis, importlinter
 PY

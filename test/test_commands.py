@@ -179,6 +179,15 @@ def test_trial_bench_help_lists_its_options(name, capsys):
     assert not missing, f"physai bench {name} --help lacks {missing}:\n{out}"
 
 
+@pytest.mark.slow
+def test_bench_record(capsys):
+    out = physai(capsys, "bench", "record", "--episodes", "1", "--width", "64", "--height", "48")
+    assert 0 < metric(out, "verified_episodes_per_hour_per_core") < 1e5
+    shares = re.findall(r"\| (\d+)% \|", out)
+    assert len(shares) == 5 and shares[-1] == "100", out
+    assert "1 held" in out
+
+
 # Each user command -> (test file, pattern of the call that runs it there): a new lesson, bench,
 # graph or command fails here until a test runs it.
 RUN_BY = {
@@ -201,6 +210,8 @@ RUN_BY = {
     "plan": ("test_grasp_planning_pipeline.py", r'main\(\s*\[\s*"plan",\s*"--object"'),
     "trials --emulated": ("test_emulated_pick.py", r'"trials", "--emulated"'),
     "record": ("test_record.py", r'\[PHYSAI, "record"'),
+    "replay": ("test_record.py", r'\[PHYSAI, "replay"'),
+    "bench record": ("test_commands.py", r'"bench", "record"'),
 }
 
 
@@ -208,14 +219,14 @@ def test_every_command_is_run_by_a_test():
     from physai_ros.cli import BENCHMARKS, LESSONS, _available
     from physai_ros.launching.graph import GRAPHS
 
-    commands = {f"lesson {k}" for k in _available(LESSONS)} | {
-        "plan",
-        "trials --emulated",
-        "record",
-    }
+    commands = {f"lesson {k}" for k in _available(LESSONS)} | {"plan", "trials --emulated"}
+    commands |= {"record", "replay"}
     commands |= {f"bench {k}" for k in _available(BENCHMARKS)} | {"bringup pick --emulated"}
     commands |= {f"bringup {k}" for k in GRAPHS}
-    assert commands == set(RUN_BY), f"not run by any test: {sorted(commands - set(RUN_BY))}"
+    assert commands == set(RUN_BY), (
+        f"run by no test: {sorted(commands - set(RUN_BY))}, "
+        f"no such command: {sorted(set(RUN_BY) - commands)}"
+    )
     here = Path(__file__).parent
     for command, (name, call) in RUN_BY.items():
         text = (here / name).read_text().split("\nRUN_BY = {")[0]  # not the patterns themselves

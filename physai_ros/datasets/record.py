@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     if settings["cameras"]:
 
         def cameras(model, names=settings["cameras"]):
-            return Cameras(model, names, args.height, args.width, quality=args.render).render
+            return Cameras(model, names, args.height, args.width, quality=args.render)
 
     max_attempts = args.max_attempts or 2 * args.episodes + 10
     done = len(state["episodes"])

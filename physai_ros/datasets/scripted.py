@@ -132,12 +132,18 @@ class RecordingWorld(RigidCubeWorld):
 def record_episode(
     setup: EpisodeSetup, cfg: PickConfig, fps: float, cameras=None
 ) -> tuple[Episode, mujoco.MjModel]:
-    """Run and record the episode ``setup`` describes; ``cameras``: a callable making a
-    renderer for a model (``model -> render(data)``), or None for no images."""
+    """Run and record the episode ``setup`` describes. ``cameras``: a callable making a
+    renderer for the episode's model (``model -> Cameras``), or None for no images; the
+    renderer is closed when the episode ends (its OpenGL context must go before the next)."""
     model, steps = scene_for(setup, fps)
-    render = cameras(model) if cameras is not None else None
-    world = RecordingWorld(model, setup, cfg, steps, render)
-    run = run_lockstep_pick(world, cfg, world.home)
+    renderer = cameras(model) if cameras is not None else None
+    try:
+        render = renderer.render if renderer is not None else None
+        world = RecordingWorld(model, setup, cfg, steps, render)
+        run = run_lockstep_pick(world, cfg, world.home)
+    finally:
+        if renderer is not None:
+            renderer.close()
     data, machine = world.data, run.machine
     lift = float(data.xpos[world.cube_body][2] - setup.size / 2)
     touching = world.sensor.read(data).both_touch
