@@ -46,12 +46,13 @@ def projected(model: mujoco.MjModel, data: mujoco.MjData, camera: str) -> np.nda
     return project_mujoco(intrinsics, in_camera)
 
 
-@pytest.fixture(scope="module")
-def scene():
-    """The SO-101 scene's two cameras; only the table and the cube drawn (MuJoCo's geom
-    group 0): the arm's links (groups 2 and 3) would hide part of the cube at rest."""
+@pytest.fixture(scope="module", params=["full", "fast"])
+def scene(request):
+    """The SO-101 scene's two cameras at each quality (the cheaper one must not move what is
+    seen); only the table and the cube drawn (MuJoCo's geom group 0): the arm's links (groups
+    2 and 3) would hide part of the cube at rest."""
     model = build_scene("so101")
-    cameras = Cameras(model, ["front_cam", "wrist_cam"], HEIGHT, WIDTH)
+    cameras = Cameras(model, ["front_cam", "wrist_cam"], HEIGHT, WIDTH, quality=request.param)
     cameras.option.geomgroup[1:] = 0
     yield model, cameras
     cameras.close()
@@ -81,6 +82,8 @@ def test_unknown_cameras_and_bad_sizes_are_refused_before_any_rendering():
         Cameras(model, ["top_cam"], HEIGHT, WIDTH)
     with pytest.raises(ValueError, match="resolution"):
         Cameras(model, ["front_cam"], 0, WIDTH)
+    with pytest.raises(ValueError, match="quality 'best'"):
+        Cameras(model, ["front_cam"], HEIGHT, WIDTH, quality="best")
 
 
 def test_every_robots_scene_has_its_front_camera():

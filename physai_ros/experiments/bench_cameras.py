@@ -21,13 +21,16 @@ REPEATS = 5  # best-of: the least disturbed by other processes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--cameras``, ``--rate``, ``--width``, ``--height``."""
+    """``--cameras``, ``--rate``, ``--width``, ``--height``, ``--quality``."""
     parser.add_argument(
         "--cameras", default="front_cam,wrist_cam", help="comma-separated scene cameras"
     )
     parser.add_argument("--rate", type=float, default=10.0, help="images per sim second [Hz]")
     parser.add_argument("--width", type=int, default=320, help="image width [px]")
     parser.add_argument("--height", type=int, default=240, help="image height [px]")
+    parser.add_argument(
+        "--quality", choices=("full", "fast"), default="full", help="render quality (Cameras)"
+    )
 
 
 def _best(func, repeats: int = REPEATS) -> float:
@@ -59,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
         for _ in range(steps):
             mujoco.mj_step(model, data)
 
-    one = Cameras(model, names[:1], args.height, args.width)
-    every = Cameras(model, names, args.height, args.width)
+    one = Cameras(model, names[:1], args.height, args.width, quality=args.quality)
+    every = Cameras(model, names, args.height, args.width, quality=args.quality)
     try:
         one.render(data)  # the first image compiles shaders and uploads the textures
         every.render(data)
@@ -82,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     base = rows[0][1]
     load = os.getloadavg()[0]
     print(
-        f"SO-101 scene, {args.width}x{args.height} px, {frames} images per sim second, OpenGL "
+        f"SO-101 scene, {args.width}x{args.height} px ({args.quality}), {frames} images per sim "
+        f"second, OpenGL "
         f"{backend}, load average {load:.1f}, {os.cpu_count()} cores\n"
     )
     print("| per sim second | wall ms | ratio to the physics |\n|---|---|---|")

@@ -28,15 +28,16 @@ from physai_ros.core.frames.robot_tf import OPTICAL_SUFFIX, Edge
 from physai_ros.core.frames.spatial import pose_to_transform
 from physai_ros.nodes._common import LATCHED
 from physai_ros.nodes.tf_publisher import to_msgs
-from physai_ros.sim.render import Cameras, choose_backend
+from physai_ros.sim.render import QUALITIES, Cameras, choose_backend
 
 IMAGE_DEPTH = 2  # [messages] kept for a slow subscriber: an image is 230 kB
 
 
 class SimCameras:
-    """``names`` of ``model``'s cameras at ``height`` x ``width``, published by ``node`` in the
-    world frame ``world``. Raises ValueError for an unknown camera and ``RenderUnavailable``
-    when the machine renders with no OpenGL: both before anything is published."""
+    """``names`` of ``model``'s cameras at ``height`` x ``width`` and ``quality`` (``Cameras``),
+    published by ``node`` in the world frame ``world``. Raises ValueError for an unknown camera
+    or quality and ``RenderUnavailable`` when the machine renders with no OpenGL: both before
+    anything is published."""
 
     def __init__(
         self,
@@ -46,13 +47,17 @@ class SimCameras:
         height: int,
         width: int,
         world: str = "world",
+        quality: str = "full",
     ) -> None:
+        if quality not in QUALITIES:
+            raise ValueError(f"cameras.quality: {quality!r} is not one of {QUALITIES}")
         known = [model.camera(i).name for i in range(model.ncam)]
         unknown = [name for name in names if name not in known]
         if unknown:
             raise ValueError(f"cameras.names: no camera {unknown} in the scene (it has {known})")
         self.backend = choose_backend()  # RenderUnavailable: what to install
         self.model, self.names, self.height, self.width = model, names, height, width
+        self.quality = quality
         self.renderer: Cameras | None = None  # made by the thread that renders
         self.images = {
             n: node.create_publisher(Image, f"{n}/image_raw", IMAGE_DEPTH) for n in names
@@ -99,7 +104,9 @@ class SimCameras:
         """(publisher, message) of every camera's image and camera_info for the state in
         ``data`` at ``stamp`` (builtin_interfaces/Time). Called from the physics thread."""
         if self.renderer is None:
-            self.renderer = Cameras(self.model, self.names, self.height, self.width, self.backend)
+            self.renderer = Cameras(
+                self.model, self.names, self.height, self.width, self.backend, self.quality
+            )
         out = []
         for name, pixels in self.renderer.render(data).items():
             image = Image(

@@ -196,8 +196,9 @@ class SimBridge(Node):
         if cameras and self.rates["cameras"] > 0:
             try:
                 self.cameras = SimCameras(
-                    self, self.sim.model, cameras, p["cameras.height"], p["cameras.width"]
-                )
+                    self, self.sim.model, cameras, p["cameras.height"], p["cameras.width"],
+                    quality=p["cameras.quality"],
+                )  # fmt: skip
             except (ValueError, PhysaiError) as exc:
                 raise SystemExit(f"sim_bridge: {exc}") from exc
         else:
