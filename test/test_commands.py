@@ -181,11 +181,15 @@ def test_trial_bench_help_lists_its_options(name, capsys):
 
 @pytest.mark.slow
 def test_bench_record(capsys):
-    out = physai(capsys, "bench", "record", "--episodes", "1", "--width", "64", "--height", "48")
+    out = physai(
+        capsys, "bench", "record", "--episodes", "1", "--width", "64", "--height", "48",
+        "--ray-workers", "1",
+    )  # fmt: skip
     assert 0 < metric(out, "verified_episodes_per_hour_per_core") < 1e5
     shares = re.findall(r"\| (\d+)% \|", out)
     assert len(shares) == 5 and shares[-1] == "100", out
     assert "1 held" in out
+    assert re.search(r"Ray, 1 workers .* speed-up over one process \d+\.\d+x", out), out
 
 
 # Each user command -> (test file, pattern of the call that runs it there): a new lesson, bench,

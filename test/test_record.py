@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,13 +31,16 @@ FPS = 30
 CFG = load_pick_config()
 
 
-def record(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def record(
+    root: Path, *args: str, check: bool = True, env: dict | None = None
+) -> subprocess.CompletedProcess:
     """``physai record --output root <args>``; asserts success unless ``check`` is False."""
     result = subprocess.run(
         [PHYSAI, "record", "--output", str(root), "--no-progress", *args],
         capture_output=True,
         text=True,
         timeout=600,
+        env=env,
     )
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
@@ -63,9 +67,9 @@ def columns(dataset) -> dict[str, np.ndarray]:
 
 
 def randomisation_of(root: Path):
-    from physai_ros.datasets.record import _randomisation
+    from physai_ros.datasets.episodes import randomisation_of
 
-    return _randomisation(state_of(root)["settings"])
+    return randomisation_of(state_of(root)["settings"])
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +252,54 @@ def test_bad_requests_get_a_clear_error_and_change_nothing(tmp_path):
     assert [p.name for p in root.iterdir()] == ["mine.txt"]
     foreign = record(root, "--episodes", "1", "--cameras", "", "--resume", check=False)
     assert foreign.returncode == 2 and "not recorded by 'physai record'" in foreign.stderr
+
+
+# Ray ≥ 2.52 authenticates with a token (~/.ray/auth_token, made by 'ray start'); a driver that
+# connects by address sends it only with RAY_AUTH_MODE=token, as docs/datasets.md tells users.
+RAY_ENV = {**os.environ, "RAY_AUTH_MODE": "token"}
+
+
+@pytest.fixture
+def ray_cluster():
+    """A local Ray cluster of 2 CPUs started as a user starts one ('ray start --head'), on a
+    free port; its address, then stopped."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    ray = str(Path(sys.executable).parent / "ray")
+    temp = Path(f"/tmp/physai_ray_{os.getpid()}")  # short: Ray's sockets live under it
+    start = subprocess.run(
+        [ray, "start", "--head", "--num-cpus", "2", "--port", str(port),
+         "--node-ip-address", "127.0.0.1", "--temp-dir", str(temp), "--include-dashboard",
+         "false", "--disable-usage-stats"],
+        capture_output=True, text=True, timeout=300, env=RAY_ENV,
+    )  # fmt: skip
+    assert start.returncode == 0, start.stdout + start.stderr
+    yield f"127.0.0.1:{port}"
+    subprocess.run([ray, "stop", "--force"], capture_output=True, timeout=120, env=RAY_ENV)
+    shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_ray_workers_make_the_serial_recording(ray_cluster, tmp_path):
+    """Episodes as Ray tasks on a cluster (2 workers), and on a local one of 1 worker: the
+    merged dataset holds the serial recording's episodes, in its order, failures left out the
+    same way; the shards' videos merged and decodable."""
+    args = (*MIXED[:-2], "--episodes", "6", "--cameras", "front_cam", "--width", "64",
+            "--height", "48")  # fmt: skip
+    record(tmp_path / "serial", *args)
+    record(tmp_path / "two", "--ray", ray_cluster, *args, env=RAY_ENV)
+    record(tmp_path / "one", "--ray", "--workers", "1", *args)
+    serial = columns(load(tmp_path / "serial"))
+    assert state_of(tmp_path / "serial")["failures"], "the randomisation must make failures"
+    for name in ("two", "one"):
+        dataset = load(tmp_path / name)
+        mine = columns(dataset)
+        for key in serial:
+            np.testing.assert_array_equal(mine[key], serial[key], err_msg=f"{name}: {key}")
+        assert state_of(tmp_path / name) == state_of(tmp_path / "serial"), name
+        for frame in (0, dataset.num_frames - 1):
+            assert tuple(dataset[frame]["observation.images.front_cam"].shape) == (3, 48, 64)
+        assert not (tmp_path / f".{name}.shards").exists(), "the shards are left behind"

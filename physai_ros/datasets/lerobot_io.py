@@ -86,3 +86,17 @@ def reopen_dataset(root: Path, repo_id: str, vcodec: str):
 def load_dataset(root: Path, repo_id: str):
     """The dataset at ``root`` for reading, as a LeRobot user loads it."""
     return _dataset_class()(repo_id, root=root)
+
+
+def merge_datasets(parts: list[Path], root: Path, repo_id: str) -> None:
+    """One dataset at ``root`` from ``parts`` in their order, by LeRobot's own aggregation
+    (episodes renumbered, videos and parquet files concatenated, statistics combined)."""
+    _dataset_class()
+    from lerobot.datasets.aggregate import aggregate_datasets
+
+    aggregate_datasets(
+        repo_ids=[f"physai/shard_{i}" for i in range(len(parts))],
+        aggr_repo_id=repo_id,
+        roots=list(parts),
+        aggr_root=root,
+    )

@@ -16,8 +16,6 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
 from physai_ros.errors import InvalidInput
 
 STATE_FILE = "physai_record.json"  # beside LeRobot's meta/ and data/: what made each episode
@@ -60,6 +58,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stop after this many picks even if fewer succeeded (default: 2 × episodes + 10)",
     )
     parser.add_argument("--resume", action="store_true", help="append to the dataset at --output")
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="record as Ray tasks, one shard per task merged at the end: on the cluster at "
+        "ADDRESS (host:port of 'ray start --head'), or a local one without ADDRESS",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=None, help="CPUs of the local Ray cluster (default: all)"
+    )
+    parser.add_argument(
+        "--shards",
+        type=Path,
+        default=None,
+        help="where Ray tasks write their shards: a folder every node sees (default: beside "
+        "--output, removed after the merge)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     group = parser.add_argument_group(
         "randomisation", "LO,HI draws uniformly, a single value fixes it"
@@ -123,17 +140,10 @@ def save_state(root: Path, state: dict) -> None:
     tmp.replace(root / STATE_FILE)
 
 
-def _randomisation(settings: dict):
-    from physai_ros.datasets.randomise import Randomisation
-
-    fields = {k: tuple(v) if isinstance(v, list) else v
-              for k, v in settings["randomisation"].items()}  # fmt: skip
-    return Randomisation(**fields)
-
-
 def check_cameras(settings: dict) -> None:
     """Refuse unknown cameras, bad sizes and a machine that cannot render before anything is
     written (a dataset is made only for a recording that can run)."""
+    from physai_ros.datasets.episodes import randomisation_of
     from physai_ros.datasets.randomise import draw
     from physai_ros.datasets.scripted import scene_for
     from physai_ros.sim.render import choose_backend
@@ -143,7 +153,7 @@ def check_cameras(settings: dict) -> None:
     if settings["height"] < 1 or settings["width"] < 1:
         raise InvalidInput(f"--width and --height must be positive, got {settings['width']}x"
                            f"{settings['height']}")  # fmt: skip
-    model, _ = scene_for(draw(_randomisation(settings), settings["seed"], 0), settings["fps"])
+    model, _ = scene_for(draw(randomisation_of(settings), settings["seed"], 0), settings["fps"])
     known = [model.camera(i).name for i in range(model.ncam)]
     unknown = [name for name in settings["cameras"] if name not in known]
     if unknown:
@@ -153,39 +163,63 @@ def check_cameras(settings: dict) -> None:
     choose_backend()
 
 
-def write_episode(dataset, episode, settings: dict) -> None:
-    """Every frame of ``episode`` through LeRobot's ``add_frame``, then ``save_episode``."""
-    from physai_ros.datasets.features import IMAGE_PREFIX, SUCCESS
-    from physai_ros.datasets.scripted import TASK
-
-    last = len(episode.frames) - 1
-    for i, frame in enumerate(episode.frames):
-        values = {
-            "observation.state": frame.state,
-            "action": frame.action,
-            SUCCESS: np.array([i == last and episode.success]),
-            "task": TASK,
-        }
-        for camera, image in frame.images.items():
-            values[IMAGE_PREFIX + camera] = image
-        dataset.add_frame(values)
-    dataset.save_episode()
-
-
 def run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from physai_ros.core.pick.machine import load_pick_config
     from physai_ros.datasets import lerobot_io
-    from physai_ros.datasets.features import ROBOT_TYPE, dataset_features
-    from physai_ros.datasets.randomise import draw
-    from physai_ros.datasets.scripted import record_episode
-    from physai_ros.sim.render import Cameras
 
     settings = settings_of(args)
     root: Path = args.output
     lerobot_io.lerobot_version()
     check_cameras(settings)
+    max_attempts = args.max_attempts or 2 * args.episodes + 10
+    if args.ray is not None:
+        if args.resume:
+            raise InvalidInput("--resume records in this process: leave out --ray")
+        if root.exists():
+            raise InvalidInput(f"{root} exists: choose a new --output")
+        state = record_with_ray(args, settings, root, max_attempts)
+        save_state(root, state)
+        return report(root, state, args.episodes, interrupted=False)
+    return record_here(args, settings, root, max_attempts)
+
+
+def record_with_ray(args: argparse.Namespace, settings: dict, root: Path, max_attempts: int):
+    """The episodes as Ray tasks (``cluster``), with a progress bar of the episodes held."""
+    from tqdm import tqdm
+
+    from physai_ros.datasets.cluster import record_on_ray
+
+    shards = args.shards or root.parent / f".{root.name}.shards"
+    address = None if args.ray == "local" else args.ray
+    bar = tqdm(total=args.episodes, desc="episodes", disable=args.no_progress, file=sys.stderr)
+
+    def progress(count: int) -> None:
+        bar.update(min(count, args.episodes) - bar.n)
+
+    try:
+        return record_on_ray(
+            address, args.workers, settings, root, args.repo_id, args.episodes, max_attempts,
+            shards, progress,
+        )  # fmt: skip
+    finally:
+        bar.close()
+
+
+def record_here(args: argparse.Namespace, settings: dict, root: Path, max_attempts: int) -> int:
+    """The episodes one after another in this process; Ctrl-C saves, --resume carries on."""
+    from tqdm import tqdm
+
+    from physai_ros.core.pick.machine import load_pick_config
+    from physai_ros.datasets import lerobot_io
+    from physai_ros.datasets.episodes import (
+        camera_factory,
+        episode_entry,
+        randomisation_of,
+        write_episode,
+    )
+    from physai_ros.datasets.features import ROBOT_TYPE, dataset_features
+    from physai_ros.datasets.randomise import draw
+    from physai_ros.datasets.scripted import record_episode
+
     if args.resume:
         state = load_state(root)
         changed = sorted(k for k in settings if state["settings"].get(k) != settings[k])
@@ -213,14 +247,8 @@ def run(args: argparse.Namespace) -> int:
         save_state(root, state)
 
     cfg = load_pick_config()
-    randomisation = _randomisation(settings)
-    cameras = None
-    if settings["cameras"]:
-
-        def cameras(model, names=settings["cameras"]):
-            return Cameras(model, names, args.height, args.width, quality=args.render)
-
-    max_attempts = args.max_attempts or 2 * args.episodes + 10
+    randomisation = randomisation_of(settings)
+    cameras = camera_factory(settings)
     done = len(state["episodes"])
     bar = tqdm(total=args.episodes, initial=done, desc="episodes", disable=args.no_progress,
                file=sys.stderr)  # fmt: skip
@@ -230,11 +258,10 @@ def run(args: argparse.Namespace) -> int:
         while done < args.episodes and state["attempts"] < max_attempts:
             setup = draw(randomisation, settings["seed"], state["attempts"])
             episode, _ = record_episode(setup, cfg, settings["fps"], cameras)
-            entry = {"draw": setup.index, "outcome": episode.outcome, "reason": episode.reason,
-                     "lift_m": round(episode.lift, 5), "frames": len(episode.frames)}  # fmt: skip
+            entry = {"draw": setup.index, **episode_entry(episode)}
             if episode.success or settings["keep_failures"]:
                 pending = {"episode_index": done, **entry}
-                write_episode(dataset, episode, settings)
+                write_episode(dataset, episode)
                 state["episodes"].append(pending)
                 pending = None
                 done += 1
@@ -249,7 +276,6 @@ def run(args: argparse.Namespace) -> int:
         if pending is not None and dataset.meta.total_episodes > len(state["episodes"]):
             state["episodes"].append(pending)  # saved by LeRobot just before the interrupt
             state["attempts"] += 1
-            done += 1
         elif dataset.episode_buffer is not None and dataset.episode_buffer.get("size"):
             dataset.clear_episode_buffer()
         save_state(root, state)
@@ -257,6 +283,12 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signal.SIGTERM, previous)
         bar.close()
         dataset.finalize()
+    return report(root, state, args.episodes, interrupted)
+
+
+def report(root: Path, state: dict, wanted: int, interrupted: bool) -> int:
+    """Say what was recorded; the exit status (130 interrupted, 1 short of episodes)."""
+    done = len(state["episodes"])
     held = sum(e["outcome"] == "held" for e in state["episodes"])
     print(
         f"{root}: {done} episodes ({held} held) from {state['attempts']} picks, "
@@ -265,9 +297,9 @@ def run(args: argparse.Namespace) -> int:
     if interrupted:
         print("interrupted: the recorded episodes are saved; --resume carries on", file=sys.stderr)
         return 130
-    if done < args.episodes:
+    if done < wanted:
         print(
-            f"only {done} of {args.episodes} episodes after {state['attempts']} picks "
+            f"only {done} of {wanted} episodes after {state['attempts']} picks "
             "(--max-attempts): the randomisation makes most picks fail",
             file=sys.stderr,
         )

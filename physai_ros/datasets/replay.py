@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from physai_ros.core.pick.machine import load_pick_config
     from physai_ros.datasets import lerobot_io
     from physai_ros.datasets.randomise import draw
-    from physai_ros.datasets.record import _randomisation, load_state
+    from physai_ros.datasets.record import load_state, randomisation_of
     from physai_ros.datasets.scripted import replay_episode
     from physai_ros.errors import InvalidInput
 
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     entries = state["episodes"][: args.episodes]
     if not entries:
         raise InvalidInput(f"{args.dataset} holds no episodes to replay")
-    randomisation, cfg = _randomisation(settings), load_pick_config()
+    randomisation, cfg = randomisation_of(settings), load_pick_config()
     print("| episode | recorded | replayed | cube lift recorded / replayed [cm] |")
     print("|---|---|---|---|")
     agree = held = replayed_held = 0

@@ -29,14 +29,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--render", choices=("fast", "full"), default="fast")
     parser.add_argument("--vcodec", choices=("h264", "libsvtav1"), default="h264")
     parser.add_argument("--fps", type=int, default=30, help="frames per second [Hz]")
+    parser.add_argument(
+        "--ray-workers",
+        type=int,
+        default=0,
+        help="also record the episodes on a local Ray cluster of this many workers (cluster "
+        "start included) and print its speed-up over one process; 0: not",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     from physai_ros.core.pick.machine import load_pick_config
     from physai_ros.datasets import lerobot_io
+    from physai_ros.datasets.episodes import write_episode
     from physai_ros.datasets.features import ROBOT_TYPE, dataset_features
     from physai_ros.datasets.randomise import Randomisation, draw
-    from physai_ros.datasets.record import write_episode
     from physai_ros.datasets.scripted import record_episode
     from physai_ros.errors import InvalidInput
     from physai_ros.sim.render import Cameras, camera_names
@@ -69,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
 
         def write(dataset, episode):
-            write_episode(dataset, episode, {})
+            write_episode(dataset, episode)
             return episode
 
         record_episode(setups[0], cfg, args.fps, cameras)  # OpenGL chosen, shaders compiled
@@ -81,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         tabular.finalize()
         whole.finalize()
         finalize = (time.process_time() - cpu, time.perf_counter() - wall)
+        ray_wall = on_ray(args, Path(tmp)) if args.ray_workers > 0 else None
     n = args.episodes
     held = sum(e.success for e in pipeline[2])
     parts = {
@@ -107,5 +115,34 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nwall seconds per episode, whole pipeline: {pipeline[1] / n:.2f}")
     print(f"episodes per hour of wall time, one process: {3600 * held / pipeline[1]:.0f}")
     print(f"pipeline over physics + rendering (CPU): {total / base:.2f}")
+    if ray_wall is not None:
+        serial = (pipeline[1] + finalize[1] / 2) / held  # [s] wall per held episode
+        print(
+            f"Ray, {args.ray_workers} workers (local cluster, its start included): "
+            f"{ray_wall / n:.2f} wall s per episode; speed-up over one process "
+            f"{serial / (ray_wall / n):.2f}x"
+        )
     print(f"verified_episodes_per_hour_per_core = {3600 * held / total:.0f}")
     return 0
+
+
+def on_ray(args: argparse.Namespace, tmp: Path) -> float:
+    """Wall seconds of ``physai record --ray`` for the same episodes and options, on a local
+    cluster of ``--ray-workers``."""
+    from physai_ros.datasets import record
+    from physai_ros.datasets.cluster import record_on_ray
+
+    parser = argparse.ArgumentParser()
+    record.add_arguments(parser)
+    options = parser.parse_args([
+        "--output", str(tmp / "ray"), "--episodes", str(args.episodes), "--seed", str(args.seed),
+        "--cameras", args.cameras, "--width", str(args.width), "--height", str(args.height),
+        "--render", args.render, "--vcodec", args.vcodec, "--fps", str(args.fps),
+    ])  # fmt: skip
+    settings = record.settings_of(options)
+    wall = time.perf_counter()
+    record_on_ray(
+        None, args.ray_workers, settings, tmp / "ray", options.repo_id, args.episodes,
+        2 * args.episodes + 10, tmp / "shards", lambda count: None,
+    )  # fmt: skip
+    return time.perf_counter() - wall
