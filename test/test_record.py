@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from physai_ros.core.pick.machine import load_pick_config
+from physai_ros.datasets.episodes import randomisation_of
 from physai_ros.datasets.randomise import draw
 from physai_ros.datasets.record import STATE_FILE
 from physai_ros.datasets.scripted import record_episode, replay_episode
@@ -66,9 +67,8 @@ def columns(dataset) -> dict[str, np.ndarray]:
     }
 
 
-def randomisation_of(root: Path):
-    from physai_ros.datasets.episodes import randomisation_of
-
+def randomisation_in(root: Path):
+    """The randomisation a recording at ``root`` drew its episodes from."""
     return randomisation_of(state_of(root)["settings"])
 
 
@@ -89,7 +89,7 @@ def test_lerobot_loads_what_was_recorded(recorded):
     lengths = [e["frames"] for e in state["episodes"]]
     assert dataset.num_frames == sum(lengths)
     data = columns(dataset)
-    randomisation = randomisation_of(recorded)
+    randomisation = randomisation_in(recorded)
     start = 0
     for index, (entry, length) in enumerate(zip(state["episodes"], lengths, strict=True)):
         rows = slice(start, start + length)
@@ -128,7 +128,7 @@ def test_replaying_the_recorded_actions_holds_the_cube_again(recorded):
     assert "3/3 outcomes agree" in result.stdout
     assert result.stdout.strip().splitlines()[-1].startswith("replayed_held = 3/3")
     data, state = columns(load(recorded)), state_of(recorded)
-    setup = draw(randomisation_of(recorded), 5, state["episodes"][0]["draw"])
+    setup = draw(randomisation_in(recorded), 5, state["episodes"][0]["draw"])
     actions = data["action"][data["episode_index"] == 0]
     aligned = replay_episode(setup, actions, CFG, FPS)
     late = replay_episode(setup, np.concatenate([actions[1:], actions[-1:]]), CFG, FPS)
@@ -172,7 +172,7 @@ def test_failed_picks_are_left_out_or_kept_with_their_label(tmp_path):
     kept, dropped = tmp_path / "kept", tmp_path / "dropped"
     record(kept, "--episodes", "3", "--keep-failures", *MIXED)
     record(dropped, "--episodes", "1", *MIXED)
-    randomisation = randomisation_of(kept)
+    randomisation = randomisation_in(kept)
     truth = [record_episode(draw(randomisation, 0, i), CFG, FPS)[0] for i in range(3)]
     assert [e.success for e in truth] == [False, True, False], "the randomisation changed"
     data = columns(load(kept))

@@ -25,8 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from physai_ros.core.pick.machine import load_pick_config
     from physai_ros.datasets import lerobot_io
+    from physai_ros.datasets.episodes import randomisation_of
     from physai_ros.datasets.randomise import draw
-    from physai_ros.datasets.record import load_state, randomisation_of
+    from physai_ros.datasets.record import load_state
     from physai_ros.datasets.scripted import replay_episode
     from physai_ros.errors import InvalidInput
 
