@@ -104,16 +104,28 @@ def test_three_goals_in_one_launched_graph_hold_agree_with_the_truth_and_record_
 
 def test_a_published_cube_pose_is_used_and_named(tmp_path, ros_domain):
     """With motion capture (the emulator's true pose on cube_pose) the pick plans from it
-    and the outcome is judged by it -- and the robot's own verdict is reported beside."""
-    bench = Bench(tmp_path, ros_domain, pick=True, emulator={"mocap": True})
-    try:
-        assert bench.wait(lambda: bench.outcome is not None, 120.0), bench.log("pick")
-        outcome = bench.outcome
+    and the outcome is judged by it -- and the robot's own verdict is reported beside.
+
+    A starved machine can leave the mocap frame older than the judge's 0.5 s when the pick
+    ends; the pick then rightly says "no measurement" for that witness and the robot judges.
+    That run tests nothing about a published pose, so the scenario runs again (at most three
+    times); any other verdict fails at once."""
+    for attempt in range(3):
+        bench = Bench(tmp_path / f"run{attempt}", ros_domain, pick=True, emulator={"mocap": True})
+        try:
+            done = bench.wait(lambda b=bench: b.outcome is not None, 120.0)
+            assert done, bench.log("pick")
+            outcome = bench.outcome
+        finally:
+            bench.close()
+        pose = verdict_of(outcome, "cube_pose")
+        if pose["outcome"] == "no measurement" and "stale" in pose["reason"]:
+            continue  # the mocap frame starved, not a verdict
         assert outcome["outcome"] == "held" and outcome["judged_by"] == "cube_pose", outcome
         assert verdict_of(outcome, "robot")["outcome"] == "held"
-        assert verdict_of(outcome, "cube_pose")["lift"] >= 0.04
-    finally:
-        bench.close()
+        assert pose["lift"] >= 0.04
+        return
+    pytest.fail(f"the mocap frame was stale at the end of all three picks: {outcome}")
 
 
 @pytest.mark.parametrize("close_mode", ["force", "cap"])
