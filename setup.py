@@ -20,6 +20,8 @@ NODES = {
     "so101_emulator": "physai_ros.nodes.so101_emulator:main",
     "grasp_planner": "physai_ros.nodes.grasp_planner:main",
     "hand_pick": "physai_ros.nodes.hand_pick:main",
+    "dataset_recorder": "physai_ros.nodes.dataset_recorder:main",
+    "policy_runner": "physai_ros.nodes.policy_runner:main",
 }
 
 

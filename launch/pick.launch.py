@@ -7,18 +7,21 @@ a lifecycle node the launch configures and activates (autostart:=false leaves it
 ``ros2 lifecycle set``), reachable from this computer only unless discovery:=subnet.
 limits_set:=first_use runs the driver and the pick on the slower limit set together;
 start_pick:=false leaves the pick to goals (``ros2 action send_goal /pick ...``).
+record:=DIR records every pick into a LeRobot dataset (the dataset recorder).
 The nodes come from ``physai_ros.launching.graph.pick_graph``, as for ``physai bringup pick``.
 """
 
 from physai_ros.launching.graph import pick_graph
-from physai_ros.launching.launch_support import as_bool, describe, optional_float
+from physai_ros.launching.launch_support import (
+    SO101_ARGUMENTS,
+    as_bool,
+    describe,
+    optional_float,
+)
 
 ARGUMENTS = {
-    "sim": ("true", "true: MuJoCo sim bridge; false: the real SO-101 through LeRobot"),
+    **SO101_ARGUMENTS,
     "robot": ("so101", "robot model: so101 | panda (simulated only)"),
-    "rviz": ("false", "start RViz with config/physai.rviz"),
-    "cube_x": ("", "cube centre x in the robot base frame [m]; empty = the robot's place"),
-    "cube_y": ("", "cube centre y in the robot base frame [m]; empty = the robot's place"),
     "mu": ("1.0", "cube friction coefficient (sim)"),
     "mass": ("0.03", "cube mass [kg] (sim)"),
     "cap": (
@@ -26,15 +29,7 @@ ARGUMENTS = {
         "jaw cap [N m SO-101 | N Panda]: GripperCommand max_effort (and the sim actuator); "
         "empty = the robot's (SO-101 2.94 N m, Panda 70 N)",
     ),
-    "real_time_factor": ("1.0", "sim pacing: 1 = real time, 0 = as fast as possible"),
     "model_path": ("", "Menagerie-style model folder; empty = the embedded model"),
-    "port": ("/dev/ttyACM0", "real arm: serial port of the servo bus (lerobot-find-port)"),
-    "calibration_file": ("", "real arm: LeRobot calibration JSON; empty = LeRobot's own path"),
-    "autostart": ("true", "real arm: configure and activate the driver at start"),
-    "discovery": (
-        "localhost",
-        "real arm: who may reach the graph: localhost (this computer) | subnet (ROS default)",
-    ),
     "limits_set": (
         "",
         "joint-limit set the pick times its moves within, and on the real arm the set the "
@@ -48,6 +43,15 @@ ARGUMENTS = {
         "",
         "sim: cameras whose images to publish, comma-separated (front_cam,wrist_cam); "
         "empty = none (software rendering slows the physics)",
+    ),
+    "record": (
+        "",
+        "folder of a LeRobot dataset to record every pick into (the cameras' images at 30 fps); "
+        "empty = no recording",
+    ),
+    "image_topics": (
+        "",
+        "real arm, with record: sensor_msgs/Image topics of its cameras, comma-separated",
     ),
 }
 
@@ -71,6 +75,8 @@ def node_specs(values: dict[str, str]) -> list:
         limits_set=values["limits_set"],
         start_pick=as_bool(values["start_pick"]),
         cameras=values["cameras"],
+        record=values["record"],
+        image_topics=values["image_topics"],
     )
 
 

@@ -8,6 +8,7 @@
     physai plan [...]              plan a grasp of a soft object (seed 003)
     physai record [...]            scripted, physics-verified picks as a LeRobot dataset
     physai replay DATASET          a recorded dataset's actions replayed in the simulation
+    physai convert BAG... --output DIR   bags of picks (MCAP) as a LeRobot dataset
 
 Lessons, benchmarks and trial benches are modules in ``physai_ros.experiments`` (the trial
 benches in ``physai_ros.experiments.trials``) exposing ``add_arguments(parser)`` and
@@ -43,6 +44,10 @@ BENCHMARKS = {
         "physai_ros.experiments.bench_record",
         "recorded episodes per core, and their parts",
     ),
+    "stream": (
+        "physai_ros.experiments.bench_stream",
+        "joint acceleration, jerk and lag per streaming mode, sim and emulated servos",
+    ),
 }
 TRIALS = {
     "crash": (
@@ -64,6 +69,10 @@ TRIALS = {
     "pick-goals": (
         "physai_ros.experiments.trials.pick_goals",
         "many pick-and-place goals to the /pick action in one simulated graph",
+    ),
+    "policy-replay": (
+        "physai_ros.experiments.trials.policy_replay",
+        "recorded picks replayed through the policy runner over ROS, judged by the cube",
     ),
     "net": (
         "physai_ros.experiments.trials.net",
@@ -146,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
         "replay",
         "physai_ros.datasets.replay",
         "replay a recorded dataset's actions in the simulation and compare outcomes",
+    )
+    _mount(
+        commands,
+        "convert",
+        "physai_ros.datasets.convert",
+        "convert rosbag2 bags (MCAP) of picks into a LeRobot dataset",
     )
     _mount(
         commands,

@@ -23,10 +23,16 @@ ARM_CONTROLLER = "arm_controller"
 FOLLOW_JOINT_TRAJECTORY = f"{ARM_CONTROLLER}/follow_joint_trajectory"
 JOINT_TRAJECTORY = f"{ARM_CONTROLLER}/joint_trajectory"
 CONTROLLER_STATE = f"{ARM_CONTROLLER}/controller_state"  # JointTrajectoryControllerState
+# sensor_msgs/JointState: position targets streamed at 10–60 Hz (a leader arm, a policy), not a
+# ros2_controllers interface: followed inside the limits, see docs/streaming.md
+STREAM = f"{ARM_CONTROLLER}/stream"
 TRACKING_ERROR = f"{ARM_CONTROLLER}/tracking_error"  # sensor_msgs/JointState, position = q_r - q
 
 GRIPPER_CONTROLLER = "gripper_controller"
 GRIPPER_COMMAND = f"{GRIPPER_CONTROLLER}/gripper_cmd"
+# JointTrajectoryControllerState of the jaw (reference = the commanded jaw position): not one of
+# ros2_controllers' gripper interfaces, published so a recorder sees every joint's command
+GRIPPER_STATE = f"{GRIPPER_CONTROLLER}/controller_state"
 
 JAW_CONTACT_PREFIX = "jaw_contact"  # jaw_contact/<jaw>: geometry_msgs/WrenchStamped
 CONTACT_MARKERS = "contact_markers"  # visualization_msgs/MarkerArray

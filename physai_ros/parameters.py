@@ -47,6 +47,8 @@ NODES = (
     "so101_emulator",
     "grasp_planner",
     "hand_pick",
+    "dataset_recorder",
+    "policy_runner",
 )
 SCALARS = {"bool": bool, "int": int, "double": float, "string": str}
 TYPES = (*SCALARS, *(f"{t}_array" for t in SCALARS))

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from physai_ros.core.pick.grip import OUTCOMES
@@ -89,10 +90,16 @@ def test_hand_pick(ros_domain, tmp_path):
 
 @pytest.mark.slow
 def test_pick_emulated(ros_domain, tmp_path):
-    """The real-arm graph (so101_driver on the Feetech bus emulator's pty), no simulator."""
+    """The real-arm graph (so101_driver on the Feetech bus emulator's pty), no simulator, with
+    the dataset recorder: the pick goal waits until the recorder receives every stream, and the
+    watch until it has written the pick as a LeRobot episode (a held pick) or left it out."""
     pytest.importorskip("lerobot.motors")
-    out = bringup(tmp_path, "pick", "--emulated", "--outcome-json", str(tmp_path / "outcome.json"))
-    assert "starting 3 nodes: so101_driver, tf_publisher, pick" in out, out
+    dataset = tmp_path / "dataset"
+    out = bringup(
+        tmp_path, "pick", "--emulated", "--outcome-json", str(tmp_path / "outcome.json"),
+        "-p", f"record:={dataset}", timeout=300,
+    )  # fmt: skip
+    assert "starting 4 nodes: so101_driver, tf_publisher, pick, dataset_recorder" in out, out
     states = row(out, "/pick/state")[1].split(" → ")
     assert states[-1] in ("done", "aborted"), states
     outcome = _pick_outcome(out, tmp_path, "pick")
@@ -102,3 +109,17 @@ def test_pick_emulated(ros_domain, tmp_path):
     assert result is not None, out
     assert result.group(1).lower() == outcome["outcome"], (result.group(0), outcome)
     assert result.group(2) == ("succeeded" if outcome["outcome"] == "held" else "aborted"), out
+    if outcome["outcome"] != "held":
+        assert f"dataset recorder: left out: {outcome['outcome']}" in out, out
+        return
+    assert "dataset recorder: episode 0: held" in out, out
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    episodes = LeRobotDataset("physai/so101_pick_ros", root=dataset)
+    assert episodes.num_episodes == 1 and episodes.meta.robot_type == "so101_follower"
+    table = episodes.hf_dataset.with_format("numpy")
+    success = np.asarray(table["next.success"]).ravel()
+    assert success[-1] and not success[:-1].any()
+    # the arm moved on the real-arm graph too: the commanded shoulder lift spans tens of degrees
+    action = np.asarray(table["action"])
+    assert np.ptp(action[:, 1]) > 10.0, np.ptp(action, axis=0)

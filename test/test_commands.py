@@ -153,6 +153,9 @@ TRIAL_OPTIONS = {
     ),
     "hand-pick": ("--runs", "--half", "--domain", "--keep", "--json", "--table"),
     "pick-goals": ("--goals", "--half", "--no-place", "--seed", "--domain", "--keep", "--json"),
+    "policy-replay": (
+        "--episodes", "--dataset", "--seed", "--repo-id", "--mode", "--domain", "--keep",
+    ),
     "so101-force": (
         "--runs", "--target", "--contact", "--planned", "--band", "--positions", "--timeout",
         "--keep",
@@ -187,9 +190,31 @@ def test_bench_record(capsys):
     )  # fmt: skip
     assert 0 < metric(out, "verified_episodes_per_hour_per_core") < 1e5
     shares = re.findall(r"\| (\d+)% \|", out)
-    assert len(shares) == 5 and shares[-1] == "100", out
+    assert len(shares) == 6 and shares[-1] == "100", out  # five parts and the whole
     assert "1 held" in out
     assert re.search(r"Ray, 1 workers .* speed-up over one process \d+\.\d+x", out), out
+
+
+def test_bench_stream(capsys, tmp_path):
+    """One scripted pick and 3 s of the leader through every mode on both backends: the table
+    has every row, the plot is written, and the law the bench exists for holds on the sim's
+    servos: the staircase's RMS joint jerk is several times the interpolated modes'."""
+    plot = tmp_path / "stream.png"
+    out = physai(
+        capsys, "bench", "stream", "--episodes", "1", "--leader-seconds", "3", "--plot", str(plot)
+    )
+    assert 0 < metric(out, "linear_vs_staircase_rms_jerk") < 0.25
+    rows = re.findall(
+        r"^\| (sim|emulator) \| (.+?) \| (\w+) \| .* \| ([\d.]+) \| \d+ \| [\d.]+ \|$", out, re.M
+    )
+    assert len(rows) == 12, out
+    jerk = {(b, stream, mode): float(v) for b, stream, mode, v in rows}
+    for mode in ("linear", "limited"):
+        assert (
+            jerk[("sim", "scripted pick 0", mode)] * 4
+            < jerk[("sim", "scripted pick 0", "staircase")]
+        )
+    assert plot.stat().st_size > 10_000
 
 
 # Each user command -> (test file, pattern of the call that runs it there): a new lesson, bench,
@@ -211,11 +236,14 @@ RUN_BY = {
     "bringup hand_pick": ("test_bringup_cli.py", r'bringup\(tmp_path, "hand_pick"'),
     "bringup pick": ("test_pick_ros.py", r'"bringup",\s*"pick"'),
     "bringup pick --emulated": ("test_bringup_cli.py", r'"pick",\s*"--emulated"'),
+    "bringup policy": ("test_policy_runner.py", r'"bringup",\s*"policy"'),
     "plan": ("test_grasp_planning_pipeline.py", r'main\(\s*\[\s*"plan",\s*"--object"'),
     "trials --emulated": ("test_emulated_pick.py", r'"trials", "--emulated"'),
     "record": ("test_record.py", r'\[PHYSAI, "record"'),
     "replay": ("test_record.py", r'\[PHYSAI, "replay"'),
+    "convert": ("test_dataset_recorder.py", r'\[PHYSAI, "convert"'),
     "bench record": ("test_commands.py", r'"bench", "record"'),
+    "bench stream": ("test_commands.py", r'"bench", "stream"'),
 }
 
 
@@ -224,7 +252,7 @@ def test_every_command_is_run_by_a_test():
     from physai_ros.launching.graph import GRAPHS
 
     commands = {f"lesson {k}" for k in _available(LESSONS)} | {"plan", "trials --emulated"}
-    commands |= {"record", "replay"}
+    commands |= {"record", "replay", "convert"}
     commands |= {f"bench {k}" for k in _available(BENCHMARKS)} | {"bringup pick --emulated"}
     commands |= {f"bringup {k}" for k in GRAPHS}
     assert commands == set(RUN_BY), (

@@ -89,6 +89,7 @@ class Backend:
         import rclpy
         from control_msgs.action import FollowJointTrajectory, GripperCommand
         from control_msgs.msg import JointTrajectoryControllerState
+        from diagnostic_msgs.msg import DiagnosticArray
         from rcl_interfaces.srv import GetParameters, SetParameters
         from rclpy.action import ActionClient
         from sensor_msgs.msg import JointState
@@ -123,6 +124,9 @@ class Backend:
         self.arm = ActionClient(node, FollowJointTrajectory, interfaces.FOLLOW_JOINT_TRAJECTORY)
         self.gripper = ActionClient(node, GripperCommand, interfaces.GRIPPER_COMMAND)
         self.topic = node.create_publisher(JointTrajectory, interfaces.JOINT_TRAJECTORY, 10)
+        self.stream = node.create_publisher(JointState, interfaces.STREAM, 10)
+        self.diagnostics: dict[str, str] = {}  # name -> the latest message
+        node.create_subscription(DiagnosticArray, interfaces.DIAGNOSTICS, self._on_diag, 10)
         self.params = node.create_client(SetParameters, f"/{self.node_name}/set_parameters")
         self.get_params = node.create_client(GetParameters, f"/{self.node_name}/get_parameters")
         self.thread = spin_in_background(node, self.context)
@@ -136,6 +140,15 @@ class Backend:
             self.joints_total += 1
             del self.joints[:-KEEP]
             self.jaw = msg.position[names.index("gripper")]
+
+    def _on_diag(self, msg) -> None:
+        with self.lock:
+            self.diagnostics |= {status.name: status.message for status in msg.status}
+
+    def diagnostic(self, name: str) -> str:
+        """The latest /diagnostics message of ``name`` ('' if none yet)."""
+        with self.lock:
+            return self.diagnostics.get(name, "")
 
     def _on_state(self, msg) -> None:
         with self.lock:
@@ -177,6 +190,7 @@ class Backend:
                 and self.params.service_is_ready()
                 and self.get_params.service_is_ready()
                 and self.topic.get_subscription_count() > 0
+                and self.stream.get_subscription_count() > 0
             ),
             STARTUP,
         )
@@ -273,6 +287,37 @@ class Backend:
         status, result = self.outcome(handle, seconds + 30.0)
         assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
         self.settle()
+
+    @contextmanager
+    def streaming(
+        self, target: Callable[[float], np.ndarray], rate: float = 30.0, jaw: float | None = None
+    ):
+        """Publish ``target(t)`` [rad] (t: wall seconds since the start) on the arm's stream
+        topic at ``rate`` from a thread of this process, as a teleop or policy node would,
+        until the block ends; yields the list of what was sent (the last target: ``[-1]``).
+        ``jaw`` [rad]: the jaw's target in every message too."""
+        from sensor_msgs.msg import JointState
+
+        stop, sent_targets = threading.Event(), []
+
+        def publish() -> None:
+            start, sent = time.monotonic(), 0
+            while not stop.wait(max(0.0, start + sent / rate - time.monotonic())):
+                sent += 1
+                q = target(time.monotonic() - start)
+                names, positions = list(ARM), [float(v) for v in q]
+                if jaw is not None:
+                    names, positions = [*names, "gripper"], [*positions, jaw]
+                self.stream.publish(JointState(name=names, position=positions))
+                sent_targets.append(q)
+
+        thread = threading.Thread(target=publish, daemon=True)
+        thread.start()
+        try:
+            yield sent_targets
+        finally:
+            stop.set()
+            thread.join(timeout=2.0)
 
     def settle(self, timeout: float = 5.0) -> None:
         """Wait until the arm is still (< 3 mrad over 0.3 s): a goal succeeds inside its
@@ -639,3 +684,64 @@ def test_gripper_closing_on_the_cube_stalls_per_allow_stalling(backend):
     finally:
         backend.goto(pre, speed=0.2)
         backend.goto(POSE_A)
+
+
+# --- the streaming path (our addition: arm_controller/stream, docs/streaming.md) ----------------
+def test_a_stream_moves_the_arm_and_the_arm_holds_when_it_stops(backend):
+    """30 Hz targets on arm_controller/stream move the arm along them (here a 0.3 rad/s sine on
+    two joints); a trajectory meanwhile is refused; the stream stopping brakes the arm to a
+    hold with the reason logged, nothing moves after, and trajectories are taken again."""
+    backend.settle()
+    start = backend.position()
+    wave = np.array([0.25, 0.0, 0.0, 0.25, 0.0])
+
+    def target(t: float) -> np.ndarray:
+        return start + wave * np.sin(1.2 * t)
+
+    mark = len(backend.log())
+    with backend.streaming(target) as sent:
+        time.sleep(1.5)
+        moved = float(np.max(np.abs(backend.position() - start)))
+        assert moved > 0.1, f"the arm moved {moved:.3f} rad on the stream\n{backend.log()[mark:]}"
+        refused = backend.send(trajectory([(2.0, start)]))
+        assert not refused.accepted
+        assert backend.logged_since(mark, "following a target stream"), backend.log()[mark:]
+        time.sleep(1.0)
+    last = sent[-1]
+    assert backend.logged_since(mark, "stream stopped", timeout=5.0), backend.log()[mark:]
+    # and in /diagnostics, where a streaming client (a policy runner) learns the arm holds
+    said = lambda: backend.diagnostic("arm_controller/stream")  # noqa: E731
+    assert backend.wait(lambda: said().startswith("held: stream stopped"), 5.0), said()
+    backend.settle()
+    held = backend.position()
+    assert np.max(np.abs(held - last)) < 0.05, held - last  # the servo's sag and lag
+    assert backend.motion_during(1.0) < STILL
+    backend.goto(POSE_A)
+
+
+def test_a_stream_far_from_the_arm_is_refused_and_nothing_moves(backend):
+    """A stream whose first target is 0.5 rad from the arm is refused target by target, with
+    the reason logged; the arm does not jump to it."""
+    backend.settle()
+    far = backend.position() + np.array([0.0, 0.0, 0.5, 0.0, 0.0])
+    mark = len(backend.log())
+    with backend.streaming(lambda t: far):
+        assert backend.motion_during(1.0) < STILL
+    assert backend.logged_since(mark, "from the held pose"), backend.log()[mark:]
+
+
+def test_a_stream_may_carry_the_jaw(backend):
+    """A target naming the jaw beside the arm moves the jaw there (the jaw of a leader arm or
+    of a policy's action), where it stays once the stream stops; a message whose jaw is
+    outside its range is refused whole, the arm and the jaw staying where they are."""
+    backend.settle()
+    here = backend.position()
+    goal = 0.3 if abs(backend.jaw - 0.3) > 0.1 else JAW_OPEN
+    with backend.streaming(lambda t: here, jaw=goal):
+        assert backend.wait(lambda: abs(backend.jaw - goal) < 0.03, 5.0), backend.jaw
+    backend.settle()
+    mark = len(backend.log())
+    with backend.streaming(lambda t: here + np.array([0.1, 0, 0, 0, 0]), jaw=5.0):
+        assert backend.motion_during(1.0) < STILL
+    assert backend.logged_since(mark, "gripper position 5.0 outside"), backend.log()[mark:]
+    assert abs(backend.jaw - goal) < 0.03, backend.jaw

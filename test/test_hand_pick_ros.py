@@ -22,7 +22,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from support.optional import require
 from support.paths import REPO_ROOT
-from support.processes import ros2_output, set_param
+from support.processes import call_again_if_lost, ros2_output, set_param
 from support.witness import JAWS, Witness, shipped
 from test_user_paths import Watcher
 
@@ -119,7 +119,7 @@ def put_object(ros2, x: float, y: float) -> None:
     then its reset (as docs/hand_pick.md tells users)."""
     for name, value in (("soft_x", x), ("soft_y", y)):
         set_param(ros2, "/sim_bridge", name, str(value))
-    ros2_output(ros2("service", "call", "/sim/reset", "std_srvs/srv/Trigger"))
+    call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
 
 
 def test_hand_pick_action_goals_refusals_and_cancel(ros2, ros_context, tmp_path):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.lerobot_runs import record
 from support.paths import REPO_ROOT
 
 from physai_ros import interfaces
@@ -92,12 +93,27 @@ def test_launch_file_structure(name):
     assert callable(module.generate_launch_description) and callable(module.node_specs)
 
 
+@pytest.fixture(scope="module")
+def one_episode(tmp_path_factory) -> Path:
+    """A one-episode dataset for the policy launch, whose runner needs a policy to start."""
+    root = tmp_path_factory.mktemp("policy") / "picks"
+    record(root, "--episodes", "1", "--cameras", "")
+    return root
+
+
+# launch arguments a launch file cannot start without (the rest are its defaults)
+REQUIRED = {"policy.launch.py": lambda request: {
+    "policy": "replay", "dataset": str(request.getfixturevalue("one_episode"))
+}}  # fmt: skip
+
+
 @pytest.mark.parametrize("name", LAUNCH_FILES)
-def test_launched_nodes_exist_and_declare_their_parameters(name, tmp_path, ros_domain):
+def test_launched_nodes_exist_and_declare_their_parameters(name, tmp_path, ros_domain, request):
     module = load(name)
-    variants = [defaults(module)]
+    required = REQUIRED.get(name, lambda _request: {})(request)
+    variants = [defaults(module) | required]
     if "sim" in module.ARGUMENTS:
-        variants.append({**defaults(module), "sim": "false"})
+        variants.append({**defaults(module), **required, "sim": "false"})
     for values in variants:
         specs = module.node_specs(values)
         assert specs

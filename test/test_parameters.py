@@ -13,6 +13,7 @@ import yaml
 from support.paths import REPO_ROOT
 
 from physai_ros.config import load_scene_config, load_sim_config, node_tree
+from physai_ros.datasets.features import TASK
 from physai_ros.errors import InvalidInput
 from physai_ros.parameters import MAP, NODES, UNIT, load_schema, markdown, parse_schema
 from physai_ros.robots.franka.names import FRANKA_PROFILES, PROFILE_PARAMETERS
@@ -84,6 +85,8 @@ ELSEWHERE = {
     "so101_driver": _driver_sources,
     "so101_emulator": lambda: _placement_soft("so101"),
     "grasp_planner": dict,
+    "dataset_recorder": lambda: {"task": TASK},
+    "policy_runner": lambda: {"task": TASK},
 }
 # Entries of config/<node>.yaml that are not parameters: a robot's defaults of other entries
 NOT_PARAMETERS = {"pick": ("so101.overrides", "panda.overrides")}

@@ -60,7 +60,7 @@ def record_block(settings: dict, shard: str, block: int, limit: int | None) -> l
             )
             keep = episode.success or settings["keep_failures"]
             if keep:
-                write_episode(dataset, episode)
+                write_episode(dataset, episode.frames, episode.success)
                 written += 1
             entries.append({"draw": index, "written": keep, **episode_entry(episode)})
     finally:

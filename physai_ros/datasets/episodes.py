@@ -4,11 +4,13 @@ cameras rebuilt from a recording's settings (a plain dict, so a Ray task can car
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from physai_ros.datasets.features import IMAGE_PREFIX, SUCCESS
+from physai_ros.datasets.features import IMAGE_PREFIX, SUCCESS, TASK
 from physai_ros.datasets.randomise import Randomisation
-from physai_ros.datasets.scripted import TASK, Episode
+from physai_ros.datasets.scripted import Episode, Frame
 from physai_ros.sim.render import Cameras
 
 
@@ -33,15 +35,17 @@ def camera_factory(settings: dict):
     return cameras
 
 
-def write_episode(dataset, episode: Episode) -> None:
-    """Every frame of ``episode`` through LeRobot's ``add_frame``, then ``save_episode``."""
-    last = len(episode.frames) - 1
-    for i, frame in enumerate(episode.frames):
+def write_episode(dataset, frames: Sequence[Frame], success: bool, task: str = TASK) -> None:
+    """Every frame through LeRobot's ``add_frame`` (``success`` flagged on the last one, as
+    LeRobot's simulation datasets do), then ``save_episode``: the one way an episode is written,
+    by the scripted recorder, the ROS recorder and the bag converter alike."""
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
         values = {
             "observation.state": frame.state,
             "action": frame.action,
-            SUCCESS: np.array([i == last and episode.success]),
-            "task": TASK,
+            SUCCESS: np.array([i == last and success]),
+            "task": task,
         }
         for camera, image in frame.images.items():
             values[IMAGE_PREFIX + camera] = image

@@ -20,6 +20,7 @@ STATE_NAMES = tuple(f"{motor}.pos" for motor in MOTOR_NAMES)
 ROBOT_TYPE = "so101_follower"  # LeRobot's robot type for the SO-101 arm it drives
 IMAGE_PREFIX = "observation.images."
 SUCCESS = "next.success"
+TASK = "Pick up the cube and lift it."  # every pick episode's task string
 
 
 def to_lerobot(arm: Sequence[float], jaw: float, jaw_range: Sequence[float]) -> np.ndarray:

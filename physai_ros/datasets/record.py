@@ -261,7 +261,7 @@ def record_here(args: argparse.Namespace, settings: dict, root: Path, max_attemp
             entry = {"draw": setup.index, **episode_entry(episode)}
             if episode.success or settings["keep_failures"]:
                 pending = {"episode_index": done, **entry}
-                write_episode(dataset, episode)
+                write_episode(dataset, episode.frames, episode.success)
                 state["episodes"].append(pending)
                 pending = None
                 done += 1

@@ -35,8 +35,6 @@ from physai_ros.sim.lockstep_pick import run_lockstep_pick
 from physai_ros.sim.rigid_cube import RigidCubeWorld
 from physai_ros.sim.scene import CUBE_GEOM, build_scene
 
-TASK = "Pick up the cube and lift it."
-
 
 @dataclass
 class Frame:

@@ -4,7 +4,9 @@ The same ``--episodes`` scripted picks (``physai record``'s, seed ``--seed``) ar
 one process, so the shares do not depend on the machine: the physics alone; the physics and
 the cameras' images; the physics and a LeRobot dataset without images (the tabular writing:
 parquet, metadata, statistics); and the whole pipeline as ``physai record`` runs it (images
-streamed to the video encoder). Encoding is the whole minus the other three's parts. Costs are
+streamed to the video encoder). LeRobot's encoder thread also keeps running statistics of every
+image (its quantiles); that part is timed by running the same statistics over the same images,
+and encoding is the whole minus the other parts. Costs are
 CPU seconds of the process and its threads (``time.process_time``), so "per core" is honest
 when the encoder's threads run beside the physics. Last line:
 ``verified_episodes_per_hour_per_core``; the pipeline's cost over physics plus rendering is
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
 
         def write(dataset, episode):
-            write_episode(dataset, episode)
+            write_episode(dataset, episode.frames, episode.success)
             return episode
 
         record_episode(setups[0], cfg, args.fps, cameras)  # OpenGL chosen, shaders compiled
@@ -97,9 +99,10 @@ def run(args: argparse.Namespace) -> int:
         "writing (parquet, metadata, statistics)": written[0] - physics[0] + finalize[0] / 2,
     }
     total = pipeline[0] + finalize[0] / 2
-    parts["encoding and image statistics (LeRobot's streaming encoder)"] = total - sum(
-        parts.values()
-    )
+    statistics = image_statistics_cpu(pipeline[2])
+    if statistics is not None:
+        parts["image statistics (LeRobot's encoder thread)"] = statistics
+    parts["video encoding"] = total - sum(parts.values())
     frames = sum(len(e.frames) for e in pipeline[2])
     print(
         f"SO-101 pick, {n} episodes ({frames} frames, {held} held), {len(names)} cameras "
@@ -115,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nwall seconds per episode, whole pipeline: {pipeline[1] / n:.2f}")
     print(f"episodes per hour of wall time, one process: {3600 * held / pipeline[1]:.0f}")
     print(f"pipeline over physics + rendering (CPU): {total / base:.2f}")
+    busy = pipeline[0] / pipeline[1]  # cores one process keeps busy (the encoder's threads)
+    print(
+        f"cores one process keeps busy: {busy:.2f}, so {os.cpu_count()} cores can run at most "
+        f"{os.cpu_count() / busy:.2f}x one process's episodes"
+    )
     if ray_wall is not None:
         serial = (pipeline[1] + finalize[1] / 2) / held  # [s] wall per held episode
         print(
@@ -124,6 +132,28 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"verified_episodes_per_hour_per_core = {3600 * held / total:.0f}")
     return 0
+
+
+def image_statistics_cpu(episodes: list) -> float | None:
+    """CPU seconds of the running image statistics LeRobot's streaming encoder keeps beside
+    each encoded frame (its own functions, called as its encoder thread calls them), over every
+    image of ``episodes``; None where the installed LeRobot has no such functions."""
+    try:
+        from lerobot.datasets.compute_stats import (
+            RunningQuantileStats,
+            auto_downsample_height_width,
+        )
+    except ImportError:
+        return None
+    cpu = time.process_time()
+    for episode in episodes:
+        trackers: dict = {}
+        for frame in episode.frames:
+            for name, image in frame.images.items():
+                small = auto_downsample_height_width(image.transpose(2, 0, 1))
+                pixels = small.transpose(1, 2, 0).reshape(-1, small.shape[0])
+                trackers.setdefault(name, RunningQuantileStats()).update(pixels)
+    return time.process_time() - cpu
 
 
 def on_ray(args: argparse.Namespace, tmp: Path) -> float:

@@ -51,6 +51,7 @@ from typing import Any
 import yaml
 
 from physai_ros.core.stats import wilson
+from physai_ros.datasets.from_ros import Sources
 from physai_ros.errors import InvalidInput
 from physai_ros.parameters import load_schema
 
@@ -63,11 +64,17 @@ TOPICS = (
     "/diagnostics",
     "/pick/state",
     "/pick/outcome",
+    # what the servos were commanded: 'physai convert' makes a dataset's actions of them
+    "/arm_controller/controller_state",
+    "/gripper_controller/controller_state",
 )
+STREAMS = tuple(Sources().streams().values())
+"""The topics a dataset episode is made of: each trial's bag has them before its goal goes."""
 EMULATOR = "/so101_emulator"
 WITNESS = f"{EMULATOR}/witness"
 PUT_BACK = 0.005  # [m] a cube put back rests this close to its place, out of the jaws
 GRAPH_UP = 120.0  # [s wall] the graph's nodes up (fresh processes on a loaded machine)
+PRE_ROLL = 0.5  # [s wall] every stream in a trial's bag for this long before its goal goes
 FIELDS = [
     "cube_x",
     "cube_y",
@@ -247,13 +254,21 @@ class TrialsClient:
         return future.result()
 
     def record(self, bag: Path) -> None:
-        """Start recording a trial's bag (``TOPICS``, and the witness on the emulator)."""
+        """Start recording a trial's bag (``TOPICS``, and the witness on the emulator), and
+        wait until the streams a dataset is made of have reached it, and ``PRE_ROLL`` more: a
+        pick that began before its bag held every stream could not be converted (``physai
+        convert``), and one that began just as the first samples came would depend on a few
+        milliseconds between the nodes' clocks."""
         from physai_ros.recording.bags import BagRecorder
 
         topics = (*TOPICS, WITNESS) if self.emulated else TOPICS
         self.recorder = BagRecorder(self.context, bag, topics)
         self.executor.add_node(self.recorder.node)
         self.witnessed = []
+        end = time.monotonic() + GRAPH_UP
+        while any(self.recorder.counts[t] == 0 for t in STREAMS) and time.monotonic() < end:
+            self.spin_for(0.05)
+        self.spin_for(PRE_ROLL)
 
     def stop_recording(self) -> dict[str, int]:
         recorder, self.recorder = self.recorder, None

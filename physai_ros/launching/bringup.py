@@ -54,7 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="demo: sim bridge + TF publisher, watched for --duration; pick: the simulated (or "
         "--emulated / real) pick graph, one goal sent to /pick, watched until its typed result "
         "and outcome; hand_pick: the three-finger pick "
-        "of a soft object (Barrett-like hand on the simulated Panda), watched until its outcome",
+        "of a soft object (Barrett-like hand on the simulated Panda), watched until its outcome; "
+        "policy: a LeRobot policy (-p policy:=DIR) or a replayed episode (-p policy:=replay "
+        "-p dataset:=DIR) streaming to the simulated arm, watched for --duration",
     )
     parser.add_argument(
         "--robot", choices=ROBOTS, default=None, help="robot to simulate (default: the graph's)"
@@ -78,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--duration",
         type=float,
         default=None,
-        help="demo, trajectory: how long to watch [s wall time] from the first joint state "
+        help="demo, trajectory, policy: how long to watch [s wall time] from the first joint state "
         "(default 5); pick, hand_pick: timeout (default 120)",
     )
     parser.add_argument(
@@ -259,7 +261,12 @@ def run(args: argparse.Namespace) -> int:
         else:
             procs = start(specs, log_dir)
         try:
-            report = watch_graph(duration, procs, pick=PICKS.get(args.graph), goal=goal)
+            recorder = next(
+                (f"/{s.name}/status" for s in specs if s.name == "dataset_recorder"), None
+            )
+            report = watch_graph(
+                duration, procs, pick=PICKS.get(args.graph), goal=goal, recorder=recorder
+            )
             if report.pick_outcome is not None and len(specs) < len(everything):
                 time.sleep(LINGER)  # the outcome reaches the other computers' subscribers too
         finally:

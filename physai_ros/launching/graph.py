@@ -7,7 +7,7 @@ functions, so the nodes, their names and their parameters cannot drift apart.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +97,11 @@ def pick_graph(
     limits_set: str = "",
     start_pick: bool = True,
     cameras: str = "",
+    record: str = "",
+    image_topics: str = "",
 ) -> list[NodeSpec]:
-    """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick.
+    """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick
+    (and, with ``record``, the dataset recorder).
 
     robot: ``so101``, or ``panda`` (simulated only: the Franka Hand through franka_gripper's
     actions, served by the sim bridge under ``FRANKA_GRIPPER``; config/pick.yaml ``panda``).
@@ -116,6 +119,9 @@ def pick_graph(
     start_pick: the pick node picks the configured cube once at start (its ``autostart``);
     false: it waits for goals on the ``/pick`` action. cameras: the simulated cameras whose
     images the sim bridge publishes (its ``cameras.names``: ``front_cam,wrist_cam``; "" = none).
+    record: a folder: the dataset recorder writes every pick there as a LeRobot episode, with
+    the simulated cameras' images (published at the dataset's frame rate) or, on the real arm,
+    ``image_topics`` (comma-separated, any camera driver's); "" = no recorder.
     On the real arm the cube's pose is not measured unless a detector or motion capture
     publishes it: the pick is given where it was placed (``cube_position``, from cube_x,
     cube_y) and judges the outcome from the robot's own measurements.
@@ -161,6 +167,7 @@ def pick_graph(
                 **cap,
                 **({"franka_gripper": FRANKA_GRIPPER} if robot == "panda" else {}),
                 **({"cameras.names": cameras} if cameras else {}),
+                **({"cameras_rate": float(RECORD_FPS)} if cameras and record else {}),
             },
         )
     else:
@@ -178,11 +185,133 @@ def pick_graph(
             },
             env,
         )
-    return [
+    nodes = [
         driver,
         NodeSpec("tf_publisher", "tf_publisher", {**shared, "use_sim_time": sim}, env),
         NodeSpec("pick", "pick", pick, env),
     ]
+    if record:
+        if robot != "so101":
+            raise InvalidInput(
+                f"record: datasets are of the SO-101 (LeRobot's so101_follower), not {robot!r}"
+            )
+        if sim and image_topics:
+            raise InvalidInput("image_topics are a real arm's; in sim:=true name the cameras")
+        images = image_topics or ",".join(
+            f"{name.strip()}/image_raw" for name in cameras.split(",") if name.strip()
+        )
+        recorder = {"output": record, "fps": RECORD_FPS, "image_topics": images}
+        nodes.append(
+            NodeSpec("dataset_recorder", "dataset_recorder", {**recorder, "use_sim_time": sim}, env)
+        )
+    return nodes
+
+
+RECORD_FPS = 30  # [Hz] a recorded dataset's frames: LeRobot's default for the SO-101
+SIM_STREAM_GRACE = 0.05
+"""[s sim time] the simulated arm's stream deadman in the policy graph (the controller's default
+is 0.02 s): the runner's frame clock is sim time, which arrives in /clock's 10 ms steps, and a
+Python process rendering-bound beside the physics is tens of ms late now and then; at 0.02 s
+one frame in ten tripped the deadman on a busy two-core machine. Braking at full acceleration
+still holds a 1.5 rad/s joint within 0.09 s of the target that did not come."""
+
+
+def policy_cameras(policy: str) -> dict[str, tuple[int, int]]:
+    """The cameras a LeRobot pretrained folder's policy reads, by name, with the image size
+    (width, height) [px] it was trained on: its ``config.json``'s image input features (plain
+    JSON, read without LeRobot). None for ``replay``, and none for a folder without one (the
+    runner then says what is wrong)."""
+    import json
+
+    config = Path(policy).expanduser() / "config.json"
+    if policy in ("", "replay") or not config.is_file():
+        return {}
+    features = json.loads(config.read_text()).get("input_features") or {}
+    prefix = "observation.images."
+    return {
+        key[len(prefix) :]: (int(spec["shape"][2]), int(spec["shape"][1]))
+        for key, spec in features.items()
+        if key.startswith(prefix)
+    }
+
+
+def policy_graph(
+    policy: str = "",
+    dataset: str = "",
+    episode: int = 0,
+    repo_id: str = "local/so101_pick",
+    sim: bool = True,
+    mode: str = "",
+    fps: float = 0.0,
+    duration: float = 0.0,
+    device: str = "cpu",
+    image_topics: str = "",
+    cube_x: float | None = None,
+    cube_y: float | None = None,
+    real_time_factor: float = 1.0,
+    port: str = "/dev/ttyACM0",
+    calibration_file: str = "",
+    autostart: bool = True,
+    limits_set: str = "",
+    discovery: str = "localhost",
+) -> list[NodeSpec]:
+    """A LeRobot policy (``policy``: a pretrained_model folder) or a dataset episode's actions
+    (``policy="replay"``, ``dataset``, ``episode``) driving the SO-101 through its arm
+    controller's stream: the robot and the TF publisher as ``pick_graph`` starts them (the
+    simulated arm, or the real one's driver), and the policy runner. mode: the stream mode
+    (``staircase`` | ``linear`` | ``limited``; "" = the controller's default). In the
+    simulation the cameras the policy reads are rendered at the size it was trained on and
+    at the policy's rate; on the real arm ``image_topics`` name its camera driver's images.
+    """
+    cameras = policy_cameras(policy)
+    if cameras and not sim and not image_topics:
+        raise InvalidInput(
+            f"the policy reads cameras {sorted(cameras)}: on the real arm name their "
+            "sensor_msgs/Image topics in image_topics"
+        )
+    if sim and image_topics:
+        raise InvalidInput("image_topics are a real arm's; the simulation renders the cameras")
+    if len(set(cameras.values())) > 1:
+        raise InvalidInput(
+            f"the policy's cameras have different image sizes {cameras}: the simulation "
+            "renders one size"
+        )
+    robot, *rest = pick_graph(
+        robot="so101",
+        sim=sim,
+        cube_x=cube_x,
+        cube_y=cube_y,
+        real_time_factor=real_time_factor,
+        port=port,
+        calibration_file=calibration_file,
+        autostart=autostart,
+        limits_set=limits_set,
+        discovery=discovery,
+        start_pick=False,
+        cameras=",".join(cameras),
+    )
+    extra: dict[str, Any] = {"arm_controller.stream.mode": mode} if mode else {}
+    if sim:  # sim time reaches the runner in /clock's 10 ms steps, on top of its own latency
+        extra["arm_controller.stream.grace"] = SIM_STREAM_GRACE
+    if cameras and sim:
+        width, height = next(iter(cameras.values()))
+        rate = float(fps or RECORD_FPS)
+        extra |= {"cameras.width": width, "cameras.height": height, "cameras_rate": rate}
+    robot = replace(robot, parameters={**robot.parameters, **extra})
+    tf = next(spec for spec in rest if spec.name == "tf_publisher")
+    images = image_topics or ",".join(f"{name}/image_raw" for name in cameras)
+    runner = {
+        "policy": policy,
+        "dataset": dataset,
+        "repo_id": repo_id,
+        "episode": int(episode),
+        "fps": float(fps),
+        "duration": float(duration),
+        "device": device,
+        "image_topics": images,
+        "use_sim_time": sim,
+    }
+    return [robot, tf, NodeSpec("policy_runner", "policy_runner", runner, tf.env)]
 
 
 ARMS = {"left": 0.2, "right": -0.2}
@@ -398,4 +527,5 @@ GRAPHS = {
     "pick": pick_graph,
     "trajectory": trajectory_graph,
     "hand_pick": hand_pick_graph,
+    "policy": policy_graph,
 }

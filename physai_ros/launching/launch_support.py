@@ -31,6 +31,28 @@ PARAMS_FILE = (
     ),
 )
 
+SO101_ARGUMENTS: Arguments = {
+    "sim": ("true", "true: MuJoCo sim bridge; false: the real SO-101 through LeRobot"),
+    "rviz": ("false", "start RViz with config/physai.rviz"),
+    "cube_x": ("", "cube centre x in the robot base frame [m]; empty = the robot's place"),
+    "cube_y": ("", "cube centre y in the robot base frame [m]; empty = the robot's place"),
+    "real_time_factor": ("1.0", "sim pacing: 1 = real time, 0 = as fast as possible"),
+    "port": ("/dev/ttyACM0", "real arm: serial port of the servo bus (lerobot-find-port)"),
+    "calibration_file": ("", "real arm: LeRobot calibration JSON; empty = LeRobot's own path"),
+    "autostart": ("true", "real arm: configure and activate the driver at start"),
+    "discovery": (
+        "localhost",
+        "real arm: who may reach the graph: localhost (this computer) | subnet (ROS default)",
+    ),
+    "limits_set": (
+        "",
+        "joint-limit set, on the real arm the one the driver checks against: sts3215 | "
+        "first_use; empty = the driver's configured set",
+    ),
+}
+"""The SO-101 behind a graph, simulated or real: the arguments of every launch file that
+starts one (``pick``, ``policy``), defined once."""
+
 
 def as_bool(text: str) -> bool:
     """A launch argument's text as a boolean (``sim:=true``)."""

@@ -6,6 +6,7 @@ tree out) and by tests as an independent observer in its own process.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -31,6 +32,13 @@ class GraphReport:
     pick_topic: str = "/pick/state"
     goal_sent: bool = False  # a goal went to the /pick action (its result is then awaited)
     pick_result: dict[str, Any] | None = None  # that goal's typed result (``result_dict``)
+    recorder: dict[str, Any] | None = None  # the dataset recorder's latest status, if watched
+    watch_recorder: bool = False
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the dataset recorder has written (or left out) an episode."""
+        return self.recorder is not None and self.recorder["episodes"] > 0
 
     @property
     def ok(self) -> bool:
@@ -41,7 +49,9 @@ class GraphReport:
             and bool(self.tf_static_frames)
         )
         picked = self.pick_outcome is not None or not self.wait_for_pick
-        return graph_ok and picked and (self.pick_result is not None or not self.goal_sent)
+        recorded = self.recorded or not self.watch_recorder
+        answered = self.pick_result is not None or not self.goal_sent
+        return graph_ok and picked and answered and recorded
 
     def markdown(self) -> str:
         rate = lambda n: f"{n / self.duration:.1f} /s"  # noqa: E731
@@ -83,6 +93,9 @@ class GraphReport:
                 verdict += f" (no /pick result within {self.duration:.0f} s)"
             else:
                 verdict = result_line(self.pick_result) + "\n" + verdict
+        if self.watch_recorder:
+            last = (self.recorder or {}).get("last") or "no episode written"
+            verdict = f"dataset recorder: {last}\n" + verdict
         return "\n".join([*lines, "", verdict])
 
 
@@ -148,6 +161,10 @@ UNSEEN = ("unknown TF frame", "stale pose: TF frame")
 """The starts of a /pick refusal's reason that say the pick node has not seen the goal's frame
 (yet, or lately): a graph coming up, not a wrong goal."""
 
+RECORDER_WRITES = 120.0
+"""[s wall] how long the dataset recorder may take to write an episode after its pick's result:
+its first imports LeRobot and torch, then the frames are encoded."""
+
 STARTUP = 30.0
 """[s wall] how long a watched graph may take to publish its first joint state. Its nodes are
 fresh Python processes importing rclpy and MuJoCo: seconds each on a loaded two-core machine,
@@ -160,13 +177,16 @@ def watch_graph(
     pick: tuple[str, str] | None = None,
     startup: float = STARTUP,
     goal: Any = None,
+    recorder: str | None = None,
 ) -> GraphReport:
     """Subscribe to the standard topics for ``duration`` seconds of wall time from the first
     joint state (waiting up to ``startup`` seconds for it), or, with ``pick`` (its state and
     outcome topics), until the pick publishes its outcome (``duration`` is then a timeout
     from the start). ``goal``: a ``Pick`` goal sent to the ``/pick`` action as soon as its
     server is there, as any client would; the watch then also waits for its typed result
-    (``GraphReport.pick_result``)."""
+    (``GraphReport.pick_result``). ``recorder``: the dataset recorder's status topic: the goal
+    waits until it receives every stream (a pick that began before is not recorded), and the
+    watch until it has written the episode."""
     import rclpy
     from physai_ros_interfaces.action import Pick
     from physai_ros_interfaces.msg import PickOutcome
@@ -208,6 +228,9 @@ def watch_graph(
     def on_pick_outcome(msg: PickOutcome) -> None:
         report.pick_outcome = outcome_fields(msg)
 
+    def on_recorder(msg: String) -> None:
+        report.recorder = json.loads(msg.data)
+
     static_qos = QoSProfile(
         depth=1,
         durability=DurabilityPolicy.TRANSIENT_LOCAL,
@@ -225,6 +248,9 @@ def watch_graph(
         node.create_subscription(Clock, interfaces.CLOCK, on_clock, stream_qos(10))
         node.create_subscription(String, state_topic, on_pick_state, static_qos)
         node.create_subscription(PickOutcome, outcome_topic, on_pick_outcome, static_qos)
+        if recorder is not None:
+            report.watch_recorder = True
+            node.create_subscription(String, recorder, on_recorder, static_qos)
         executor = rclpy.executors.SingleThreadedExecutor(context=context)
         executor.add_node(node)
         sent = result = None  # the goal's send and result futures
@@ -245,6 +271,7 @@ def watch_graph(
             # frame it has not seen); one refused for that is sent again a second later
             due = goal is not None and sent is None and time.monotonic() >= resend
             due = due and (not goal.object_frame or goal.object_frame in report.tf_frames)
+            due = due and (recorder is None or bool(report.recorder and report.recorder["ready"]))
             if due and client.server_is_ready():
                 sent, report.goal_sent = client.send_goal_async(goal), True
             if sent is not None and result is None and sent.done():
@@ -262,13 +289,18 @@ def watch_graph(
                     resend = time.monotonic() + 1.0
                     continue
                 report.pick_result = result_dict(answer.status, answer.result)
-                # its outcome comes on the outcome topic too; a goal refused has none
-                deadline = min(deadline, time.monotonic() + 1.0)
+                # its outcome comes on the outcome topic too; a goal refused has none; the
+                # recorder writes the episode after it (LeRobot's first import, the encoding)
+                now = time.monotonic()
+                deadline = now + RECORDER_WRITES if recorder else min(deadline, now + 1.0)
             for p in procs or []:
                 if p.poll() is not None:
                     report.dead.append(" ".join(p.args[2:3]))
             answered = goal is None or report.pick_result is not None
-            if report.dead or (wait_for_pick and report.pick_outcome is not None and answered):
+            recorded = recorder is None or report.recorded
+            if report.dead or (
+                wait_for_pick and report.pick_outcome is not None and answered and recorded
+            ):
                 break
         report.duration = max(time.monotonic() - start, 1e-3)
         node.destroy_node()

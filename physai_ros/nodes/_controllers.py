@@ -24,16 +24,20 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from control_msgs.action import FollowJointTrajectory, GripperCommand
 from control_msgs.msg import JointTrajectoryControllerState
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from physai_ros import interfaces
@@ -47,6 +51,7 @@ from physai_ros.core.controllers.jtc import (
     Rejected,
     TrajectoryMsg,
 )
+from physai_ros.core.controllers.streaming import StreamSettings
 from physai_ros.core.frames.joint_names import JointPrefix
 from physai_ros.core.motion.joint_trajectory import JointTolerance, TrajectoryPoint
 from physai_ros.errors import InvalidInput
@@ -82,7 +87,10 @@ def without_controllers(schema: Schema) -> Schema:
     """``schema`` less what ``declare_jtc`` and ``declare_gac`` declare (the node declares the
     rest: its own ``arm_controller.action_monitor_rate`` ...)."""
     owned = {f"arm_controller.{name}" for name in (*JTC_LIVE, "interpolate_from_desired_state")}
-    return schema.without("gripper_controller", "arm_controller.constraints.__map_joints", *owned)
+    return schema.without(
+        "gripper_controller", "arm_controller.constraints.__map_joints", "arm_controller.stream",
+        *owned,
+    )  # fmt: skip
 
 
 def finish_goal(handle, status: str) -> None:
@@ -144,6 +152,7 @@ def declare_jtc(node: Node, schema: Schema, params: JtcParams) -> JtcParams:
         "constraints.blocked_speed": params.blocked_speed,
         "constraints.blocked_time": params.blocked_time,
         "interpolate_from_desired_state": params.interpolate_from_desired_state,
+        **{f"stream.{k}": v for k, v in dataclasses.asdict(params.stream).items()},
     }
     for j, joint in enumerate(params.joints):
         now[f"constraints.{joint}.trajectory"] = float(params.trajectory[j])
@@ -155,6 +164,9 @@ def declare_jtc(node: Node, schema: Schema, params: JtcParams) -> JtcParams:
         trajectory=np.array([v[f"{pre}constraints.{j}.trajectory"] for j in params.joints]),
         goal=np.array([v[f"{pre}constraints.{j}.goal"] for j in params.joints]),
         interpolate_from_desired_state=v[pre + "interpolate_from_desired_state"],
+        stream=StreamSettings(
+            **{k: v[f"{pre}stream.{k}"] for k in dataclasses.asdict(params.stream)}
+        ),
         **{name.removeprefix("constraints."): v[pre + name] for name in JTC_LIVE},
     )
 
@@ -207,6 +219,7 @@ class ControllerServers:
         arm_name: str = interfaces.ARM_CONTROLLER,
         names: JointPrefix | None = None,
         tighten_only: bool = False,
+        state_from_loop: bool = False,
     ) -> None:
         if not grippers:
             raise InvalidInput("ControllerServers needs at least one gripper controller")
@@ -252,13 +265,34 @@ class ControllerServers:
                 cancel_callback=lambda handle, g=grip: self._cancel_gripper(g, handle),
             )
         node.create_subscription(JointTrajectory, self.topic, self._on_topic, 10)
+        self.stream_topic = interfaces.under(arm_name, interfaces.STREAM)
+        node.create_subscription(  # best effort matches every publisher, as a stream wants
+            JointState, self.stream_topic, self._on_stream, qos_profile_sensor_data
+        )
         self.pub_state = node.create_publisher(
             JointTrajectoryControllerState,
             interfaces.under(arm_name, interfaces.CONTROLLER_STATE),
             10,
         )
+        self.pub_gripper_states = [
+            node.create_publisher(
+                JointTrajectoryControllerState,
+                interfaces.under(slot.name, interfaces.GRIPPER_STATE),
+                10,
+            )
+            for slot in self.grippers
+        ]
+        # the stream's state on /diagnostics as it changes (and once a second while a stream
+        # is there): a streaming client learns the arm held and why (a policy runner blends in
+        # again from the held pose), an operator sees it beside the hardware's reports
+        self.pub_diagnostics = node.create_publisher(DiagnosticArray, interfaces.DIAGNOSTICS, 10)
+        self.stream_status = interfaces.under(arm_name, interfaces.STREAM)
+        self.stream_said: tuple[tuple[str, str], float] = (("inactive", ""), -float("inf"))
         node.create_timer(1.0 / monitor_rate, self._feedback)
-        node.create_timer(1.0 / state_rate, self._publish_state)
+        self.state_period, self.state_at = 1.0 / state_rate, -float("inf")
+        self.state_from_loop = state_from_loop
+        if not state_from_loop:  # else the backend's loop calls publish_state each cycle
+            node.create_timer(self.state_period, self.publish_state)
         node.add_on_set_parameters_callback(self._on_parameters)
 
     # --- delivery ----------------------------------------------------------------------------
@@ -367,7 +401,67 @@ class ControllerServers:
             except Rejected as exc:
                 self.log.error(f"{self.topic} message ignored: {self.names.text(str(exc))}")
 
+    def _on_stream(self, msg: JointState) -> None:
+        """A streamed target: every arm joint's position [rad], on the wire's names, and
+        optionally a gripper joint's (a leader's or a policy's jaw). Its time is when it
+        arrived (the loop clock), not its stamp: the deadman judges arrivals. A jaw's target
+        becomes its gripper controller's set-point (the controller's default effort, its
+        speed limit), replacing a running gripper goal; a stream that stops leaves the jaw at
+        its last target, squeezing what it holds."""
+        names = self.names.to_model(list(msg.name))
+        jaws = {slot.controller.p.joint: slot.controller for slot in self.grippers}
+        arm = [i for i, name in enumerate(names) if name not in jaws]
+        ends: list[GripperEnd] = []
+        with self.lock:
+            try:
+                if len(msg.position) != len(names):
+                    raise Rejected(
+                        f"stream target refused: {len(msg.position)} positions for "
+                        f"{len(names)} names"
+                    )
+                grips = [
+                    (jaws[n], float(msg.position[i])) for i, n in enumerate(names) if n in jaws
+                ]
+                for grip, position in grips:  # every jaw checked before anything moves
+                    grip.check(position, grip.p.max_effort)
+                if arm:
+                    self.arm.stream(
+                        self.now(), [names[i] for i in arm], [msg.position[i] for i in arm]
+                    )
+                for grip, position in grips:
+                    if position != grip.target or grip.goal_id is not None:
+                        ends += grip.accept(None, position, grip.p.max_effort, self.now())
+            except Rejected as exc:
+                self.log.error(
+                    f"{self.stream_topic}: {self.names.text(str(exc))}", throttle_duration_sec=1.0
+                )
+        self.deliver(ends)
+
+    def _say_stream_state(self) -> None:
+        """``<arm controller>/stream`` on /diagnostics: following, stopping or held, and why
+        (WARN once a stream stopped), when it changes and once a second while not inactive."""
+        with self.lock:
+            state = self.arm.stream_state
+        said, at = self.stream_said
+        now = time.monotonic()
+        if state == said and (state[0] == "inactive" or now - at < 1.0):
+            return
+        self.stream_said = state, now
+        name, why = state
+        level = DiagnosticStatus.WARN if why.startswith("stream stopped") else DiagnosticStatus.OK
+        status = DiagnosticStatus(
+            level=level,
+            name=self.stream_status,
+            message=f"{name}: {why}" if why else name,
+            hardware_id=self.node.get_name(),
+        )
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        self.pub_diagnostics.publish(msg)
+
     def _feedback(self) -> None:
+        self.flush_warnings()  # a stream that stopped says so without a goal ending
+        self._say_stream_state()
         with self.lock:
             arm = self.arm
             entry = self.goals.get(arm.goal_id) if arm.goal_id is not None else None
@@ -396,26 +490,54 @@ class ControllerServers:
                         GripperCommand.Feedback(position=grip.position, effort=grip.effort)
                     )
 
-    def _publish_state(self) -> None:
+    def publish_state(self) -> None:
+        """The arm's and each gripper's ``controller_state``, each stamped with its controller's
+        last update: its ``reference`` is what that update commanded, so a recorder pairs a
+        command with the time it was sent. From a timer, or (``state_from_loop``) from the
+        backend's loop right after each cycle's command, at most at ``state_rate``: a timer
+        starved by the executor would leave gaps in which commands were sent unseen."""
+        if self.state_from_loop:
+            now = time.monotonic()
+            if now - self.state_at < 0.999 * self.state_period:
+                return
+            self.state_at = now
+        out = []
         with self.lock:
             arm = self.arm
-            if not arm.active:
-                return
-            msg = JointTrajectoryControllerState(joint_names=self.names.to_wire(arm.p.joints))
-            msg.header.stamp = self.ros_stamp(arm.time)
-            err = arm.error()
-            msg.reference = JointTrajectoryPoint(
-                positions=arm.ref[0].tolist(),
-                velocities=arm.ref[1].tolist(),
-                accelerations=arm.ref[2].tolist(),
-            )
-            msg.feedback = JointTrajectoryPoint(
-                positions=arm.q.tolist(), velocities=arm.qd.tolist()
-            )
-            msg.error = JointTrajectoryPoint(positions=err[0].tolist(), velocities=err[1].tolist())
-            msg.output = JointTrajectoryPoint(positions=arm.ref[0].tolist())
-            msg.speed_scaling_factor = 1.0
-        self.pub_state.publish(msg)
+            if arm.active:
+                msg = JointTrajectoryControllerState(joint_names=self.names.to_wire(arm.p.joints))
+                msg.header.stamp = self.ros_stamp(arm.time)
+                err = arm.error()
+                msg.reference = JointTrajectoryPoint(
+                    positions=arm.ref[0].tolist(),
+                    velocities=arm.ref[1].tolist(),
+                    accelerations=arm.ref[2].tolist(),
+                )
+                msg.feedback = JointTrajectoryPoint(
+                    positions=arm.q.tolist(), velocities=arm.qd.tolist()
+                )
+                msg.error = JointTrajectoryPoint(
+                    positions=err[0].tolist(), velocities=err[1].tolist()
+                )
+                msg.output = JointTrajectoryPoint(positions=arm.ref[0].tolist())
+                msg.speed_scaling_factor = 1.0
+                out.append((self.pub_state, msg))
+            for slot, pub in zip(self.grippers, self.pub_gripper_states, strict=True):
+                grip = slot.controller
+                if not grip.active:
+                    continue
+                msg = JointTrajectoryControllerState(joint_names=self.names.to_wire([grip.p.joint]))
+                msg.header.stamp = self.ros_stamp(grip.updated)
+                msg.reference = JointTrajectoryPoint(positions=[grip.setpoint])
+                msg.feedback = JointTrajectoryPoint(
+                    positions=[grip.position], velocities=[grip.velocity]
+                )
+                msg.error = JointTrajectoryPoint(positions=[grip.setpoint - grip.position])
+                msg.output = JointTrajectoryPoint(positions=[grip.setpoint])
+                msg.speed_scaling_factor = 1.0
+                out.append((pub, msg))
+        for pub, msg in out:
+            pub.publish(msg)
 
     # --- gripper -------------------------------------------------------------------------
     def _check_gripper(self, gripper: GripperActionController, goal) -> GoalResponse:

@@ -111,6 +111,7 @@ class So101Driver(LifecycleNode):
             monitor_rate=p["arm_controller.action_monitor_rate"],
             state_rate=p["arm_controller.state_publish_rate"],
             tighten_only=True,
+            state_from_loop=True,
         )
         self.pub_js = self.create_publisher(JointState, interfaces.JOINT_STATES, 10)
         self.pub_jaw = {
@@ -274,6 +275,7 @@ class So101Driver(LifecycleNode):
                 if ends:
                     self.servers.deliver(ends)
                 self._publish(snap)
+                self.servers.publish_state()  # what this cycle commanded
             except RCLError:  # the context went down under us (shutdown)
                 return
             next_t += period

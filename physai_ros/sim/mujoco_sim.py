@@ -484,9 +484,13 @@ class MujocoSim:
     @property
     def _busy(self) -> bool:
         """Whether the controllers need their cycle now (else MuJoCo may take a batch)."""
-        return self.arm.following or any(
-            grip.goal_id is not None or grip.travelling or self._servos[name].ramp is not None
-            for name, grip in self.grippers.items()
+        return (
+            self.arm.following
+            or self.arm.streaming
+            or any(
+                grip.goal_id is not None or grip.travelling or self._servos[name].ramp is not None
+                for name, grip in self.grippers.items()
+            )
         )
 
     # ------------------------------------------------------------------ stepping

@@ -29,6 +29,23 @@ def ros2_output(proc: subprocess.Popen, timeout: float = 60.0) -> str:
     return out
 
 
+def call_again_if_lost(ros2, *args: str, wait: float = 30.0, attempts: int = 3) -> str:
+    """``ros2 service call`` of an idempotent service (a reset), called again when no answer
+    comes in ``wait`` seconds: on a loaded machine the server may answer before it has
+    discovered the command line's fresh client ("failed to send response (timeout)" in its
+    log), and the client then waits for ever. Fails after ``attempts``."""
+    for attempt in range(1, attempts + 1):
+        proc = ros2("service", "call", *args)
+        try:
+            return ros2_output(proc, timeout=wait)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
 def set_param(ros2, node: str, name: str, value: str, timeout: float = 60.0) -> None:
     """``ros2 param set``, again while the command line's discovery has not found the node
     yet ("Node not found": a fresh ``ros2`` process, or its daemon, may not have seen a node

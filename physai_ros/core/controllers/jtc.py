@@ -25,6 +25,9 @@ each documented in docs/controllers.md:
 * failure strings start with the upstream text and add the joint and the numbers after ": ";
 * ``cmd_timeout`` aborts an action goal (upstream reports it succeeded);
 * ``stop(reason)`` (faults, a stop request) aborts the goal like a deactivation, with the reason;
+* a stream of position targets (``stream``: a leader arm, a policy) is followed beside the
+  trajectory interfaces, inside the limits (``physai_ros.core.controllers.streaming``); while a
+  stream moves the arm, trajectories are refused, and while a trajectory runs, stream targets;
 * with ``stop_mode="decelerate"`` (the real SO-101's default) a cancel, a stop, a deactivation
   and a command-timeout abort ramp the *reference* down to rest within the acceleration limits,
   along the direction it was moving, then hold where it came to rest. Upstream holds the
@@ -44,6 +47,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from physai_ros.core.controllers.streaming import StreamFollower, StreamSettings
 from physai_ros.core.motion.joint_trajectory import (
     FLT_EPSILON,
     GoalState,
@@ -127,7 +131,7 @@ class JtcParams:
     cancel, stop, deactivation or command timeout holds: ``hold_measured`` (upstream: the
     measured position at once) or ``decelerate`` (the reference ramped to rest within
     ``limits``' accelerations, then held; without finite acceleration limits it holds the
-    measured position).
+    measured position). stream: how streamed targets are followed (``StreamSettings``).
     """
 
     joints: tuple[str, ...]
@@ -148,6 +152,7 @@ class JtcParams:
     blocked_speed: float = 0.05
     blocked_time: float = 0.1
     stop_mode: str = "hold_measured"
+    stream: StreamSettings = dataclasses.field(default_factory=StreamSettings)
 
     def __post_init__(self) -> None:
         n = len(self.joints)
@@ -241,6 +246,7 @@ class JointTrajectoryController:
         self._anchor_q = np.zeros(n)  # [rad] where each joint was when it last moved
         self._anchor_t = np.zeros(n)  # [s] and when
         self.stopping = False  # following a ramp to rest that no goal owns (stop_mode)
+        self._stream: StreamFollower | None = None  # built on the first streamed target
 
     @property
     def ranges(self) -> JointRanges:
@@ -255,6 +261,7 @@ class JointTrajectoryController:
         the hardware already holds, so that activating moves nothing."""
         self._measure(now, q, qd)
         self._hold_measured()
+        self._stream = None
         if hold is not None:
             self.ref[0] = np.asarray(hold, dtype=float)
         self.active, self.inactive_reason = True, ""
@@ -268,7 +275,7 @@ class JointTrajectoryController:
         if self.p.stop_mode == "decelerate":
             self._halt()
         else:  # upstream: the reference stays where it was
-            self.traj, self.stopping = None, False
+            self.traj, self.stopping, self._stream = None, False, None
         self.active, self.inactive_reason = False, reason
         return ends
 
@@ -287,6 +294,11 @@ class JointTrajectoryController:
         if not self.active:
             raise Rejected(
                 NOT_RUNNING + (f" ({self.inactive_reason})" if self.inactive_reason else "")
+            )
+        if self.streaming:
+            raise Rejected(
+                "the arm is following a target stream: stop the stream (the arm then holds "
+                "where it ends) before sending a trajectory"
             )
         names = list(msg.joint_names)
         self._validate(names, msg, now)
@@ -416,11 +428,75 @@ class JointTrajectoryController:
         self._halt()
         return [GoalEnd(goal_id, "canceled", SUCCESSFUL, "")]
 
+    def stream(self, now: float, names: Sequence[str], positions: Sequence[float]) -> None:
+        """A streamed position target [rad] for every joint (``names`` in any order), received
+        at ``now`` on the loop clock. Refused (``Rejected``, nothing changed) while a
+        trajectory runs, without finite velocity and acceleration limits, and as
+        ``StreamFollower.target`` refuses (a first or resumed target away from the arm)."""
+        if not self.active:
+            raise Rejected(
+                NOT_RUNNING + (f" ({self.inactive_reason})" if self.inactive_reason else "")
+            )
+        if self.traj is not None or self.goal_id is not None:
+            raise Rejected(
+                "stream target refused: the arm is following a trajectory (a goal, the topic, "
+                "or a ramp to rest); stream once it holds"
+            )
+        if self.p.limits is None:
+            raise Rejected("stream target refused: streaming needs the limits (check_limits)")
+        if sorted(names) != sorted(self.p.joints) or len(set(names)) != len(names):
+            raise Rejected(
+                f"stream target refused: it must name every joint once, {list(self.p.joints)}; "
+                f"got {list(names)}"
+            )
+        order = [list(names).index(j) for j in self.p.joints]
+        target = np.asarray(positions, dtype=float)
+        if target.shape != (len(names),):
+            raise Rejected(
+                f"stream target refused: {len(positions)} positions for {len(names)} names"
+            )
+        follower = self._stream
+        if follower is None or follower.settings != self.p.stream:
+            limits = self.p.limits.select(self.p.joints)
+            limits = dataclasses.replace(  # the controller's ranges and the limits', both
+                limits,
+                position_min=np.maximum(self.p.lower, limits.position_min),
+                position_max=np.minimum(self.p.upper, limits.position_max),
+            )
+            try:
+                follower = StreamFollower(limits, self.p.stream)
+            except InvalidInput as exc:
+                raise Rejected(f"stream target refused: {exc}") from exc
+        if follower.state in ("inactive", "held"):
+            follower.start(now, self.ref[0])
+        try:
+            follower.target(now, target[order])
+        except InvalidInput as exc:
+            raise Rejected(f"stream target refused: {exc}") from exc
+        self._stream = follower
+
+    @property
+    def streaming(self) -> bool:
+        """Whether a stream moves the arm (following it, or braking after it stopped)."""
+        return self._stream is not None and self._stream.state in ("following", "stopping")
+
+    @property
+    def stream_state(self) -> tuple[str, str]:
+        """The stream's state (inactive | held | following | stopping) and why it is so."""
+        if self._stream is None:
+            return "inactive", ""
+        return self._stream.state, self._stream.reason
+
     # --- the control cycle ---------------------------------------------------------------
     def update(self, now: float, q: np.ndarray, qd: np.ndarray) -> list[GoalEnd]:
         """One cycle: measure, sample the reference (``self.ref``), judge the goal."""
         gap = now - self.time  # since the previous cycle: the last set-point's age
         self._measure(now, q, qd)
+        if self.streaming and self.active:
+            self.ref[:] = self._stream.update(now)
+            if self._stream.state == "held":
+                self.warnings.append(self._stream.reason)
+            return []
         traj = self.traj
         if traj is None or not (self.active or self.stopping):
             return []
@@ -540,7 +616,7 @@ class JointTrajectoryController:
         self.qd = np.asarray(qd, dtype=float).copy()
 
     def _hold_measured(self) -> None:
-        self.traj, self.stopping = None, False
+        self.traj, self.stopping, self._stream = None, False, None
         self.ref[0], self.ref[1:] = self.q, 0.0
 
     def _halt(self) -> None:
@@ -556,7 +632,9 @@ class JointTrajectoryController:
         if accel is None or not np.all(np.isfinite(accel)):
             self._hold_measured()
             return
-        if self.traj is None or not np.any(self.ref[1]):
+        moving = self.traj is not None or self.streaming  # a stream ramps as a trajectory
+        self._stream = None
+        if not moving or not np.any(self.ref[1]):
             self.traj, self.stopping = None, False
             self.ref[1:] = 0.0
             return

@@ -35,10 +35,6 @@ def bus_settings(p: Mapping[str, Any], limits: JointLimits) -> BusSettings:
         raise InvalidInput(f"joint_directions must be six of +1/-1, got {list(directions)}")
     if len(p["joint_offsets"]) != 6:
         raise InvalidInput(f"joint_offsets must be six angles [rad], got {p['joint_offsets']}")
-    # acceleration limit [rad/s²] -> the servos' Acceleration register [100 step/s²]; an
-    # unlimited set gets LeRobot's 254, never 0: on the STS3215, 0 means no ramp at all (the
-    # set-point jumps to the goal, a full-speed step)
-    counts = float(np.min(limits.acceleration)) / (100.0 * STEP_RAD)
     # velocity limit [rad/s] -> each servo's Goal_Velocity [step/s], so that the servo's own
     # profile is no faster than the set either; unlimited = 0, the servo's full speed
     velocity = tuple(int(v) for v in goal_velocity(limits))
@@ -62,12 +58,20 @@ def bus_settings(p: Mapping[str, Any], limits: JointLimits) -> BusSettings:
             "Protection_Current": p["gripper_protection.protection_current"],
             "Overload_Torque": p["gripper_protection.overload_torque"],
         },
-        acceleration=int(min(254, max(1, math.floor(counts)))) if math.isfinite(counts) else 254,
+        acceleration=acceleration_register(limits),
         velocity=velocity,
         read_retries=int(p["read_retries"]),
         stall_torque=float(p["stall_torque"]),
         rated_voltage=float(p["rated_voltage"]),
     )
+
+
+def acceleration_register(limits: JointLimits) -> int:
+    """The servos' Acceleration register [100 step/s²] for the limit set's slowest
+    acceleration [rad/s²]; an unlimited set gets LeRobot's 254, never 0: on the STS3215, 0
+    means no ramp at all (the set-point jumps to the goal, a full-speed step)."""
+    counts = float(np.min(limits.acceleration)) / (100.0 * STEP_RAD)
+    return int(min(254, max(1, math.floor(counts)))) if math.isfinite(counts) else 254
 
 
 def goal_velocity(limits: JointLimits) -> np.ndarray:
