@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.lerobot_runs import REPO, record, train
+from support.lerobot_runs import REPO, record_and_train, train
 
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.datasets.features import MOTOR_NAMES, to_lerobot
@@ -129,11 +129,7 @@ def test_run_statistics_summarise_the_recent_steps():
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """Two recorded picks with the front camera (64×48) and a small ACT trained 5 steps."""
-    base = tmp_path_factory.mktemp("policy")
-    dataset = base / "picks"
-    record(dataset, "--episodes", "2", "--seed", "3", "--cameras", "front_cam",
-           "--width", "64", "--height", "48")  # fmt: skip
-    return dataset, train(dataset, base / "act", "act", steps=5)
+    return record_and_train(tmp_path_factory.mktemp("policy"), episodes=2, seed=3, steps=5)
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ import pytest
 from control_msgs.msg import JointTrajectoryControllerState
 from diagnostic_msgs.msg import DiagnosticArray
 from sensor_msgs.msg import JointState
-from support.lerobot_runs import PHYSAI, record, train
+from support.lerobot_runs import PHYSAI, record_and_train
 
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.datasets.features import ARM_MOTORS, GRIPPER
@@ -37,10 +37,7 @@ FPS = 30
 def trained(tmp_path_factory):
     """20 scripted picks (the front camera at 64×48) and a small ACT trained 20 steps on them."""
     base = tmp_path_factory.mktemp("policy_runner")
-    dataset = base / "picks"
-    record(dataset, "--episodes", "20", "--seed", "11", "--cameras", "front_cam",
-           "--width", "64", "--height", "48")  # fmt: skip
-    return dataset, train(dataset, base / "act", "act", steps=20)
+    return record_and_train(base, episodes=20, seed=11, steps=20)
 
 
 class Listener:

@@ -59,6 +59,12 @@ from physai_ros.nodes._common import LATCHED, declare_schema, load_schema, run_n
 SCHEMA = load_schema("dataset_recorder")  # config/schema/dataset_recorder.yaml
 IDLE_KEEP = 1.0  # [s] of samples kept between picks (+ max_gap): a goal's start is in them
 ENDED = TERMINAL | HAND_TERMINAL  # pick states after which nothing runs
+# [messages] queued per stream while this process is busy (the writer thread encoding the last
+# episode holds the interpreter now and then): a queue that overflows loses its oldest samples,
+# and a hole longer than max_gap drops the episode being recorded. 3 s of a 30 Hz camera, 2 s of
+# 500 Hz states; memory is taken only while a backlog lasts.
+IMAGE_QUEUE = 90
+STATE_QUEUE = 1000
 
 
 class DatasetRecorder(Node):
@@ -106,7 +112,8 @@ class DatasetRecorder(Node):
             # reliable, unlike the nodes' state streams: a recorder wants every sample (a lost
             # one would make a frame take an older one; the gap check only catches long holes)
             qos = QoSProfile(
-                depth=10 if kind is Image else 100, reliability=ReliabilityPolicy.RELIABLE
+                depth=IMAGE_QUEUE if kind is Image else STATE_QUEUE,
+                reliability=ReliabilityPolicy.RELIABLE,
             )
             self.create_subscription(kind, topic, lambda msg, s=stream: self._sample(s, msg), qos)
         self.create_subscription(PickOutcome, p["outcome_topic"], self._outcome, LATCHED)

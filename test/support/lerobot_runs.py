@@ -61,3 +61,12 @@ def train(dataset: Path, out: Path, kind: str = "act", steps: int = 20) -> Path:
     model = out / "checkpoints" / "last" / "pretrained_model"
     assert (model / "model.safetensors").is_file() and (model / "config.json").is_file()
     return model
+
+
+def record_and_train(base: Path, episodes: int, seed: int, steps: int) -> tuple[Path, Path]:
+    """``episodes`` scripted picks with the front camera at 64×48 (small enough for CPU
+    training) and a small ACT trained ``steps`` steps on them: (dataset, pretrained_model)."""
+    dataset = base / "picks"
+    record(dataset, "--episodes", str(episodes), "--seed", str(seed), "--cameras", "front_cam",
+           "--width", "64", "--height", "48")  # fmt: skip
+    return dataset, train(dataset, base / "act", "act", steps=steps)
