@@ -22,6 +22,7 @@ NODES = {
     "hand_pick": "physai_ros.nodes.hand_pick:main",
     "dataset_recorder": "physai_ros.nodes.dataset_recorder:main",
     "policy_runner": "physai_ros.nodes.policy_runner:main",
+    "teleop": "physai_ros.nodes.teleop:main",
 }
 
 

@@ -74,6 +74,10 @@ TRIALS = {
         "physai_ros.experiments.trials.policy_replay",
         "recorded picks replayed through the policy runner over ROS, judged by the cube",
     ),
+    "teleop": (
+        "physai_ros.experiments.trials.teleop",
+        "a leader and a follower on two bus emulators: latency and tracking per stream mode",
+    ),
     "net": (
         "physai_ros.experiments.trials.net",
         "the pick split across two network namespaces: loss sweep, listeners (root)",

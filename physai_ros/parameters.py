@@ -49,6 +49,7 @@ NODES = (
     "hand_pick",
     "dataset_recorder",
     "policy_runner",
+    "teleop",
 )
 SCALARS = {"bool": bool, "int": int, "double": float, "string": str}
 TYPES = (*SCALARS, *(f"{t}_array" for t in SCALARS))

@@ -161,6 +161,7 @@ TRIAL_OPTIONS = {
         "--keep",
     ),
     "net": ("--loss", "--picks", "--domain", "--keep", "--listeners", "--seconds", "--levers"),
+    "teleop": ("--modes", "--seconds", "--seed", "--domain", "--keep"),
 }  # fmt: skip
 
 
@@ -237,6 +238,7 @@ RUN_BY = {
     "bringup pick": ("test_pick_ros.py", r'"bringup",\s*"pick"'),
     "bringup pick --emulated": ("test_bringup_cli.py", r'"pick",\s*"--emulated"'),
     "bringup policy": ("test_policy_runner.py", r'"bringup",\s*"policy"'),
+    "bringup teleop": ("test_teleop.py", r'"bringup",\s*"teleop",\s*"--emulated"'),
     "plan": ("test_grasp_planning_pipeline.py", r'main\(\s*\[\s*"plan",\s*"--object"'),
     "trials --emulated": ("test_emulated_pick.py", r'"trials", "--emulated"'),
     "record": ("test_record.py", r'\[PHYSAI, "record"'),

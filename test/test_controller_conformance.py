@@ -106,7 +106,7 @@ class Backend:
             self.node_name = "so101_driver"
         for spec in (*specs, *([emulator] if name != "sim" else [])):  # the module's own domain
             spec.env["ROS_DOMAIN_ID"] = str(domain)
-        self.procs = start(specs, tmp) if name == "sim" else start_emulated(specs, emulator, tmp)
+        self.procs = start(specs, tmp) if name == "sim" else start_emulated(specs, [emulator], tmp)
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain)
         node = self.node = rclpy.create_node("conformance_client", context=self.context)

@@ -13,7 +13,6 @@ test_timeline.py.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -26,9 +25,10 @@ import numpy as np
 import pytest
 from support.pick_action import GOAL_TIMEOUT
 from support.processes import call_again_if_lost, ros2_output, set_param
+from support.recordings import wait_for_episodes
 
 from physai_ros.datasets.features import ARM_MOTORS, GRIPPER, from_lerobot
-from physai_ros.datasets.from_ros import SYNC_FILE, jaw_range
+from physai_ros.datasets.from_ros import jaw_range
 from physai_ros.datasets.timeline import NS
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
@@ -103,18 +103,6 @@ def witness_bag(ros_context, tmp_path):
     yield recorder
     executor.shutdown()
     thread.join(timeout=10)
-
-
-def wait_for_episodes(root: Path, count: int, timeout: float) -> dict:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        path = root / SYNC_FILE
-        if path.is_file():
-            record = json.loads(path.read_text())
-            if len(record["episodes"]) + len(record["left_out"]) >= count:
-                return record
-        time.sleep(1.0)
-    raise AssertionError(f"the recorder did not write {count} episodes in {timeout:g} s")
 
 
 def test_five_launched_picks_are_a_dataset_aligned_to_the_controllers_reference(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -101,10 +102,27 @@ def one_episode(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def emulated_leader(tmp_path_factory) -> Iterator[dict[str, str]]:
+    """A leader SO-101 on a pty (the bus emulator, torque off) and its calibration file, for
+    the teleop launch, whose node reads the leader when it starts."""
+    from physai_ros.robots.so101.emulator.bus import FeetechBusEmulator, write_calibration
+
+    emulator = FeetechBusEmulator()
+    calibration = tmp_path_factory.mktemp("leader") / "leader.json"
+    write_calibration(calibration, emulator.calibration)
+    port = emulator.start()
+    yield {"leader_port": port, "leader_calibration_file": str(calibration)}
+    emulator.stop()
+
+
 # launch arguments a launch file cannot start without (the rest are its defaults)
-REQUIRED = {"policy.launch.py": lambda request: {
-    "policy": "replay", "dataset": str(request.getfixturevalue("one_episode"))
-}}  # fmt: skip
+REQUIRED = {
+    "policy.launch.py": lambda request: {
+        "policy": "replay", "dataset": str(request.getfixturevalue("one_episode"))
+    },
+    "teleop.launch.py": lambda request: request.getfixturevalue("emulated_leader"),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", LAUNCH_FILES)

@@ -87,6 +87,7 @@ ELSEWHERE = {
     "grasp_planner": dict,
     "dataset_recorder": lambda: {"task": TASK},
     "policy_runner": lambda: {"task": TASK},
+    "teleop": dict,
 }
 # Entries of config/<node>.yaml that are not parameters: a robot's defaults of other entries
 NOT_PARAMETERS = {"pick": ("so101.overrides", "panda.overrides")}

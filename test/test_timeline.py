@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from physai_ros.datasets.features import ARM_MOTORS, GRIPPER, from_lerobot
 from physai_ros.datasets.from_ros import (
+    ACTION,
     ARM_REFERENCE,
     GRIPPER_REFERENCE,
     JOINT_STATES,
@@ -164,6 +165,28 @@ def test_each_frames_action_is_the_reference_at_or_before_it_in_lerobot_units():
         arm_rad, jaw_rad = from_lerobot(frame.action, jaw)
         assert np.allclose(arm_rad, q[:5] + 0.5, atol=1e-6)
         assert abs(jaw_rad - (q[5] + 0.5)) < 1e-6
+
+
+def test_with_an_action_topic_each_frames_action_is_that_pose_not_the_references():
+    """Teleoperation: the action is the leader's pose (a JointState topic), the latest at or
+    before each frame; the controllers' references are not subscribed at all."""
+    sources = Sources(action="/leader/joint_states")
+    assert set(sources.streams()) == {JOINT_STATES, ACTION}
+    timeline = Timeline(sources)
+    jaw, names = jaw_range(), [*ARM_MOTORS, GRIPPER]
+    for k in range(40):
+        t = k * 33 * MS
+        timeline.add(JOINT_STATES, joint_msg(t, names, np.zeros(6), "state"))
+        leader = 0.02 * k + np.arange(6) * 0.1
+        timeline.add(ACTION, joint_msg(t + 5 * MS, names[::-1], leader[::-1], "state"))
+    episode = RosEpisode(start=100 * MS, end=1000 * MS, success=True, outcome="success")
+    make_frames(timeline, episode, 30, 100 * MS, jaw)
+    for k, frame in enumerate(episode.frames):
+        source = episode.sources[ACTION][k]
+        assert source <= 100 * MS + k * NS // 30
+        leader = 0.02 * ((source - 5 * MS) // (33 * MS)) + np.arange(6) * 0.1
+        arm_rad, jaw_rad = from_lerobot(frame.action, jaw)
+        assert np.allclose([*arm_rad, jaw_rad], leader, atol=1e-6)
 
 
 def test_a_reference_without_a_joint_drops_the_episode():

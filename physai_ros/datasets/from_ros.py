@@ -3,7 +3,9 @@
 A frame's ``observation.state`` is ``joint_states``; its ``action`` is what the controllers
 command: the arm controller's ``reference`` (``JointTrajectoryControllerState``) and the
 gripper controller's (the same message on ``gripper_controller/controller_state``), the
-targets the servos are sent, in LeRobot's names and units (``features``). Images are any
+targets the servos are sent, in LeRobot's names and units (``features``). In teleoperation the
+action is the leader's pose instead (a ``JointState`` topic, ``Sources.action``), as LeRobot
+records it. Images are any
 ``sensor_msgs/Image`` topics (rgb8 or bgr8), one camera each. Every stream is resampled on its
 header stamps by ``timeline.resample``.
 
@@ -37,6 +39,7 @@ from physai_ros.errors import InvalidInput
 JOINT_STATES = "joint_states"
 ARM_REFERENCE = "arm_reference"
 GRIPPER_REFERENCE = "gripper_reference"
+ACTION = "action"  # a JointState whose positions are the action (the leader's, teleoperated)
 SYNC_FILE = "physai_sync.json"  # beside LeRobot's meta/ and data/: what each frame was made of
 ENCODINGS = ("rgb8", "bgr8")
 
@@ -57,6 +60,7 @@ class Sources:
     arm_state: str = "/arm_controller/controller_state"
     gripper_state: str = "/gripper_controller/controller_state"
     images: tuple[str, ...] = ()
+    action: str = ""  # a JointState topic as the action ("" = the controllers' references)
 
     @property
     def cameras(self) -> tuple[str, ...]:
@@ -67,10 +71,14 @@ class Sources:
 
     def streams(self) -> dict[str, str]:
         """Stream name → topic."""
+        actions = (
+            {ACTION: self.action}
+            if self.action
+            else {ARM_REFERENCE: self.arm_state, GRIPPER_REFERENCE: self.gripper_state}
+        )
         return {
             JOINT_STATES: self.joint_states,
-            ARM_REFERENCE: self.arm_state,
-            GRIPPER_REFERENCE: self.gripper_state,
+            **actions,
             **dict(zip(self.cameras, self.images, strict=True)),
         }
 
@@ -85,7 +93,7 @@ def image_array(msg) -> np.ndarray:
 
 
 def _decode(stream: str, msg):
-    if stream == JOINT_STATES:
+    if stream in (JOINT_STATES, ACTION):
         return dict(zip(msg.name, msg.position, strict=False))
     if stream in (ARM_REFERENCE, GRIPPER_REFERENCE):
         return dict(zip(msg.joint_names, msg.reference.positions, strict=False))
@@ -182,8 +190,12 @@ def make_frames(
         values = {name: streams[name].values[at.index[name][k]] for name in streams}
         stamps = {name: int(at.stamps[name][k]) for name in streams}
         state = _pick(values, stamps, JOINT_STATES, [*arm, GRIPPER])
-        arm_ref = _pick(values, stamps, ARM_REFERENCE, arm)
-        jaw_ref = _pick(values, stamps, GRIPPER_REFERENCE, [GRIPPER])
+        if ACTION in streams:
+            *arm_ref, jaw_action = _pick(values, stamps, ACTION, [*arm, GRIPPER])
+            jaw_ref = [jaw_action]
+        else:
+            arm_ref = _pick(values, stamps, ARM_REFERENCE, arm)
+            jaw_ref = _pick(values, stamps, GRIPPER_REFERENCE, [GRIPPER])
         images = {c: image_array(values[c]) for c in timeline.sources.cameras}
         frames.append(
             Frame(

@@ -33,7 +33,6 @@ import numpy as np
 from physai_ros.core.controllers.streaming import MODES
 
 LAGS = np.arange(0.0, 0.3, 0.002)  # [s] the shifts tried for the tracking lag
-TREMOR = 1e-3  # [rad] amplitude of the leader's tremor
 JITTER = 0.003  # [s] the leader's read jitter (±)
 STEP_RAD = 2 * np.pi / 4096  # the leader's encoder resolution
 SETTLE = 0.5  # [s] the arm holds its start before the stream begins (not scored)
@@ -84,25 +83,15 @@ def scripted_streams(episodes: int, seed: int, fps: float) -> Iterator[Stream]:
 
 
 def leader_stream(seconds: float, seed: int, fps: float, start: np.ndarray) -> Stream:
-    """A human-like leader arm read at ``fps``: minimum-jerk reaches of 0.6–1.5 s between
-    random poses within 0.6 rad of ``start``, a tremor, read jitter and encoder steps."""
+    """A human-like leader arm read at ``fps``: the hand's reaches (``HandMotion``) within
+    0.6 rad of ``start``, read with jitter and the leader's encoder steps."""
+    from physai_ros.robots.so101.emulator.hand import HandMotion
+
     rng = np.random.default_rng([seed, 1])
     t = np.arange(0.0, seconds, 1.0 / fps) + rng.uniform(-JITTER, JITTER, int(seconds * fps))
     t[0] = 0.0
-    knots, poses, clock, pose = [0.0], [start], 0.0, start
-    while clock < seconds:
-        clock += rng.uniform(0.6, 1.5)
-        pose = start + rng.uniform(-0.6, 0.6, start.size)
-        knots.append(clock)
-        poses.append(pose)
-    segment = np.clip(np.searchsorted(knots, t, side="right") - 1, 0, len(knots) - 2)
-    k0, k1 = np.asarray(knots)[segment], np.asarray(knots)[segment + 1]
-    s = np.clip((t - k0) / (k1 - k0), 0.0, 1.0)[:, None]
-    blend = 10 * s**3 - 15 * s**4 + 6 * s**5  # minimum jerk
-    p = np.asarray(poses)
-    q = p[segment] + blend * (p[segment + 1] - p[segment])
-    tremor = TREMOR * np.sin(2 * np.pi * rng.uniform(8, 12, start.size) * t[:, None])
-    q = np.round((q + tremor) / STEP_RAD) * STEP_RAD
+    q = HandMotion(rng, start, seconds).at(t)
+    q = np.round(q / STEP_RAD) * STEP_RAD
     return Stream("human-like leader", t, q)
 
 

@@ -426,7 +426,7 @@ def start_emulated_graph(
     specs, spec = emulated_pick_graph(logs, cube, start_pick=False)
     spec.parameters.update(emulator)
     os.environ.update(specs[0].env)  # this client discovers as the graph does
-    return start_emulated(specs, spec, logs)
+    return start_emulated(specs, [spec], logs)
 
 
 def _numbers(rows: list[dict], field: str) -> list[float]:

@@ -41,6 +41,7 @@ node's writer repairs it on its next heartbeat (0.1 s, config/fastdds.xml), but 
 lives. Without this the computer running the pick stopped it at once, and 1 of the lossy-link CI
 picks never showed its outcome on the sim bridge's computer (it had seen every state up to
 ``done``). A whole graph on one computer has no such reader and stops at once."""
+EMULATED = ("pick", "teleop")  # graphs --emulated runs on the bus emulator (teleop: two)
 PICKS = {  # graph -> (state topic, outcome topic) of the pick it runs, watched to its outcome
     "pick": (interfaces.PICK_STATE, interfaces.PICK_OUTCOME),
     "hand_pick": (interfaces.HAND_PICK_STATE, interfaces.HAND_PICK_OUTCOME),
@@ -56,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and outcome; hand_pick: the three-finger pick "
         "of a soft object (Barrett-like hand on the simulated Panda), watched until its outcome; "
         "policy: a LeRobot policy (-p policy:=DIR) or a replayed episode (-p policy:=replay "
-        "-p dataset:=DIR) streaming to the simulated arm, watched for --duration",
+        "-p dataset:=DIR) streaming to the simulated arm, watched for --duration; teleop: a "
+        "leader arm (-p leader_port:=PORT) streaming to the follower, watched for --duration",
     )
     parser.add_argument(
         "--robot", choices=ROBOTS, default=None, help="robot to simulate (default: the graph's)"
@@ -64,8 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--emulated",
         action="store_true",
-        help="pick: the real-arm graph (sim:=false, exactly as pick.launch.py starts it) with "
-        "the Feetech bus emulator in place of the arm's serial port",
+        help="pick, teleop: the real-arm graph (sim:=false, exactly as its launch file starts "
+        "it) with the Feetech bus emulator in place of the arm's serial port (teleop: a second "
+        "one as the leader, moved by a scripted hand)",
     )
     parser.add_argument(
         "-p",
@@ -80,8 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--duration",
         type=float,
         default=None,
-        help="demo, trajectory, policy: how long to watch [s wall time] from the first joint state "
-        "(default 5); pick, hand_pick: timeout (default 120)",
+        help="demo, trajectory, policy, teleop: how long to watch [s wall time] from the first "
+        "joint state (default 5); pick, hand_pick: timeout (default 120)",
     )
     parser.add_argument(
         "--outcome-json",
@@ -173,20 +176,21 @@ def start(specs: list[NodeSpec], log_dir: Path) -> list[subprocess.Popen]:
 
 
 def start_emulated(
-    specs: list[NodeSpec], emulator: NodeSpec, log_dir: Path, timeout: float = 60.0
+    specs: list[NodeSpec], emulators: list[NodeSpec], log_dir: Path, timeout: float = 60.0
 ) -> list[subprocess.Popen]:
-    """Start the bus emulator, wait until its port and calibration file exist, then the
+    """Start the bus emulators, wait until their ports and calibration files exist, then the
     real-arm graph ``specs`` (so the driver finds the arm as it would find a plugged-in one)."""
-    procs = start([emulator], log_dir)
-    link = Path(emulator.parameters["link"])
-    calibration = Path(emulator.parameters["calibration_out"])
+    procs = start(emulators, log_dir)
     deadline = time.monotonic() + timeout
-    while not (link.exists() and calibration.exists()):
-        if procs[0].poll() is not None or time.monotonic() > deadline:
-            stop(procs)
-            log = (log_dir / f"{emulator.name}.log").read_text(errors="replace")[-2000:]
-            raise InvalidInput(f"the bus emulator did not come up:\n{log}")
-        time.sleep(0.05)
+    for proc, emulator in zip(procs, emulators, strict=True):
+        link = Path(emulator.parameters["link"])
+        calibration = Path(emulator.parameters["calibration_out"])
+        while not (link.exists() and calibration.exists()):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stop(procs)
+                log = (log_dir / f"{emulator.name}.log").read_text(errors="replace")[-2000:]
+                raise InvalidInput(f"the bus emulator {emulator.name} did not come up:\n{log}")
+            time.sleep(0.05)
     return procs + start(specs, log_dir)
 
 
@@ -228,8 +232,8 @@ def run(args: argparse.Namespace) -> int:
     kwargs = parse_overrides(args.param)
     graph = GRAPHS[args.graph]
     if args.emulated:
-        if args.graph != "pick":
-            raise InvalidInput("--emulated applies to the pick graph only")
+        if args.graph not in EMULATED:
+            raise InvalidInput(f"--emulated applies to the {' and '.join(EMULATED)} graphs only")
         kwargs["sim"] = False
     valid = [name for name in inspect.signature(graph).parameters if name != "robot"]
     unknown = sorted(set(kwargs) - set(valid))
@@ -242,9 +246,12 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="physai-bringup-") as tmp:
         log_dir = args.log_dir or Path(tmp)
         log_dir.mkdir(parents=True, exist_ok=True)
-        if args.emulated:  # the emulator's port symlink and calibration live with the logs
+        if args.emulated:  # the emulators' port symlinks and calibrations live with the logs
             kwargs.setdefault("port", str(log_dir / "so101_port"))
             kwargs.setdefault("calibration_file", str(log_dir / "so101_calibration.json"))
+            if args.graph == "teleop":
+                kwargs.setdefault("leader_port", str(log_dir / "leader_port"))
+                kwargs.setdefault("leader_calibration_file", str(log_dir / "leader.json"))
         robot = {} if args.robot is None else {"robot": args.robot}
         everything = graph(**robot, **kwargs)
         specs = select(everything, args.only, args.skip)
@@ -256,8 +263,11 @@ def run(args: argparse.Namespace) -> int:
         if args.emulated:
             os.environ.update(specs[0].env)  # this observer discovers as the graph does
             cube = {k: kwargs[k] for k in ("cube_x", "cube_y") if k in kwargs}
-            emulator = emulator_spec(kwargs["port"], kwargs["calibration_file"], **cube)
-            procs = start_emulated(specs, emulator, log_dir)
+            emulators = [emulator_spec(kwargs["port"], kwargs["calibration_file"], **cube)]
+            if args.graph == "teleop":  # a leader moved by a scripted hand, torque off
+                leader = (kwargs["leader_port"], kwargs["leader_calibration_file"])
+                emulators.append(emulator_spec(*leader, name="so101_leader", leader=True))
+            procs = start_emulated(specs, emulators, log_dir)
         else:
             procs = start(specs, log_dir)
         try:

@@ -314,6 +314,76 @@ def policy_graph(
     return [robot, tf, NodeSpec("policy_runner", "policy_runner", runner, tf.env)]
 
 
+def teleop_graph(
+    leader_port: str = "/dev/ttyACM1",
+    leader_id: str = "leader",
+    leader_calibration_file: str = "",
+    sim: bool = True,
+    mode: str = "",
+    fps: float = 30.0,
+    record: str = "",
+    cameras: str = "",
+    image_topics: str = "",
+    cube_x: float | None = None,
+    cube_y: float | None = None,
+    real_time_factor: float = 1.0,
+    port: str = "/dev/ttyACM0",
+    calibration_file: str = "",
+    autostart: bool = True,
+    limits_set: str = "",
+    discovery: str = "localhost",
+) -> list[NodeSpec]:
+    """A leader SO-101 on ``leader_port`` driving the follower through its arm controller's
+    stream: the follower and the TF publisher as ``pick_graph`` starts them (the simulated arm,
+    or the real one's driver on ``port``), and the teleop node. mode: the stream mode ("" = the
+    controller's default). record: a folder: the dataset recorder writes an episode per
+    ``/dataset_recorder/start_episode`` … ``end_episode``, its action the leader's pose (as
+    LeRobot records teleoperation), with the simulated ``cameras``' images or, on the real arm,
+    ``image_topics``."""
+    robot, *rest = pick_graph(
+        robot="so101",
+        sim=sim,
+        cube_x=cube_x,
+        cube_y=cube_y,
+        real_time_factor=real_time_factor,
+        port=port,
+        calibration_file=calibration_file,
+        autostart=autostart,
+        limits_set=limits_set,
+        discovery=discovery,
+        start_pick=False,
+        cameras=cameras,
+        record=record,
+        image_topics=image_topics,
+    )
+    extra: dict[str, Any] = {"arm_controller.stream.mode": mode} if mode else {}
+    extra["arm_controller.stream.grace"] = TELEOP_STREAM_GRACE
+    robot = replace(robot, parameters={**robot.parameters, **extra})
+    tf = next(spec for spec in rest if spec.name == "tf_publisher")
+    teleop = {
+        "leader_port": leader_port,
+        "leader_id": leader_id,
+        "leader_calibration_file": leader_calibration_file,
+        "fps": float(fps),
+        "use_sim_time": sim,
+    }
+    recorders = [
+        replace(spec, parameters={**spec.parameters, "action_topic": TELEOP_ACTION})
+        for spec in rest
+        if spec.name == "dataset_recorder"
+    ]
+    return [robot, tf, *recorders, NodeSpec("teleop", "teleop", teleop, tf.env)]
+
+
+TELEOP_ACTION = "leader/joint_states"  # the teleop node's leader pose: a recording's action
+TELEOP_STREAM_GRACE = 0.05
+"""[s] the follower's stream deadman in teleoperation, on both backends (the controller's default
+is 0.02 s): each target waits on a read of the leader's bus, whose Feetech SDK polls for the
+reply, so on a busy computer a frame is tens of ms late now and then, and at 0.02 s the follower
+paused for a hold and a fresh blend-in several times a minute (two emulated arms on two cores).
+A stopped stream still holds within 0.09 s of the target that did not come."""
+
+
 ARMS = {"left": 0.2, "right": -0.2}
 """The two-arm pick's namespaces and each arm's base y in the world [m]: 0.4 m apart, the
 SO-101's reach (≈ 0.3 m at table height) keeping them clear of each other."""
@@ -372,20 +442,22 @@ def emulator_spec(
     cube_x: float = 0.22,
     cube_y: float = 0.0,
     discovery: str = "localhost",
+    name: str = "so101_emulator",
     **emulator: Any,
 ) -> NodeSpec:
     """The Feetech bus emulator standing in for a real SO-101: it serves the servos on a pty
     kept behind ``port_link`` and writes the arm's LeRobot calibration to
     ``calibration_file`` -- the real-arm graph (``pick_graph(sim=False, port=port_link,
     calibration_file=...)``) then runs unchanged; only the serial port is emulated.
-    ``emulator`` sets more of its parameters (faults at start, ``mocap``)."""
+    ``emulator`` sets more of its parameters (faults at start, ``mocap``, ``leader``); name:
+    the node's (a second emulator, a leader, needs its own)."""
     params = {
         "link": port_link,
         "calibration_out": calibration_file,
         "cube_pos": [float(cube_x), float(cube_y)],
         **emulator,
     }
-    return NodeSpec("so101_emulator", "so101_emulator", params, discovery_env(discovery))
+    return NodeSpec("so101_emulator", name, params, discovery_env(discovery))
 
 
 def emulated_pick_graph(
@@ -528,4 +600,5 @@ GRAPHS = {
     "trajectory": trajectory_graph,
     "hand_pick": hand_pick_graph,
     "policy": policy_graph,
+    "teleop": teleop_graph,
 }

@@ -40,6 +40,7 @@ from physai_ros.core.pick.hand_machine import TERMINAL as HAND_TERMINAL
 from physai_ros.core.pick.machine import TERMINAL
 from physai_ros.datasets.features import TASK
 from physai_ros.datasets.from_ros import (
+    ACTION,
     ARM_REFERENCE,
     GRIPPER_REFERENCE,
     JOINT_STATES,
@@ -77,7 +78,11 @@ class DatasetRecorder(Node):
         try:
             lerobot_version()
             self.sources = Sources(
-                p["joint_states_topic"], p["arm_state_topic"], p["gripper_state_topic"], images
+                p["joint_states_topic"],
+                p["arm_state_topic"],
+                p["gripper_state_topic"],
+                images,
+                action=p["action_topic"],
             )
             cameras = self.sources.cameras
             self.sink = DatasetSink(
@@ -106,7 +111,7 @@ class DatasetRecorder(Node):
         self.lock = threading.Lock()  # the sink: the writer thread and shutdown
 
         kinds = {JOINT_STATES: JointState, ARM_REFERENCE: JointTrajectoryControllerState,
-                 GRIPPER_REFERENCE: JointTrajectoryControllerState}  # fmt: skip
+                 GRIPPER_REFERENCE: JointTrajectoryControllerState, ACTION: JointState}  # fmt: skip
         for stream, topic in self.sources.streams().items():
             kind = kinds.get(stream, Image)
             # reliable, unlike the nodes' state streams: a recorder wants every sample (a lost

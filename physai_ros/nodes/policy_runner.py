@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
@@ -47,6 +47,7 @@ from physai_ros.datasets.timeline import Dropped
 from physai_ros.errors import InvalidInput
 from physai_ros.nodes._common import declare_schema, load_schema, run_node
 from physai_ros.nodes._messages import seconds
+from physai_ros.nodes._stream_client import HoldWatch, measured_pose, status_message
 from physai_ros.policies.base import Policy, RunStatistics
 from physai_ros.policies.targets import TargetMaker
 
@@ -111,11 +112,7 @@ class PolicyRunner(Node):
                     Image, topic, lambda m, k=key: self._keep(k, m), qos_profile_sensor_data
                 )
         self.pub = self.create_publisher(JointState, p["stream_topic"], 10)
-        self.stream_status = p["stream_topic"].strip("/")  # the controller's /diagnostics name
-        self.create_subscription(DiagnosticArray, interfaces.DIAGNOSTICS, self._on_diagnostics, 10)
-        self.held = ""  # the controller's latest 'held' report of the stream, if it holds
-        self.restart: str | None = None  # why to blend in again at the next step
-        self.restarts, self.restarted_at = 0, 0.0  # [-], [s monotonic]
+        self.holds = HoldWatch(self, p["stream_topic"], lambda: self.state == "running")
         self.pub_diag = self.create_publisher(DiagnosticArray, interfaces.DIAGNOSTICS, 10)
         self.stats = RunStatistics()
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="policy_step")
@@ -135,19 +132,6 @@ class PolicyRunner(Node):
     def _keep(self, stream: str, msg) -> None:
         with self.lock:
             self.latest[stream] = msg
-
-    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
-        """The controller's stream reports: 'held' while running restarts the blend-in, once
-        per change, and again if the arm still holds a second after the last restart (the
-        controller repeats its report once a second)."""
-        for status in msg.status:
-            if status.name != self.stream_status:
-                continue
-            held = status.message if status.message.startswith("held") else ""
-            again = time.monotonic() - self.restarted_at > 1.0
-            if held and self.state == "running" and (held != self.held or again):
-                self.restart = held
-            self.held = held
 
     # --- the frame clock ---------------------------------------------------------------------
     def _tick(self) -> None:
@@ -212,18 +196,16 @@ class PolicyRunner(Node):
             self.started, self.next_at = now, now + self.period
         when = self.next_at
         try:
-            measured = self._measured(inputs[STATE])
+            measured = measured_pose(inputs[STATE])
             if self.maker.start is None:
                 self.maker.begin(measured)
                 self.policy.reset()
                 self.state, self.blend_at = "running", when
                 log.info("running: the first target is where the arm is")
-            elif self.restart is not None:
+            elif (held := self.holds.take()) is not None:
                 self.maker.begin(measured)
-                self.blend_at, self.restarts = when, self.restarts + 1
-                self.restarted_at = time.monotonic()
-                log.warning(f"the arm holds ({self.restart}); blending in again from there")
-                self.restart = None
+                self.blend_at = when
+                log.warning(f"the arm holds ({held}); blending in again from there")
                 self.ready.clear()  # computed from the old blend: far from the held pose
             observation = {STATE: to_lerobot(measured[:5], measured[5], self.maker.jaw_range)}
             for key in self.policy.image_features:
@@ -245,14 +227,6 @@ class PolicyRunner(Node):
         )
         self.next_at = when + self.period
         return True
-
-    def _measured(self, msg: JointState) -> np.ndarray:
-        """The six joints [rad] (arm, then jaw) from a joint state message."""
-        position = dict(zip(msg.name, msg.position, strict=False))
-        missing = [m for m in MOTOR_NAMES if m not in position]
-        if missing:
-            raise InvalidInput(f"joint states lack {missing}")
-        return np.array([position[m] for m in MOTOR_NAMES], dtype=float)
 
     def _image(self, key: str, msg: Image) -> np.ndarray:
         pixels = image_array(msg)
@@ -277,20 +251,14 @@ class PolicyRunner(Node):
         summary["queue_depth"] = float(self.policy.queue_depth)
         summary["frames_ahead"] = float(len(self.ready))
         summary["clipped_targets"] = float(self.maker.clipped)
-        summary["restarts"] = float(self.restarts)
+        summary["restarts"] = float(self.holds.restarts)
         level = DiagnosticStatus.ERROR if self.state == "failed" else DiagnosticStatus.OK
         if self.state == "running" and summary["inference_p95_ms"] > 1e3 / self.fps:
             level = DiagnosticStatus.WARN
-        status = DiagnosticStatus(
-            level=level,
-            name="policy_runner",
-            message=f"{self.state}; {self.policy.description}",
-            hardware_id="so101",
-            values=[KeyValue(key=k, value=f"{v:g}") for k, v in summary.items()],
+        message = f"{self.state}; {self.policy.description}"
+        self.pub_diag.publish(
+            status_message(self, "policy_runner", level, message, "so101", summary)
         )
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
-        self.pub_diag.publish(msg)
 
     def close(self) -> None:
         self.worker.shutdown(wait=True)

@@ -55,12 +55,14 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from std_msgs.msg import String
 
 from physai_ros import interfaces
+from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import InvalidInput
 from physai_ros.nodes._common import declare_schema, load_schema, run_node
 from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
@@ -71,6 +73,7 @@ from physai_ros.robots.so101.emulator.bus import (
     parse_lose_reads,
     write_calibration,
 )
+from physai_ros.robots.so101.emulator.hand import HandMotion
 from physai_ros.robots.so101.emulator.physics import JOINTS
 from physai_ros.sim.scene import placed_cube_world
 
@@ -90,6 +93,24 @@ def parse_homing_error(items: list[str]) -> dict[str, int]:
     return out
 
 
+def leader_hand(p: dict) -> HandMotion:
+    """The scripted hand that moves a leader (``leader``): reaches of ``leader_amplitude``
+    from ``initial_pose`` after ``leader_hold``, kept 0.05 rad inside the model's joint ranges,
+    for the next ten hours."""
+    limits = load_limits("so101")
+    order = [limits.joint_names.index(j) for j in JOINTS]
+    return HandMotion(
+        np.random.default_rng([p["leader_seed"], 1]),
+        [float(v) for v in p["initial_pose"]],
+        seconds=36000.0,
+        amplitude=p["leader_amplitude"],
+        lower=limits.position_min[order] + LEADER_MARGIN,
+        upper=limits.position_max[order] - LEADER_MARGIN,
+        hold=p["leader_hold"],
+    )
+
+
+LEADER_MARGIN = 0.05  # [rad] the leader's reaches stay this far inside the joint ranges
 SCHEMA = load_schema("so101_emulator")  # config/schema/so101_emulator.yaml
 
 
@@ -102,8 +123,10 @@ class So101Emulator(Node):
         initial, torque, calibrated = p["initial_pose"], p["power_on_torque"], p["calibrated"]
         configured, homing, margin = p["configured"], p["homing_error"], p["mechanical_margin"]
         self.mocap, rate = p["mocap"], p["witness_rate"]
+        self.trace_file = p["trace_file"]
         try:
             soft = declare_soft_object(self, SCHEMA, "so101")
+            hand = leader_hand(p) if p["leader"] else None
             self.emulator = FeetechBusEmulator(
                 baudrate=baud,
                 link=link or None,
@@ -123,6 +146,8 @@ class So101Emulator(Node):
                 load_sign=p["load_sign"],
                 usb_latency_ms=p["usb_latency_ms"],
                 protections_clear_on_enable=p["protections_clear_on_enable"],
+                hand=hand,
+                trace=bool(self.trace_file),
             )
         except InvalidInput as exc:
             raise SystemExit(f"so101_emulator: {exc}") from exc
@@ -278,7 +303,30 @@ class So101Emulator(Node):
 
     def destroy_node(self) -> None:
         self.emulator.stop()
+        if self.trace_file:
+            write_trace(Path(self.trace_file), self.emulator)
         super().destroy_node()
+
+
+def write_trace(path: Path, emulator: FeetechBusEmulator) -> None:
+    """The emulator's trace as ``.npz``: ``times`` [s, time.monotonic()] and ``positions``
+    [rad] (true angles, ``JOINTS`` order) of every physics step; each goal received:
+    ``goal_times`` [s, time.monotonic()], ``goal_ids`` (servo id) and ``goal_angles`` [rad];
+    at the end: ``eprom_writes`` (since power-up) and ``torque_enabled`` (per servo)."""
+    trace, goals = emulator.trace or [], emulator.stats.goals
+    witness = emulator.witness()
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(
+        tmp,
+        times=np.array([t for t, _ in trace]),
+        positions=np.array([q for _, q in trace]).reshape(-1, len(JOINTS)),
+        goal_times=np.array([g.received for g in goals]),
+        goal_ids=np.array([g.servo_id for g in goals], dtype=int),
+        goal_angles=np.array([g.angle for g in goals]),
+        eprom_writes=witness.eprom_writes,
+        torque_enabled=np.array(witness.torque_enabled),
+    )
+    tmp.replace(path)  # whole or absent
 
 
 def main(args: list[str] | None = None) -> None:

@@ -30,30 +30,33 @@ class Policy(Protocol):
 
 @dataclass
 class RunStatistics:
-    """Per-step timing of a running policy: what ``/diagnostics`` reports."""
+    """Per-step timing of a running policy (or a leader's reads, ``label="read"``): what
+    ``/diagnostics`` reports."""
 
+    label: str = "inference"  # what is timed: the summary's keys begin with it
     window: int = 300  # steps the percentiles are taken over (10 s at 30 Hz)
     steps: int = 0
     dropped: int = 0  # frames whose action was not sent: inference overran, or stale inputs
     stale: int = 0  # of those: an input older than allowed
-    inference: deque = field(default_factory=deque)  # [s] recent steps' inference time
+    times: deque = field(default_factory=deque)  # [s] the recent steps' times
 
     def add(self, seconds: float) -> None:
         self.steps += 1
-        self.inference.append(seconds)
-        while len(self.inference) > self.window:
-            self.inference.popleft()
+        self.times.append(seconds)
+        while len(self.times) > self.window:
+            self.times.popleft()
 
     def summary(self) -> dict[str, float]:
-        """Last, mean, p95 and max inference time [ms] of the window; counts."""
-        times = np.asarray(self.inference, dtype=float) * 1e3
+        """Last, mean, p95 and max time [ms] of the window's steps; counts."""
+        times = np.asarray(self.times, dtype=float) * 1e3
         if times.size == 0:
             times = np.zeros(1)
+        label = self.label
         return {
-            "inference_last_ms": float(times[-1]),
-            "inference_mean_ms": float(times.mean()),
-            "inference_p95_ms": float(np.percentile(times, 95)),
-            "inference_max_ms": float(times.max()),
+            f"{label}_last_ms": float(times[-1]),
+            f"{label}_mean_ms": float(times.mean()),
+            f"{label}_p95_ms": float(np.percentile(times, 95)),
+            f"{label}_max_ms": float(times.max()),
             "steps": float(self.steps),
             "dropped_frames": float(self.dropped),
             "stale_frames": float(self.stale),

@@ -88,7 +88,7 @@ class Bench:
         self.specs = specs if pick else specs[:1]
         for spec in (*self.specs, emu):  # the bench's own DDS domain
             spec.env["ROS_DOMAIN_ID"] = str(domain)
-        self.procs = start_emulated(self.specs, emu, tmp)
+        self.procs = start_emulated(self.specs, [emu], tmp)
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=domain)
         node = self.node = rclpy.create_node("bench_client", context=self.context)

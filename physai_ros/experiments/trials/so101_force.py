@@ -208,7 +208,7 @@ def run_one(pos: tuple[float, float], args, tmp: Path) -> Run:
     observer = Observer()
     procs = []
     try:
-        procs = start_emulated(specs, emulator, tmp)
+        procs = start_emulated(specs, [emulator], tmp)
         observer.wait(args.timeout)
     finally:
         stop(procs)

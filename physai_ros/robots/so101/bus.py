@@ -99,15 +99,22 @@ def ping(bus, servo_id: int, retries: int = 0) -> tuple[int | None, int]:
     return None, 0
 
 
-def default_calibration_path(robot_id: str) -> Path:
-    """Where LeRobot 0.4 keeps ``<robot_id>.json`` for an SO follower."""
+def lerobot_calibration_file(kind: str, names: Sequence[str], device_id: str) -> Path:
+    """Where LeRobot keeps ``<device_id>.json`` of a ``kind`` (robots, teleoperators) whose
+    class was called each of ``names`` in turn (the newest first): the first that exists, else
+    where the newest would write it (``HF_LEROBOT_HOME``, ``HF_LEROBOT_CALIBRATION`` honoured)."""
     home = Path(os.environ.get("HF_LEROBOT_HOME", "~/.cache/huggingface/lerobot")).expanduser()
     root = Path(os.environ.get("HF_LEROBOT_CALIBRATION", str(home / "calibration"))).expanduser()
-    for robot in ("so_follower", "so101_follower"):  # 0.4 name, then the 0.3 name
-        path = root / "robots" / robot / f"{robot_id}.json"
+    for name in names:
+        path = root / kind / name / f"{device_id}.json"
         if path.is_file():
             return path
-    return root / "robots" / "so_follower" / f"{robot_id}.json"
+    return root / kind / names[0] / f"{device_id}.json"
+
+
+def default_calibration_path(robot_id: str) -> Path:
+    """Where LeRobot keeps ``<robot_id>.json`` for an SO follower (0.4 name, then 0.3's)."""
+    return lerobot_calibration_file("robots", ("so_follower", "so101_follower"), robot_id)
 
 
 @dataclass(frozen=True)

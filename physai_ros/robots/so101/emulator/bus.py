@@ -62,6 +62,7 @@ import numpy as np
 
 from physai_ros.errors import InvalidInput
 from physai_ros.robots.so101 import protocol as fp
+from physai_ros.robots.so101.emulator.hand import HandMotion
 from physai_ros.robots.so101.emulator.physics import JOINTS, REST_POSE, So101Physics, SoftState
 from physai_ros.robots.so101.emulator.servo import STALL_TORQUE, STEP_RAD, EmulatedServo
 from physai_ros.robots.so101.protocol import ErrorBit, Instruction
@@ -247,7 +248,12 @@ class FeetechBusEmulator:
     transaction's replies come this much later, the round trip of a USB serial adapter (sent
     by ``_wire_loop``, as a stalled reply: physics and the receiving of requests go on);
     protections_clear_on_enable: a torque 0 → 1 clears a latched OVERLOAD / OVERCURRENT /
-    OVERHEAT (False: only a power cycle does, ``EmulatedServo``).
+    OVERHEAT (False: only a power cycle does, ``EmulatedServo``); hand: a leader arm, its
+    joints put where this hand (``HandMotion``, on the emulator's clock) moves them, whatever
+    its servos are told (a real leader's torque is off; no dynamics are simulated); trace: keep
+    every physics step's (``time.monotonic()``, true angles) in ``trace`` and every goal
+    received (``record_goals``), for measuring a latency against another process on this
+    machine.
     """
 
     def __init__(
@@ -273,6 +279,8 @@ class FeetechBusEmulator:
         load_sign: int = 1,
         usb_latency_ms: float = 0.0,
         protections_clear_on_enable: bool = True,
+        hand: HandMotion | None = None,
+        trace: bool = False,
     ) -> None:
         if not 0 <= dead_zone <= 255:
             raise InvalidInput(f"dead_zone must be 0 to 255 steps, got {dead_zone!r}")
@@ -355,6 +363,12 @@ class FeetechBusEmulator:
         self._reply_count = 0
         self._sync_reads = 0  # counts sync reads, for faults.wrong_data_every
         self.time = 0.0  # [s] simulated time
+        self.hand = hand
+        # (time.monotonic(), true joint angles) of every physics step, if traced: with the goals
+        # (record_goals) the truth a latency across processes on this machine is measured on
+        self.trace: list[tuple[float, np.ndarray]] | None = [] if trace else None
+        if trace:
+            self.record_goals = True
 
     # --- life cycle ------------------------------------------------------------------------
     def start(self) -> str:
@@ -427,15 +441,21 @@ class FeetechBusEmulator:
         """One physics step with the servos' current commands (also usable without threads)."""
         physics, dt = self.physics, self.physics.dt
         with self.lock:  # held through the step: witness() reads contacts of the same data
-            for i, servo in enumerate(self.servos):
-                if self.powered:
-                    physics.apply(i, *servo.command(physics.joint(i)[0], dt))
-                else:
-                    physics.apply(i, math.nan, 0.0, 1.0)
-            physics.step()
+            if self.hand is not None:  # a leader: the hand moves it, whatever the servos do
+                q = self.hand.at(self.time + dt)
+                physics.place_joints(q, (q - physics.positions()) / dt, dt)
+            else:
+                for i, servo in enumerate(self.servos):
+                    if self.powered:
+                        physics.apply(i, *servo.command(physics.joint(i)[0], dt))
+                    else:
+                        physics.apply(i, math.nan, 0.0, 1.0)
+                physics.step()
             for i, servo in enumerate(self.servos):
                 servo.sense(*physics.joint(i), dt)
             self.time += dt
+            if self.trace is not None:
+                self.trace.append((time.monotonic(), physics.positions()))
 
     def cube_pose(self) -> tuple[np.ndarray, np.ndarray]:
         with self.lock:

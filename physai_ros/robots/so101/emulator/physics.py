@@ -114,6 +114,15 @@ class So101Physics:
     def step(self) -> None:
         mujoco.mj_step(self.model, self.data)
 
+    def place_joints(self, q: np.ndarray, qdot: np.ndarray, dt: float) -> None:
+        """Put the joints at ``q`` [rad] moving at ``qdot`` [rad/s] and advance the clock by
+        ``dt`` [s] without dynamics: a leader arm, moved by a hand (its torque off: nothing but
+        the hand moves it)."""
+        d = self.data
+        d.qpos[self.qadr], d.qvel[self.dadr] = q, qdot
+        d.time += dt
+        mujoco.mj_kinematics(self.model, d)
+
     def joint(self, i: int) -> tuple[float, float, float]:
         """(angle [rad], speed [rad/s], actuator torque [N·m]) of joint ``i``."""
         d = self.data
