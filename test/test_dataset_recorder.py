@@ -196,7 +196,7 @@ def test_five_launched_picks_are_a_dataset_aligned_to_the_controllers_reference(
     converted = tmp_path / "converted"
     result = subprocess.run(
         [PHYSAI, "convert", str(tmp_path / "witness"), "--output", str(converted),
-         "--image-topics", IMAGES],
+         "--image-topics", IMAGES, "--max-gap", "0.3"],  # as the live recorder above
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
