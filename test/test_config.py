@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 import yaml
 from support.paths import REPO_ROOT
 
@@ -65,6 +66,7 @@ def test_panda_gripper_speed_is_the_franka_hand_s():
     assert 2.0 * panda["gripper_controller"]["max_speed"] == panda["franka_hand"]["max_speed"]
 
 
+@pytest.mark.ros  # rclpy reads the DDS profile
 def test_dds_profile_repairs_within_the_pick_command_lead(monkeypatch):
     """config/fastdds.xml is the default writer profile of every node, its heartbeat (the
     repair delay of a lost reliable sample) well inside the pick's command lead; a profile the

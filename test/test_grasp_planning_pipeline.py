@@ -130,6 +130,7 @@ def test_pointcloud2_bytes_with_padding_and_nan():
         points_from_cloud2(data[:-1], fields, step, 3)
 
 
+@pytest.mark.ros  # sensor_msgs
 def test_pointcloud2_message_adapter():
     from sensor_msgs.msg import PointCloud2, PointField
 

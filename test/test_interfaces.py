@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.ros  # the generated interface packages
+
 KILTED_HASHES = {
     "control_msgs/action/FollowJointTrajectory": (
         "RIHS01_ff29901b2693f5deb847e96084a1c2cdb26e70b7c847be21859b70a55fb29cf0"

@@ -297,6 +297,7 @@ def test_hand_pick_launch_is_the_hand_pick_graph_with_one_object():
         hand_pick_graph("panda")
 
 
+@pytest.mark.ros  # ROS 2's launch
 def test_a_missing_params_file_is_refused_before_any_node_starts(tmp_path):
     from physai_ros.errors import InvalidInput
     from physai_ros.launching.launch_support import node_actions
@@ -334,6 +335,7 @@ def test_two_arms_are_two_pick_graphs_apart_in_namespaces_frames_place_and_clock
         two_arm_graph({"left": (0.22, 0.0)})
 
 
+@pytest.mark.ros  # launch_ros
 def test_namespaced_specs_become_one_group_per_namespace_with_its_remaps():
     from launch.actions import GroupAction
     from launch_ros.actions import Node, PushRosNamespace, SetRemap

@@ -91,6 +91,7 @@ def test_every_node_module_has_an_entry_point():
     assert scripts["physai"] == "physai_ros.cli:main"
 
 
+@pytest.mark.ros  # colcon and ament
 def test_colcon_build_installs_share_files_and_executables(tmp_path):
     env = dict(os.environ)
     result = subprocess.run(

@@ -249,6 +249,7 @@ def test_docs_parameters_md_is_current():
     assert page.read_text() == markdown(), "run: python -m physai_ros.parameters --markdown"
 
 
+@pytest.mark.ros  # rclpy
 def test_the_real_arm_changes_at_run_time_only_what_it_applies_through_a_validated_callback():
     """so101_driver: the port, calibration, limits, tolerances, timeouts, on_exit and the
     grasp relief are read-only (a ``ros2 param set`` would have reported success and changed

@@ -148,6 +148,32 @@ def test_the_demo_profile_installs_no_lerobot_and_no_torch(tmp_path):
     )
 
 
+def test_the_py312_profile_is_python_3_12_with_lerobot_0_6_and_no_ros(tmp_path):
+    """`make test-py312`'s environment: no ROS wheels even with a ROS install sourced (none is
+    built for that Python), LeRobot 0.6 with its own dependencies, and Python 3.12 only. Checked
+    on the plan; `make test` builds the environment itself and runs the tests in it."""
+    venv = tmp_path / "venv"
+    for sourced in ({}, {"ROS_DISTRO": "kilted"}):
+        result = subprocess.run(
+            ["bash", str(SETUP), "--plan"],
+            env=setup_env(venv, PHYSAI_SETUP="py312", **sourced),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            "Python dependencies: -r requirements/base.txt",
+            "LeRobot 0.6 (torch, datasets, Feetech SDK, training): -r requirements/lerobot-0.6.txt",
+            "test and lint tools: -r requirements/test.txt",
+        ]
+    pins = (REPO_ROOT / "requirements" / "lerobot-0.6.txt").read_text()
+    assert "lerobot[feetech,training,diffusion]==0.6.1" in pins.splitlines()
+    wrong = run_setup(venv, PHYSAI_SETUP="py312", PHYSAI_PYTHON="python3.11")
+    assert wrong.returncode == 1 and "needs Python 3.12" in wrong.stderr, wrong.stderr
+    assert not venv.exists(), "a plan or a refused set-up must not create anything"
+
+
 def test_an_unknown_profile_is_named(tmp_path):
     result = run_setup(tmp_path / "venv", PHYSAI_SETUP="real")
     assert result.returncode == 1
@@ -194,6 +220,16 @@ def ros_prefix(root: Path) -> dict[str, str]:
         "AMENT_PREFIX_PATH": str(root),
         "CMAKE_PREFIX_PATH": str(root),
     }
+
+
+# What the sourced-ROS venv runs beside the DDS round trip and the interfaces' type hashes: the
+# streaming path on both backends and the policy runner replaying picks over ROS.
+ON_THE_SOURCED_ROS = (
+    "test_controller_conformance.py::test_a_stream_moves_the_arm_and_the_arm_holds_when_it_stops",
+    "test_controller_conformance.py::test_a_stream_far_from_the_arm_is_refused_and_nothing_moves",
+    "test_controller_conformance.py::test_a_stream_may_carry_the_jaw",
+    "test_policy_runner.py::test_replayed_picks_hold_the_cube_again_over_ros",
+)
 
 
 # dds: it runs test_dds_roundtrip.py (ROS processes on the default domain); realtime: it asserts
@@ -269,12 +305,14 @@ def test_setup_with_a_sourced_ros_uses_it_and_a_rerun_finishes_an_interrupted_on
             f"source {REPO_ROOT}/scripts/env.sh && "
             "python -c 'import mujoco; print(mujoco.__version__)' && python -m pytest -q "
             f"-p no:cacheprovider {REPO_ROOT}/test/test_dds_roundtrip.py "
-            f"{REPO_ROOT}/test/test_interfaces.py",
+            f"{REPO_ROOT}/test/test_interfaces.py "
+            # the streaming path on both backends, and the policy runner replaying picks
+            + " ".join(f"{REPO_ROOT}/test/{test}" for test in ON_THE_SOURCED_ROS),
         ],
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
         cwd=REPO_ROOT,
     )
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-2000:]

@@ -83,6 +83,14 @@ def reopen_dataset(root: Path, repo_id: str, vcodec: str):
     return dataset
 
 
+def has_pending_frames(dataset) -> bool:
+    """Whether ``dataset`` holds frames of an episode not saved yet (an interrupted one)."""
+    if hasattr(dataset, "has_pending_frames"):  # LeRobot ≥ 0.6: the buffer is its writer's
+        return dataset.has_pending_frames()
+    buffer = dataset.episode_buffer
+    return buffer is not None and bool(buffer.get("size"))
+
+
 def load_dataset(root: Path, repo_id: str):
     """The dataset at ``root`` for reading, as a LeRobot user loads it."""
     return _dataset_class()(repo_id, root=root)

@@ -276,7 +276,7 @@ def record_here(args: argparse.Namespace, settings: dict, root: Path, max_attemp
         if pending is not None and dataset.meta.total_episodes > len(state["episodes"]):
             state["episodes"].append(pending)  # saved by LeRobot just before the interrupt
             state["attempts"] += 1
-        elif dataset.episode_buffer is not None and dataset.episode_buffer.get("size"):
+        elif lerobot_io.has_pending_frames(dataset):
             dataset.clear_episode_buffer()
         save_state(root, state)
     finally:

@@ -36,8 +36,8 @@ SMALL = {
         "--policy.dim_feedforward=128", "--policy.chunk_size=10", "--policy.n_action_steps=10",
     ),
     "diffusion": (
-        "--policy.down_dims=[64,128]", "--policy.num_inference_steps=4",
-        "--policy.n_action_steps=8",
+        "--policy.pretrained_backbone_weights=null", "--policy.down_dims=[64,128]",
+        "--policy.num_inference_steps=4", "--policy.n_action_steps=8",
     ),
 }  # fmt: skip
 
@@ -51,7 +51,7 @@ def train(dataset: Path, out: Path, kind: str = "act", steps: int = 20) -> Path:
             f"--dataset.repo_id={REPO}", f"--dataset.root={dataset}",
             f"--policy.type={kind}", "--policy.device=cpu", "--policy.push_to_hub=false",
             *SMALL[kind], f"--steps={steps}", "--batch_size=2",
-            "--num_workers=0", f"--save_freq={steps}", f"--log_freq={steps}", "--eval_freq=0",
+            "--num_workers=0", f"--save_freq={steps}", f"--log_freq={steps}",
             "--wandb.enable=false", f"--output_dir={out}",
         ],
         capture_output=True, text=True, timeout=900,
