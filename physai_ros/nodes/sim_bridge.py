@@ -167,7 +167,6 @@ class SimBridge(Node):
                 ros_stamp=stamp,
                 monitor_rate=p["arm_controller.action_monitor_rate"],
                 state_rate=p["arm_controller.state_publish_rate"],
-                state_from_loop=True,  # stamped in sim time by the physics loop below
                 arm_name=p["arm_controller_name"],
                 names=self.prefix,
             )
@@ -335,16 +334,11 @@ class SimBridge(Node):
                 if self.viewer is not None and time.monotonic() - last_view > 1 / 30:
                     self.viewer.sync()
                     last_view = time.monotonic()
-            try:
-                if ends:
+            if ends:
+                try:
                     self.servers.deliver(ends)
-                # each sim-time period's controller_state: a timer starved on a busy machine
-                # left gaps of 130 ms in it, which a dataset recorder rightly refuses
-                self.servers.publish_state()
-            except Exception as exc:  # shutting down: the publishers' context is gone
-                if rclpy.ok(context=self.context) and not isinstance(exc, RCLError):
-                    raise
-                return
+                except RCLError:  # shutting down
+                    return
             if self._repace:  # real_time_factor changed: pace from here
                 wall0, sim0, self._repace = time.monotonic(), sim.time, False
             wall = time.monotonic()
