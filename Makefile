@@ -42,9 +42,9 @@ test: setup  ## run lint and all tests (what CI runs)
 
 # The `ros` marker: needs ROS 2; the modules that import it are reported as skipped there.
 test-py312: setup-py312  ## the tests that need no ROS 2, under Python 3.12 with LeRobot 0.6
-	@export PHYSAI_VENV=$(VENV_PY312) && $(RUN) python -m pytest -n 2 --dist worksteal \
+	@export PHYSAI_VENV=$(VENV_PY312) PHYSAI_WITHOUT_ROS=1 && $(RUN) python -m pytest -n 2 --dist worksteal \
 	  -m "not ros and not dds and not realtime" $(PYTEST_ARGS)
-	@export PHYSAI_VENV=$(VENV_PY312) && $(RUN) python -m pytest \
+	@export PHYSAI_VENV=$(VENV_PY312) PHYSAI_WITHOUT_ROS=1 && $(RUN) python -m pytest \
 	  -m "realtime and not ros and not dds" $(PYTEST_ARGS)
 
 lint: setup  ## ruff check, format check and the import layers
