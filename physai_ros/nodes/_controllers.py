@@ -494,11 +494,12 @@ class ControllerServers:
         """The arm's and each gripper's ``controller_state``, each stamped with its controller's
         last update: its ``reference`` is what that update commanded, so a recorder pairs a
         command with the time it was sent. From a timer, or (``state_from_loop``) from the
-        backend's loop right after each cycle's command, at most at ``state_rate``: a timer
-        starved by the executor would leave gaps in which commands were sent unseen."""
+        backend's loop right after each cycle's command, at most at ``state_rate`` of the loop's
+        clock (``now``; a clock set back, as by a simulation reset, starts the count again): a
+        timer starved by the executor would leave gaps in which commands were sent unseen."""
         if self.state_from_loop:
-            now = time.monotonic()
-            if now - self.state_at < 0.999 * self.state_period:
+            now = self.now()
+            if self.state_at <= now < self.state_at + 0.999 * self.state_period:
                 return
             self.state_at = now
         out = []
