@@ -40,12 +40,22 @@ test: setup  ## run lint and all tests (what CI runs)
 	@$(MAKE) --no-print-directory test-py312
 	@$(RUN) python -m pytest -m "dds or realtime" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-# The `ros` marker: needs ROS 2; the modules that import it are reported as skipped there.
-test-py312: setup-py312  ## the tests that need no ROS 2, under Python 3.12 with LeRobot 0.6
+# Under Python 3.12 with LeRobot 0.6: the code that meets LeRobot or is named for that leg (the
+# streaming core, policies, datasets and their recording, the SO-101 bus and its emulator, the
+# stream and record benches). `make test-py312 PY312_TESTS=test` runs every test that needs no
+# ROS 2 there (the `ros` marker; the modules that import ROS 2 are reported as skipped).
+PY312_TESTS ?= test/test_streaming.py test/test_policies.py test/test_record.py \
+  test/test_datasets.py test/test_timeline.py \
+  test/test_feetech_protocol.py test/test_feetech_emulator.py test/test_so101_config.py \
+  test/test_so101_health_reads.py test/test_so101_jaw_lever.py test/test_so101_leader.py \
+  test/test_so101_reports.py test/test_so101_speed.py test/test_so101_stop.py \
+  test/test_so101_without_lerobot.py \
+  test/test_commands.py::test_bench_record test/test_commands.py::test_bench_stream
+test-py312: setup-py312  ## the LeRobot-facing tests under Python 3.12 with LeRobot 0.6 (no ROS 2)
 	@export PHYSAI_VENV=$(VENV_PY312) PHYSAI_WITHOUT_ROS=1 && $(RUN) python -m pytest -n 2 --dist worksteal \
-	  -m "not ros and not dds and not realtime" $(PYTEST_ARGS)
+	  -m "not ros and not dds and not realtime" $(PYTEST_ARGS) $(PY312_TESTS)
 	@export PHYSAI_VENV=$(VENV_PY312) PHYSAI_WITHOUT_ROS=1 && $(RUN) python -m pytest \
-	  -m "realtime and not ros and not dds" $(PYTEST_ARGS)
+	  -m "realtime and not ros and not dds" $(PYTEST_ARGS) $(PY312_TESTS)
 
 lint: setup  ## ruff check, format check and the import layers
 	@$(RUN) ruff check . && ruff format --check . && lint-imports

@@ -256,7 +256,7 @@ def test_ray_workers_make_the_serial_recording(ray_cluster, tmp_path):
     """Episodes as Ray tasks on a cluster (2 workers), and on a local one of 1 worker: the
     merged dataset holds the serial recording's episodes, in its order, failures left out the
     same way; the shards' videos merged and decodable."""
-    args = (*MIXED[:-2], "--episodes", "6", "--cameras", "front_cam", "--width", "64",
+    args = (*MIXED[:-2], "--episodes", "4", "--cameras", "front_cam", "--width", "64",
             "--height", "48")  # fmt: skip
     record(tmp_path / "serial", *args)
     record(tmp_path / "two", "--ray", ray_cluster, *args, env=RAY_ENV)
