@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
+import subprocess
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.lerobot_runs import REPO, record_and_train, train
+from support.lerobot_runs import PHYSAI, REPO, record_and_train, train
 
+from physai_ros.core.controllers.streaming import MODES
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.datasets.features import MOTOR_NAMES, to_lerobot
 from physai_ros.datasets.from_ros import jaw_range
@@ -203,3 +206,36 @@ def test_replay_gives_the_episodes_actions_in_order_then_none(trained):
         ReplayPolicy(dataset, REPO, 7)
     with pytest.raises(InvalidInput, match="not a LeRobot dataset"):
         ReplayPolicy(dataset / "meta", REPO, 0)
+
+
+@pytest.mark.slow
+def test_bench_stream_streams_a_policys_output_over_a_recorded_episode(trained):
+    """`physai bench stream --policy --dataset`: the policy stepped over each frame of the
+    episode (its observations the recording's) is one more stream, a row per backend and mode;
+    the inputs are checked before anything runs."""
+    from physai_ros.datasets.lerobot_io import load_dataset
+    from physai_ros.experiments.bench_stream import policy_stream
+
+    dataset, folder = trained
+    table = load_dataset(dataset, REPO).hf_dataset.with_format("numpy")
+    frames = int(np.sum(np.asarray(table["episode_index"]) == 1))
+    stream = policy_stream(folder, dataset, REPO, 1)
+    assert stream.name == "act policy, episode 1" and stream.targets.shape == (frames, 5)
+    assert np.allclose(np.diff(stream.times), 1 / 30) and np.all(np.isfinite(stream.targets))
+    with pytest.raises(InvalidInput, match="no episode 9"):
+        policy_stream(folder, dataset, REPO, 9)
+    with pytest.raises(InvalidInput, match="not a LeRobot dataset"):
+        policy_stream(folder, dataset / "meta", REPO, 0)
+
+    bench = [PHYSAI, "bench", "stream", "--episodes", "1", "--leader-seconds", "2"]
+    result = subprocess.run(
+        [*bench, "--policy", str(folder), "--dataset", str(dataset)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr[-3000:]
+    rows = re.findall(r"^\| (sim|emulator) \| act policy, episode 0 \| (\w+) \|", out, re.M)
+    assert sorted(rows) == sorted((b, m) for b in ("sim", "emulator") for m in MODES), out
+    assert re.search(r"sim, policy: RMS jerk limited / staircase = \d+\.\d+", out), out
+    alone = subprocess.run([*bench, "--policy", str(folder)], capture_output=True, text=True)
+    assert alone.returncode != 0 and "--policy and --dataset together" in alone.stderr

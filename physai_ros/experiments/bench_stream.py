@@ -11,13 +11,16 @@ controller code, on two backends, and the *joints'* motion is measured, not the 
   100 Hz bus loop writing Goal_Position, as ``so101_driver`` does.
 
 Streams: the arm's servo targets of scripted picks (``physai record``'s episodes, the actions a
-policy trained on them imitates), and a human-like leader: minimum-jerk reaches between random
+policy trained on them imitates), a human-like leader: minimum-jerk reaches between random
 poses (Flash & Hogan 1985) with an 8–12 Hz tremor of 1 mrad, read at 30 Hz with ±3 ms jitter
-and the leader's 4096-step encoder. Per mode: the peak and RMS joint acceleration (the change
-of the joints' velocity over each 2 ms physics step) and jerk (its change), the tracking lag
-(the shift of the stream that best matches the joints) and the RMS error after that shift. A
-plot shows one joint in the three modes. Last line: ``linear_vs_staircase_rms_jerk``, the
-sim's scripted picks' RMS joint jerk in the two modes, measured in this run.
+and the leader's 4096-step encoder, and, with ``--policy`` and ``--dataset``, a trained LeRobot
+policy's actions: the policy stepped over a recorded episode's frames, open loop, its action
+chunks and their boundaries as the policy runner streams them. Per mode: the peak and RMS joint
+acceleration (the change of the joints' velocity over each 2 ms physics step) and jerk (its
+change), the tracking lag (the shift of the stream that best matches the joints) and the RMS
+error after that shift. A plot shows one joint in the three modes. Last line:
+``linear_vs_staircase_rms_jerk``, the sim's scripted picks' RMS joint jerk in the two modes,
+measured in this run.
 """
 
 from __future__ import annotations
@@ -47,6 +50,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--plot", type=Path, default=None, help="write the plot here (PNG); default: none"
+    )
+    parser.add_argument(
+        "--policy",
+        type=Path,
+        default=None,
+        help="a LeRobot policy folder (lerobot-train's pretrained_model): its actions over an "
+        "episode of --dataset are streamed too",
+    )
+    parser.add_argument(
+        "--dataset", type=Path, default=None, help="the LeRobot dataset the policy is stepped over"
+    )
+    parser.add_argument("--repo-id", default="local/so101_pick", help="the dataset's LeRobot id")
+    parser.add_argument(
+        "--policy-episodes",
+        type=int,
+        default=1,
+        help="episodes of --dataset the policy is stepped over (from episode 0)",
     )
 
 
@@ -93,6 +113,63 @@ def leader_stream(seconds: float, seed: int, fps: float, start: np.ndarray) -> S
     q = HandMotion(rng, start, seconds).at(t)
     q = np.round(q / STEP_RAD) * STEP_RAD
     return Stream("human-like leader", t, q)
+
+
+def policy_stream(folder: Path, root: Path, repo_id: str, episode: int) -> Stream:
+    """The actions of the LeRobot policy in ``folder`` stepped over episode ``episode`` of the
+    dataset at ``root``, at its frame rate, made into targets as the policy runner makes them
+    (blended in from the episode's first pose over the runner's default ``blend_in``, clipped
+    into the ranges). Open loop: each observation is the recording's frame, not the followed
+    arm's, so the stream is the policy's output along a demonstration, chunk boundaries
+    included (where LeRobot users see an ACT's jumps)."""
+    from physai_ros.core.motion.limits import load_limits
+    from physai_ros.datasets.features import MOTOR_NAMES, from_lerobot
+    from physai_ros.datasets.from_ros import jaw_range
+    from physai_ros.datasets.lerobot_io import load_dataset
+    from physai_ros.errors import InvalidInput
+    from physai_ros.parameters import load_schema
+    from physai_ros.policies.lerobot_policy import STATE, LeRobotPolicy
+    from physai_ros.policies.targets import TargetMaker
+
+    if not (Path(root) / "meta" / "info.json").is_file():
+        raise InvalidInput(f"{root} is not a LeRobot dataset (no meta/info.json)")
+    policy = LeRobotPolicy(Path(folder))
+    dataset = load_dataset(Path(root), repo_id)
+    episodes = np.asarray(dataset.hf_dataset.with_format("numpy")["episode_index"])
+    frames = np.flatnonzero(episodes == episode)
+    if not frames.size:
+        raise InvalidInput(f"{root} has no episode {episode}")
+    missing = [k for k in (*policy.image_features, STATE) if k not in dataset.features]
+    if missing:
+        raise InvalidInput(f"{root} lacks {missing}: the policy's inputs and the arm's pose")
+    limits = load_limits("so101")
+    order = [limits.joint_names.index(motor) for motor in MOTOR_NAMES]
+    maker = TargetMaker(
+        limits.position_min[order],
+        limits.position_max[order],
+        jaw_range(),
+        load_schema("policy_runner").defaults()["blend_in"],
+    )
+    policy.reset()
+    arm = []
+    for index in frames:
+        frame = dataset[int(index)]
+        if not arm:  # the arm is where the episode began
+            maker.begin(np.append(*from_lerobot(frame[STATE].numpy(), jaw_range())))
+        observation = {key: image_hwc(frame[key]) for key in policy.image_features}
+        if policy.needs_state:
+            observation[STATE] = frame[STATE].numpy()
+        arm.append(maker.target(policy.step(observation), len(arm) / dataset.fps)[:5])
+    kind = policy.description.split()[1]  # "LeRobot act policy from ..."
+    return Stream(
+        f"{kind} policy, episode {episode}", np.arange(len(arm)) / dataset.fps, np.array(arm)
+    )
+
+
+def image_hwc(tensor) -> np.ndarray:
+    """A LeRobot dataset's image (CHW float in [0, 1]) as a camera frame (HWC uint8), what the
+    policy runner hands the policy."""
+    return (tensor.numpy().transpose(1, 2, 0) * 255.0).round().astype(np.uint8)
 
 
 def run_sim(stream: Stream, mode: str) -> Motion:
@@ -214,8 +291,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.episodes < 1 or not 10.0 <= args.fps <= 60.0 or args.leader_seconds <= 1.0:
         raise InvalidInput("give --episodes ≥ 1, --fps in [10, 60] and --leader-seconds > 1")
+    if (args.policy is None) != (args.dataset is None) or args.policy_episodes < 1:
+        raise InvalidInput("give --policy and --dataset together, and --policy-episodes ≥ 1")
     streams = list(scripted_streams(args.episodes, args.seed, args.fps))
     streams.append(leader_stream(args.leader_seconds, args.seed, args.fps, streams[0].targets[0]))
+    if args.policy is not None:
+        streams += [
+            policy_stream(args.policy, args.dataset, args.repo_id, episode)
+            for episode in range(args.policy_episodes)
+        ]
     runners = {"sim": run_sim, "emulator": run_emulator}
     rows, kept = [], {}
     for backend, runner in runners.items():
@@ -225,9 +309,11 @@ def run(args: argparse.Namespace) -> int:
                 rows.append((backend, stream.name, mode, score(stream, motion)))
                 if stream is streams[0]:
                     kept[(backend, mode)] = motion
+    policies = f", {args.policy_episodes} episodes of {args.policy}" if args.policy else ""
     print(
-        f"SO-101 arm, {args.fps:g} Hz streams: {args.episodes} scripted picks and "
-        f"{args.leader_seconds:g} s of a human-like leader; joints' motion at every 2 ms step\n"
+        f"SO-101 arm, {args.fps:g} Hz streams: {args.episodes} scripted picks, "
+        f"{args.leader_seconds:g} s of a human-like leader{policies}; joints' motion at every "
+        "2 ms step\n"
     )
     print(
         "| backend | stream | mode | peak acc [rad/s²] | RMS acc | peak jerk [rad/s³] | "
@@ -242,8 +328,8 @@ def run(args: argparse.Namespace) -> int:
         plot(kept, streams[0], args.plot)
         print(f"\nplot: {args.plot}")
 
-    def mean_rms_jerk(backend: str, mode: str) -> float:
-        values = [s.rms_jerk for b, n, m, s in rows if b == backend and m == mode and "pick" in n]
+    def mean_rms_jerk(backend: str, mode: str, streams: str = "scripted pick") -> float:
+        values = [s.rms_jerk for b, n, m, s in rows if b == backend and m == mode and streams in n]
         return float(np.mean(values))
 
     print()
@@ -251,6 +337,11 @@ def run(args: argparse.Namespace) -> int:
         for mode in ("linear", "limited"):
             ratio = mean_rms_jerk(backend, mode) / mean_rms_jerk(backend, "staircase")
             print(f"{backend}, scripted picks: RMS jerk {mode} / staircase = {ratio:.3f}")
+            if args.policy is not None:
+                ratio = mean_rms_jerk(backend, mode, "policy") / mean_rms_jerk(
+                    backend, "staircase", "policy"
+                )
+                print(f"{backend}, policy: RMS jerk {mode} / staircase = {ratio:.3f}")
     ratio = mean_rms_jerk("sim", "linear") / mean_rms_jerk("sim", "staircase")
     print(f"linear_vs_staircase_rms_jerk = {ratio:.3f}")
     return 0
