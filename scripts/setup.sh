@@ -54,7 +54,7 @@ PLAN=0
 case "${1:-}" in
   --plan) PLAN=1 ;;
   "") ;;
-  *) die "unknown argument '$1'" "usage: [PHYSAI_SETUP=demo|full] bash scripts/setup.sh [--plan]" ;;
+  *) die "unknown argument '$1'" "usage: [PHYSAI_SETUP=demo|full|py312] bash scripts/setup.sh [--plan]" ;;
 esac
 case "$PROFILE" in
   demo | full | py312) ;;

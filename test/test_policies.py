@@ -209,7 +209,7 @@ def test_replay_gives_the_episodes_actions_in_order_then_none(trained):
 
 
 @pytest.mark.slow
-def test_bench_stream_streams_a_policys_output_over_a_recorded_episode(trained):
+def test_bench_stream_streams_a_policys_output_over_a_recorded_episode(trained, tmp_path):
     """`physai bench stream --policy --dataset`: the policy stepped over each frame of the
     episode (its observations the recording's) is one more stream, a row per backend and mode;
     the inputs are checked before anything runs."""
@@ -228,8 +228,9 @@ def test_bench_stream_streams_a_policys_output_over_a_recorded_episode(trained):
         policy_stream(folder, dataset / "meta", REPO, 0)
 
     bench = [PHYSAI, "bench", "stream", "--episodes", "1", "--leader-seconds", "2"]
+    plot = ["--plot", str(tmp_path / "s.png")]
     result = subprocess.run(
-        [*bench, "--policy", str(folder), "--dataset", str(dataset)],
+        [*bench, "--policy", str(folder), "--dataset", str(dataset), *plot],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     out = result.stdout
@@ -237,5 +238,7 @@ def test_bench_stream_streams_a_policys_output_over_a_recorded_episode(trained):
     rows = re.findall(r"^\| (sim|emulator) \| act policy, episode 0 \| (\w+) \|", out, re.M)
     assert sorted(rows) == sorted((b, m) for b in ("sim", "emulator") for m in MODES), out
     assert re.search(r"sim, policy: RMS jerk limited / staircase = \d+\.\d+", out), out
+    assert (tmp_path / "s.png").stat().st_size > 10_000  # the scripted pick
+    assert (tmp_path / "s_policy.png").stat().st_size > 10_000
     alone = subprocess.run([*bench, "--policy", str(folder)], capture_output=True, text=True)
     assert alone.returncode != 0 and "--policy and --dataset together" in alone.stderr

@@ -300,6 +300,7 @@ def run(args: argparse.Namespace) -> int:
             policy_stream(args.policy, args.dataset, args.repo_id, episode)
             for episode in range(args.policy_episodes)
         ]
+    first_policy = streams[args.episodes + 1] if args.policy is not None else None
     runners = {"sim": run_sim, "emulator": run_emulator}
     rows, kept = [], {}
     for backend, runner in runners.items():
@@ -307,8 +308,8 @@ def run(args: argparse.Namespace) -> int:
             for mode in MODES:
                 motion = runner(stream, mode)
                 rows.append((backend, stream.name, mode, score(stream, motion)))
-                if stream is streams[0]:
-                    kept[(backend, mode)] = motion
+                if stream is streams[0] or stream is first_policy:
+                    kept[(stream.name, backend, mode)] = motion
     policies = f", {args.policy_episodes} episodes of {args.policy}" if args.policy else ""
     print(
         f"SO-101 arm, {args.fps:g} Hz streams: {args.episodes} scripted picks, "
@@ -327,6 +328,10 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         plot(kept, streams[0], args.plot)
         print(f"\nplot: {args.plot}")
+        if first_policy is not None:
+            path = args.plot.with_name(f"{args.plot.stem}_policy{args.plot.suffix}")
+            plot(kept, first_policy, path)
+            print(f"plot: {path}")
 
     def mean_rms_jerk(backend: str, mode: str, streams: str = "scripted pick") -> float:
         values = [s.rms_jerk for b, n, m, s in rows if b == backend and m == mode and streams in n]
@@ -348,8 +353,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def plot(motions: dict, stream: Stream, path: Path) -> None:
-    """Joint 2 (shoulder_lift) of the first scripted pick in each mode: position and
-    acceleration, on both backends."""
+    """Joint 2 (shoulder_lift) of ``stream`` in each mode: position and acceleration, on both
+    backends (``motions`` by stream name, backend and mode)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -362,7 +367,7 @@ def plot(motions: dict, stream: Stream, path: Path) -> None:
             stream.times, stream.targets[:, 1], where="post", color="k", lw=0.8, label="targets"
         )
         for mode in MODES:
-            m = motions[(backend, mode)]
+            m = motions[(stream.name, backend, mode)]
             top.plot(m.times, m.positions[:, 1], lw=1, label=mode)
             bottom.plot(m.times, m.accelerations[:, 1], lw=0.6, label=mode)
         top.set_title(f"{backend}: shoulder_lift, {stream.name}")
