@@ -146,6 +146,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seconds", type=float, default=20.0, help="[s] of following per mode, after the start"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the leader's reaches")
+    parser.add_argument(
+        "--fps", type=float, default=None, help="[Hz] the teleop node's rate (default: its own)"
+    )
     parser.add_argument("--domain", type=int, default=85, help="ROS_DOMAIN_ID of the graph")
     parser.add_argument("--keep", type=Path, default=None, help="keep logs and traces here")
 
@@ -168,7 +171,7 @@ def wait_for_following(log: Path, procs: list, timeout: float = START_TIMEOUT) -
     raise InvalidInput(f"the teleop node did not begin following:\n{tail}")
 
 
-def run_mode(mode: str, seconds: float, seed: int, base: Path) -> Result:
+def run_mode(mode: str, seconds: float, seed: int, base: Path, fps: float | None = None) -> Result:
     """One run of the emulated teleoperation graph in ``mode``; its judged traces."""
     from physai_ros.launching.bringup import start_emulated, stop
     from physai_ros.launching.graph import emulator_spec, teleop_graph
@@ -183,6 +186,7 @@ def run_mode(mode: str, seconds: float, seed: int, base: Path) -> Result:
         mode=mode,
         port=str(port),
         calibration_file=str(cal),
+        **({} if fps is None else {"fps": fps}),
     )
     follower_trace, leader_trace = base / "follower.npz", base / "leader.npz"
     emulators = [
@@ -223,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="teleop-") as tmp:
         base = args.keep or Path(tmp)
         for mode in args.modes:
-            rows.append(run_mode(mode, args.seconds, args.seed, base / mode))
+            rows.append(run_mode(mode, args.seconds, args.seed, base / mode, args.fps))
             print(f"{mode}: done", file=sys.stderr)
     print("| mode | goals matched | latency p50 [ms] | p95 [ms] | max [ms] | "
           "RMS error [mrad] | RMS beyond the delay [mrad] | leader EPROM writes |")  # fmt: skip
