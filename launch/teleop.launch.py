@@ -29,7 +29,7 @@ ARGUMENTS = {
     "leader_id": ("leader", "the leader's LeRobot id (its calibration file's name)"),
     "leader_calibration_file": ("", "the leader's LeRobot calibration JSON; empty = LeRobot's"),
     "mode": ("", "stream mode: staircase | linear | limited (empty = the controller's, linear)"),
-    "fps": ("30.0", "leader reads and streamed targets per second [Hz]"),
+    "fps": ("60.0", "leader reads and streamed targets per second [Hz]"),
     "record": ("", "a new folder: record teleoperated episodes there as a LeRobot dataset"),
     "cameras": ("", "sim: the simulated cameras recorded (front_cam,wrist_cam)"),
     "image_topics": ("", "real arm: sensor_msgs/Image topics recorded"),

@@ -182,6 +182,22 @@ def test_real_pick_gets_the_cube_position_and_wall_time():
     assert specs["pick"]["cube_position"] == pytest.approx([0.21, 0.01, 0.015])
 
 
+@pytest.mark.parametrize("sim", ["true", "false"])
+def test_teleop_tells_the_follower_the_leaders_rate(sim):
+    """The follower's ``linear`` and ``limited`` modes reach each target one expected period
+    after it arrives: the teleop launch sets that period from its ``fps`` (60 Hz by default,
+    lerobot-teleoperate's), on the sim bridge and on the real driver alike."""
+    module = load("teleop.launch.py")
+    for fps in (None, "45.0"):
+        given = {"fps": fps} if fps else {}
+        specs = {
+            s.name: s.parameters
+            for s in module.node_specs({**defaults(module), "sim": sim, **given})
+        }
+        robot = specs["sim_bridge" if sim == "true" else "so101_driver"]
+        assert robot["arm_controller.stream.rate"] == specs["teleop"]["fps"] == float(fps or 60)
+
+
 def test_trajectory_graphs_point_at_the_right_controller_and_clock():
     sim = {s.name: s.parameters for s in trajectory_graph("panda", sim=True)}
     assert set(sim) == {"sim_bridge", "tf_publisher", "trajectory"}

@@ -71,11 +71,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 class Stream(NamedTuple):
-    """Targets [rad] of the five arm joints, ``(n, 5)``, and their arrival times [s]."""
+    """Targets [rad] of the five arm joints, ``(n, 5)``, their arrival times [s], and the rate
+    they are sent at [Hz] (the controller's expected stream rate: ``linear`` and ``limited``
+    reach each target one period after it arrives)."""
 
     name: str
     times: np.ndarray
     targets: np.ndarray
+    fps: float
 
 
 class Motion(NamedTuple):
@@ -99,7 +102,7 @@ def scripted_streams(episodes: int, seed: int, fps: float) -> Iterator[Stream]:
     for i in range(episodes):
         episode, _ = record_episode(draw(Randomisation(), seed, i), cfg, fps)
         arm = np.array([from_lerobot(f.action, jaws)[0] for f in episode.frames])
-        yield Stream(f"scripted pick {i}", np.arange(len(arm)) / fps, arm)
+        yield Stream(f"scripted pick {i}", np.arange(len(arm)) / fps, arm, fps)
 
 
 def leader_stream(seconds: float, seed: int, fps: float, start: np.ndarray) -> Stream:
@@ -112,7 +115,7 @@ def leader_stream(seconds: float, seed: int, fps: float, start: np.ndarray) -> S
     t[0] = 0.0
     q = HandMotion(rng, start, seconds).at(t)
     q = np.round(q / STEP_RAD) * STEP_RAD
-    return Stream("human-like leader", t, q)
+    return Stream("human-like leader", t, q, fps)
 
 
 def policy_stream(folder: Path, root: Path, repo_id: str, episode: int) -> Stream:
@@ -162,7 +165,10 @@ def policy_stream(folder: Path, root: Path, repo_id: str, episode: int) -> Strea
         arm.append(maker.target(policy.step(observation), len(arm) / dataset.fps)[:5])
     kind = policy.description.split()[1]  # "LeRobot act policy from ..."
     return Stream(
-        f"{kind} policy, episode {episode}", np.arange(len(arm)) / dataset.fps, np.array(arm)
+        f"{kind} policy, episode {episode}",
+        np.arange(len(arm)) / dataset.fps,
+        np.array(arm),
+        float(dataset.fps),
     )
 
 
@@ -181,7 +187,9 @@ def run_sim(stream: Stream, mode: str) -> Motion:
     sim = MujocoSim("so101", cube_pos=(0.3, 0.15))  # the cube out of the arm's way
     arm = sim.arm  # at home, where the scripted picks start (else the first target is refused)
     limits = load_limits("so101").select(sim.arm_joints)
-    arm.p = dataclasses.replace(arm.p, limits=limits, stream=StreamSettings(mode=mode))
+    arm.p = dataclasses.replace(
+        arm.p, limits=limits, stream=StreamSettings(mode=mode, rate=stream.fps)
+    )
     sim.advance(SETTLE)
     start, out, k = sim.time, [], 0
     while sim.time - start < stream.times[-1] + 0.5:
@@ -214,7 +222,7 @@ def run_emulator(stream: Stream, mode: str, loop_rate: float = 100.0) -> Motion:
         JtcParams(
             joints=SO101_ARM_JOINTS, lower=limits.position_min, upper=limits.position_max,
             trajectory=np.zeros(5), goal=np.zeros(5), limits=limits, limit_period=1 / loop_rate,
-            stream=StreamSettings(mode=mode),
+            stream=StreamSettings(mode=mode, rate=stream.fps),
         )
     )  # fmt: skip
     physics, dt = bus.physics, bus.physics.dt

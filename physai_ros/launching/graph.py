@@ -291,6 +291,8 @@ def policy_graph(
         cameras=",".join(cameras),
     )
     extra: dict[str, Any] = {"arm_controller.stream.mode": mode} if mode else {}
+    if fps:  # the controller interpolates over the period it expects between targets
+        extra["arm_controller.stream.rate"] = float(fps)
     if sim:  # sim time reaches the runner in /clock's 10 ms steps, on top of its own latency
         extra["arm_controller.stream.grace"] = SIM_STREAM_GRACE
     if cameras and sim:
@@ -320,7 +322,7 @@ def teleop_graph(
     leader_calibration_file: str = "",
     sim: bool = True,
     mode: str = "",
-    fps: float = 30.0,
+    fps: float = 60.0,
     record: str = "",
     cameras: str = "",
     image_topics: str = "",
@@ -357,6 +359,8 @@ def teleop_graph(
         image_topics=image_topics,
     )
     extra: dict[str, Any] = {"arm_controller.stream.mode": mode} if mode else {}
+    # the controller interpolates over the period it expects between targets: the leader's
+    extra["arm_controller.stream.rate"] = float(fps)
     extra["arm_controller.stream.grace"] = TELEOP_STREAM_GRACE
     robot = replace(robot, parameters={**robot.parameters, **extra})
     tf = next(spec for spec in rest if spec.name == "tf_publisher")

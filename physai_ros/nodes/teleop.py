@@ -1,8 +1,9 @@
 """Teleoperation: a leader SO-101 driving the follower through the arm's streaming path.
 
-At ``fps`` (30 Hz, LeRobot's default) it reads the leader through LeRobot's own leader class
-(``physai_ros.robots.so101.leader``: the bus is only read, never written, and a leader whose
-servos hold another calibration than its file is refused), publishes the leader's pose on
+At ``fps`` (60 Hz, the default of LeRobot's ``lerobot-teleoperate``) it reads the leader
+through LeRobot's own leader class (``physai_ros.robots.so101.leader``: the bus is only read,
+never written, and a leader whose servos hold another calibration than its file is refused),
+publishes the leader's pose on
 ``leader/joint_states`` (the follower's joint names, radians: what the dataset recorder records
 as the action, as LeRobot records the leader's reading), and streams it, arm and jaw, on
 ``arm_controller/stream``, where the follower's controller follows it inside its limits in the
