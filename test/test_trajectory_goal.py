@@ -94,6 +94,48 @@ def test_a_step_is_rejected_at_any_duration():
         planner("step").plan(NAMES, [GoalPoint(0.0, HOME + LESSON_DQ)], CURRENT)
 
 
+def min_jerk_samples(seconds: float, dt: float = 0.02) -> list[GoalPoint]:
+    """HOME → HOME + LESSON_DQ as a minimum-jerk move of ``seconds``, sampled every ``dt`` with
+    exact velocities and accelerations: what the pick sends for a phase."""
+    t = np.arange(1, round(seconds / dt) + 1) * dt
+    s = t / seconds
+    shape = (10 * s**3 - 15 * s**4 + 6 * s**5, (30 * s**2 - 60 * s**3 + 30 * s**4) / seconds)
+    acc = (60 * s - 180 * s**2 + 120 * s**3) / seconds**2
+    return [
+        GoalPoint(ti, HOME + p * LESSON_DQ, v * LESSON_DQ, a * LESSON_DQ)
+        for ti, p, v, a in zip(t, *shape, acc, strict=True)
+    ]
+
+
+def test_densely_sampled_timed_goal_is_followed_as_given_not_stopped_at_every_sample():
+    """A timed goal whose points carry velocities and accelerations is the motion itself: the
+    plan is the quintic through its samples (as joint_trajectory_controller follows them), with
+    its times, inside every limit at libfranka's 1 ms; the same points as positions only are a
+    rest-to-rest move per 20 ms, refused for the acceleration that takes."""
+    points = min_jerk_samples(2.0)
+    plan = planner().plan(NAMES, points, CURRENT)
+    assert plan.timed_by == "goal samples" and plan.duration == pytest.approx(2.0)
+    assert_samples_within(plan, PANDA)
+    at = np.array([p.time_from_start for p in points])
+    np.testing.assert_allclose(plan.reference(at), [p.positions for p in points], atol=1e-12)
+    np.testing.assert_allclose(plan.reference(at, 1), [p.velocities for p in points], atol=1e-12)
+    np.testing.assert_allclose(plan.goal, HOME + LESSON_DQ, atol=1e-12)
+    with pytest.raises(LimitViolation, match="acceleration"):
+        planner().plan(NAMES, [GoalPoint(p.time_from_start, p.positions) for p in points], CURRENT)
+
+
+def test_densely_sampled_goal_too_fast_or_not_ending_at_rest_is_refused():
+    fast = min_jerk_samples(0.3)  # 0.6 rad in 0.3 s: joint1 at 38 rad/s² against 15
+    with pytest.raises(LimitViolation, match="joint1"):
+        planner().plan(NAMES, fast, CURRENT)
+    moving = min_jerk_samples(2.0)[:-10]  # cut off before it comes to rest
+    with pytest.raises(InvalidInput, match="at rest"):
+        planner().plan(NAMES, moving, CURRENT)
+    away = [p._replace(positions=p.positions + 0.2) for p in min_jerk_samples(2.0)]
+    with pytest.raises(LimitViolation):  # the samples start 0.2 rad from the arm: a jump
+        planner().plan(NAMES, away, CURRENT)
+
+
 def test_untimed_waypoints_stop_at_each_and_joints_left_out_hold():
     goal = [[0.3, 0.2], [-0.3, 0.1], [0.0, 0.0]]  # joint1, joint3
     p = planner("quintic")

@@ -309,6 +309,28 @@ def test_ros2_launch_trajectory_franka_against_a_franka_shaped_sim(ros2, tmp_pat
     assert "SUCCEEDED" in out, (
         out + log.read_text()[-3000:] + (tmp_path / "bridge.log").read_text()[-2000:]
     )
+    # then a motion already sampled every 20 ms with its rates (as a pick sends one): taken as
+    # it is, not stopped at every sample (which would be refused for its acceleration)
+    out = ros2_output(ros2("action", "send_goal", action, kind, sampled_goal()), timeout=120)
+    assert "SUCCEEDED" in out, out + log.read_text()[-3000:]
+    assert "goal samples" in log.read_text(), log.read_text()[-3000:]
+
+
+def sampled_goal() -> str:
+    """panda_joint1 from 2.5 back to 2.0 rad as a 1.5 s minimum-jerk move, every 20 ms, each
+    point with its position, velocity and acceleration (YAML for ``ros2 action send_goal``)."""
+    points = []
+    for k in range(1, 76):
+        t, s = 0.02 * k, 0.02 * k / 1.5
+        q = 2.5 - 0.5 * (10 * s**3 - 15 * s**4 + 6 * s**5)
+        v = -0.5 * (30 * s**2 - 60 * s**3 + 30 * s**4) / 1.5
+        a = -0.5 * (60 * s - 180 * s**2 + 120 * s**3) / 1.5**2
+        sec, nanosec = divmod(round(t * 1e9), 1_000_000_000)
+        points.append(
+            f"{{positions: [{q:.9f}], velocities: [{v:.9f}], accelerations: [{a:.9f}], "
+            f"time_from_start: {{sec: {sec}, nanosec: {nanosec}}}}}"
+        )
+    return f"{{trajectory: {{joint_names: [panda_joint1], points: [{', '.join(points)}]}}}}"
 
 
 def test_ros2_launch_display_without_rviz_serves_the_frame_tree(ros2, tmp_path):

@@ -11,6 +11,10 @@ time-optimal).
   segments by the same factor (never shrinks them: a too-short duration is rejected).
 * Timed goal: the times are checked (finite, strictly increasing) and each segment must be
   feasible in its given time, else the message names the joint and the binding limit.
+* Timed goal whose every point carries velocities and accelerations too (a motion already
+  sampled densely, such as the pick's): not re-timed but taken as the controller will follow it,
+  the quintic through each pair of samples from the current state at rest, ending at rest; the
+  whole of it must be inside the limits.
 
 The reference is then checked as the robot receives it (:func:`check_trajectory` at the limits'
 control period) and sampled every ``sample_period`` into positions, velocities and
@@ -53,7 +57,7 @@ from physai_ros.core.motion.planned import (
     Stretched,
     check_samples,
 )
-from physai_ros.core.motion.time_scaling import SHAPES, JointMove
+from physai_ros.core.motion.time_scaling import SHAPES, JointMove, sampled_reference
 from physai_ros.errors import InvalidInput, LimitViolation
 from physai_ros.paths import config_path
 
@@ -235,6 +239,9 @@ class TrajectoryPlanner:
         check passed."""
         start = self.current_positions(current)
         waypoints, times = self._waypoints(joint_names, points, start)
+        rates = self._rates(joint_names, points, start.size)
+        if times is not None and rates is not None:
+            return self._through_samples(start, waypoints, times, *rates)
         ends = np.vstack([start, waypoints])
         moves = [
             JointMove(self.joint_names, ends[k], ends[k + 1])
@@ -275,6 +282,49 @@ class TrajectoryPlanner:
         reference = PiecewiseReference(self.joint_names, tuple(segments), starts)
         peaks = check_trajectory(reference, self.limits)
         return self._sample(reference, peaks, timed_by)
+
+    def _rates(
+        self, joint_names: Sequence[str], points: Sequence[GoalPoint], n: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Velocities and accelerations (points × controller joints; joints the goal omits at
+        rest) when every point carries both, else ``None``. A first point at t = 0 is the
+        start, at rest: dropped, as :meth:`_waypoints` drops it."""
+        if not all(len(p.velocities) and len(p.accelerations) for p in points):
+            return None
+        idx = self._order(joint_names)
+        qd, qdd = np.zeros((len(points), n)), np.zeros((len(points), n))
+        for i, point in enumerate(points):
+            qd[i, idx], qdd[i, idx] = point.velocities, point.accelerations
+        if float(points[0].time_from_start) == 0.0:
+            qd, qdd = qd[1:], qdd[1:]
+        return qd, qdd
+
+    def _through_samples(
+        self, start: np.ndarray, q: np.ndarray, times: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+    ) -> PlannedTrajectory:
+        """A densely sampled timed goal as the controller will follow it (joint_trajectory_
+        controller's quintic through each pair of samples), from ``start`` at rest: checked
+        whole at the robot's control period, jerk included, and never re-timed, since its
+        times are the motion (a straight Cartesian descent would not survive a stop at every
+        sample). Its last point must be at rest: a controller holds the last point, and a
+        velocity there would be a step to zero."""
+        if np.any(qd[-1] != 0.0) or np.any(qdd[-1] != 0.0):
+            raise InvalidInput(
+                "the last point's velocities and accelerations must be 0: the goal ends at rest"
+            )
+        rest = np.zeros_like(start)
+        try:
+            spline = sampled_reference(
+                self.joint_names,
+                np.concatenate([[0.0], times]),
+                np.vstack([start, q]),
+                np.vstack([rest, qd]),
+                np.vstack([rest, qdd]),
+            )
+        except InvalidInput as err:
+            raise InvalidInput(f"goal samples: {err}") from err
+        reference = PiecewiseReference(self.joint_names, (spline,), np.zeros(1))
+        return self._sample(reference, check_trajectory(reference, self.limits), "goal samples")
 
     def _sample(
         self, reference: PiecewiseReference, peaks: Peaks, timed_by: str

@@ -24,7 +24,7 @@ from math import factorial
 
 import numpy as np
 from numpy.polynomial import polynomial as npoly
-from scipy.interpolate import BSpline, CubicSpline, PPoly, make_interp_spline
+from scipy.interpolate import BPoly, BSpline, CubicSpline, PPoly, make_interp_spline
 
 from physai_ros.core.frames.joint_names import check_joint_names
 from physai_ros.errors import InvalidInput
@@ -295,7 +295,7 @@ class SplineReference:
     """A multi-waypoint reference from a SciPy spline; same interface as :class:`ShapedMove`."""
 
     joint_names: tuple[str, ...]
-    spline: PPoly | BSpline = field(repr=False)
+    spline: PPoly | BPoly | BSpline = field(repr=False)
     times: np.ndarray
 
     @property
@@ -331,6 +331,47 @@ def spline_reference(
     exactly the cubic / quintic time scaling. times [s] must start at 0 and strictly increase.
     """
     names = check_joint_names(joint_names)
+    t, q = _checked_waypoints(names, times, positions)
+    if kind == "cubic":
+        spline: PPoly | BSpline = CubicSpline(t, q, bc_type="clamped")
+    elif kind == "quintic":
+        rest = [(1, np.zeros(len(names))), (2, np.zeros(len(names)))]
+        spline = make_interp_spline(t, q, k=5, bc_type=(rest, rest))
+    else:
+        raise InvalidInput(f"unknown spline kind {kind!r}; valid: ['cubic', 'quintic']")
+    return SplineReference(names, spline, t)
+
+
+def sampled_reference(
+    joint_names: Sequence[str],
+    times: Sequence[float] | np.ndarray,
+    positions: Sequence[Sequence[float]] | np.ndarray,
+    velocities: Sequence[Sequence[float]] | np.ndarray,
+    accelerations: Sequence[Sequence[float]] | np.ndarray,
+) -> SplineReference:
+    """The reference joint_trajectory_controller follows through samples that each carry a
+    position, velocity and acceleration: in every interval the quintic matching both ends'
+    three values (``BPoly.from_derivatives``). times [s] start at 0 and strictly increase; the
+    first and last samples must be at rest (zero velocity and acceleration), as the reference is
+    at rest outside [0, duration]."""
+    names = check_joint_names(joint_names)
+    t, q = _checked_waypoints(names, times, positions)
+    qd, qdd = (np.asarray(v, dtype=float) for v in (velocities, accelerations))
+    for what, values in (("velocities", qd), ("accelerations", qdd)):
+        if values.shape != q.shape or not np.all(np.isfinite(values)):
+            raise InvalidInput(f"{what} must be finite, shaped as the positions {q.shape}")
+        if np.any(values[[0, -1]] != 0.0):
+            raise InvalidInput(f"the first and last samples' {what} must be 0: they are at rest")
+    spline = BPoly.from_derivatives(t, np.stack([q, qd, qdd], axis=1))
+    return SplineReference(names, spline, t)
+
+
+def _checked_waypoints(
+    names: tuple[str, ...],
+    times: Sequence[float] | np.ndarray,
+    positions: Sequence[Sequence[float]] | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Waypoint times (n,) and positions (n, joints), or ``InvalidInput`` naming the fault."""
     t = np.asarray(times, dtype=float)
     q = np.asarray(positions, dtype=float)
     if t.ndim != 1 or t.size < 2 or q.shape != (t.size, len(names)):
@@ -348,11 +389,4 @@ def spline_reference(
         raise InvalidInput(
             f"waypoint times must start at 0 and strictly increase [s], got {t.tolist()}"
         )
-    if kind == "cubic":
-        spline: PPoly | BSpline = CubicSpline(t, q, bc_type="clamped")
-    elif kind == "quintic":
-        rest = [(1, np.zeros(len(names))), (2, np.zeros(len(names)))]
-        spline = make_interp_spline(t, q, k=5, bc_type=(rest, rest))
-    else:
-        raise InvalidInput(f"unknown spline kind {kind!r}; valid: ['cubic', 'quintic']")
-    return SplineReference(names, spline, t)
+    return t, q
