@@ -250,6 +250,63 @@ def test_bad_goals_never_reach_the_controller_and_good_ones_arrive_within_limits
     client.node.destroy_node()
 
 
+def stamped(goal, at: float):
+    """``goal`` with its header stamp at ``at`` [s, the node's clock]."""
+    from builtin_interfaces.msg import Time
+
+    goal.trajectory.header.stamp = Time(sec=int(at), nanosec=round(at % 1 * 1e9) % 1_000_000_000)
+    return goal
+
+
+def test_a_goal_chained_behind_the_running_one_waits_and_starts_where_it_ends(
+    ros_context, spawn, tmp_path
+):
+    """A goal stamped to start where the running goal ends (as the pick chains its moves)
+    does not preempt it: it waits, and is planned from where that goal ended and sent once it
+    has. A goal stamped before the running goal's end replaces it at once, and so replaces a
+    goal waiting behind it."""
+    record = tmp_path / "goals.jsonl"
+    peer = spawn(
+        str(PEERS / "recording_trajectory_server.py"),
+        interfaces.FOLLOW_JOINT_TRAJECTORY,
+        str(record),
+        ",".join(NAMES),
+        ",".join(str(v) for v in HOME),
+    )
+    assert peer.stdout.readline().strip() == "ready"
+    node = spawn("physai_ros.nodes.trajectory", "--ros-args", "-p", "robot:=panda", module=True)
+    client = Client(ros_context)
+    assert client.ready(), f"trajectory node not ready: {node_output(node)}"
+    out, back = HOME[0] + 0.3, HOME[0]
+    first = client.send(client.goal(["joint1"], [[out]], times=[1.5]))
+    assert first.accepted
+    assert client.spin_until(lambda: len(records(record)) == 1, 10.0), node_output(node)
+    ends = records(record)[0]["stamp"] + 1.5  # where the node started it, plus its duration
+    chained = client.send(stamped(client.goal(["joint1"], [[back]], times=[1.5]), ends))
+    assert chained.accepted
+    assert json.loads(client.result(first).result.error_string)["status"] == "succeeded"
+    assert json.loads(client.result(chained).result.error_string)["status"] == "succeeded"
+    sent = records(record)
+    assert len(sent) == 2 and sent[1]["stamp"] >= ends
+    assert sent[1]["points"][0]["positions"][0] == pytest.approx(out, abs=1e-3)  # from there
+    assert sent[1]["points"][-1]["positions"][0] == pytest.approx(back, abs=1e-12)
+
+    running = client.send(client.goal(["joint1"], [[out]], times=[3.0]))
+    assert client.spin_until(lambda: len(records(record)) == 3, 10.0)
+    ends = records(record)[2]["stamp"] + 3.0
+    waiting = client.send(stamped(client.goal(["joint1"], [[back]], times=[1.0]), ends))
+    now = client.node.get_clock().now().nanoseconds * 1e-9
+    replacing = client.send(stamped(client.goal(["joint2"], [[0.2]], times=[1.0]), now))
+    assert running.accepted and waiting.accepted and replacing.accepted
+    statuses = [
+        json.loads(client.result(h).result.error_string)["status"]
+        for h in (running, waiting, replacing)
+    ]
+    assert statuses == ["preempted", "preempted", "succeeded"], statuses
+    assert len(records(record)) == 4  # the waiting goal never reached the controller
+    client.node.destroy_node()
+
+
 def test_drives_the_simulated_panda_quintic_fastest_within_limits(ros_context, spawn):
     bridge = spawn("physai_ros.nodes.sim_bridge", "--ros-args", "-p", "robot:=panda", module=True)
     node = spawn(

@@ -4,8 +4,10 @@ Takes ``JointTrajectory`` on ``~/goal`` and ``FollowJointTrajectory`` on
 ``~/follow_joint_trajectory`` (untimed waypoints: the planner picks the time; timed: the times
 are checked), times them from the current ``/joint_states`` with the configured shape inside the
 robot's limits (lesson 13, ``physai_ros.core.motion.goal_timing``), and forwards the sampled
-trajectory to the controller (the sim bridge, or franka_ros2's joint_trajectory_controller).
-Feedback and results are relayed, cancels forwarded; a bad goal is rejected with the joint and
+trajectory to the controller (the sim bridge, or franka_ros2's joint_trajectory_controller). A
+goal stamped to start at or after the running goal's end (a chain of moves, as the pick sends
+them) waits for it and starts from where it ended; any other replaces it at once. Feedback and
+results are relayed, cancels forwarded; a bad goal is rejected with the joint and
 the limit named and nothing reaches the controller. The tracking error (reference vs
 ``/joint_states``) is reported on ``~/result`` (JSON) and in the action result. A robot that
 falls silent mid-goal (no ``/joint_states`` for ``state_timeout`` of wall time: its driver or
@@ -46,6 +48,9 @@ from physai_ros.errors import PhysaiError
 from physai_ros.nodes._common import LATCHED, declare_schema, load_schema, run_node, stream_qos
 
 FJT = FollowJointTrajectory
+QUEUE_SLACK = 0.05
+"""[s] a goal stamped to start this little before the running goal ends still queues behind it
+(it was meant to start where that one ends, on a clock a little off the node's)."""
 POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")
 SCHEMA = load_schema("trajectory")  # config/schema/trajectory.yaml
 
@@ -62,6 +67,20 @@ class Run:
     monitor: TrackingMonitor
     preempted: threading.Event = field(default_factory=threading.Event)
     downstream: object = None
+
+
+@dataclass
+class Ticket:
+    """An accepted goal, from its acceptance until it has ended: where its arm ends (``goal``,
+    joint name → position [rad], as checked on arrival) and when at the earliest (``end`` [s,
+    node clock]), so that a goal chained behind it can be checked and queued before it runs."""
+
+    number: int
+    goal: dict[str, float]
+    end: float
+    after: Ticket | None = None  # the goal it waits for
+    done: threading.Event = field(default_factory=threading.Event)
+    overtaken: bool = False  # a newer goal replaced it before it started
 
 
 class TrajectoryNode(Node):
@@ -84,22 +103,15 @@ class TrajectoryNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.lock = threading.Lock()
         self.run: Run | None = None
+        self.last: Ticket | None = None  # the goal accepted last: a newer one overtakes it
+        self.taken: dict[bytes, Ticket] = {}  # accepted action goals, by id
         self.state: dict[str, tuple[float, float]] = {}  # name -> (position, velocity)
         self.state_wall = 0.0
         self.state_stamp = 0.0
-        group = ReentrantCallbackGroup()
+        self.group = group = ReentrantCallbackGroup()
         self.action = v["controller_action"]
         self.client = ActionClient(self, FJT, self.action, callback_group=group)
-        ActionServer(
-            self,
-            FJT,
-            "~/follow_joint_trajectory",
-            self._execute,
-            goal_callback=self._check_goal,
-            handle_accepted_callback=self._accept,
-            cancel_callback=lambda _handle: CancelResponse.ACCEPT,
-            callback_group=group,
-        )
+        self.server: ActionServer | None = None  # served from the first joint state on
         # 2 s of joint states at 100 Hz: when the executor falls behind (a loaded machine), the
         # states measured during a move wait instead of being dropped; they carry their stamps.
         self.create_subscription(
@@ -130,6 +142,20 @@ class TrajectoryNode(Node):
         return SetParametersResult(successful=True)
 
     # ------------------------------------------------------------------ inputs
+    def _serve(self) -> None:
+        """Offer the action once the arm's state is known: a client that waits for the server
+        (the pick does) then never sends a goal that can only be refused for want of it."""
+        self.server = ActionServer(
+            self,
+            FJT,
+            "~/follow_joint_trajectory",
+            self._execute,
+            goal_callback=self._check_goal,
+            handle_accepted_callback=self._accept,
+            cancel_callback=lambda _handle: CancelResponse.ACCEPT,
+            callback_group=self.group,
+        )
+
     def _on_state(self, msg: JointState) -> None:
         vel = list(msg.velocity) if len(msg.velocity) == len(msg.name) else [0.0] * len(msg.name)
         self.state = {n: (q, v) for n, q, v in zip(msg.name, msg.position, vel, strict=False)}
@@ -138,8 +164,12 @@ class TrajectoryNode(Node):
         run = self.run
         if run is not None:
             run.monitor.update(self.state_stamp, msg.name, msg.position)
+        if self.server is None and all(n in self.state for n in self.planner.joint_names):
+            self._serve()
 
-    def _plan(self, traj: JointTrajectory) -> PlannedTrajectory:
+    def _plan(self, traj: JointTrajectory, after: Ticket | None = None) -> PlannedTrajectory:
+        """``traj`` planned from the current state, or from where the goal ``after`` ends (a
+        queued goal, checked on arrival: it is planned again once that one has ended)."""
         if time.monotonic() - self.state_wall > self.cfg["state_timeout"]:
             raise PhysaiError(f"no current /joint_states (none in {self.cfg['state_timeout']} s)")
         points = [
@@ -147,7 +177,20 @@ class TrajectoryNode(Node):
             for p in traj.points
         ]
         current = {n: q for n, (q, _) in self.state.items()}
+        if after is not None:
+            current |= after.goal
         return self.planner.plan(traj.joint_names, points, current)
+
+    def _queued_behind(self, traj: JointTrajectory) -> Ticket | None:
+        """The goal ``traj`` waits for: the last one accepted, while it has not ended, if it
+        ends at or before ``traj``'s stamp (a goal chained to start where it ends, as the pick
+        sends its phases); else ``None``: ``traj`` replaces it now."""
+        stamp = seconds(traj.header.stamp)
+        with self.lock:
+            last = self.last
+        if stamp > 0.0 and last is not None and not last.done.is_set():
+            return last if stamp >= last.end - QUEUE_SLACK else None
+        return None
 
     def _reject(self, source: str, exc: Exception) -> None:
         self.get_logger().error(f"rejected {source} goal, nothing sent: {exc}")
@@ -155,31 +198,53 @@ class TrajectoryNode(Node):
 
     def _check_goal(self, request) -> GoalResponse:
         try:
-            self._plan(request.trajectory)
+            self._plan(request.trajectory, self._queued_behind(request.trajectory))
         except PhysaiError as exc:
             self._reject("action", exc)
             return GoalResponse.REJECT
         return GoalResponse.ACCEPT
 
-    def _accept(self, handle) -> None:
+    def _take(self, traj: JointTrajectory) -> Ticket:
+        """A goal accepted: its ticket, queued behind the goal it waits for, or (none) the
+        running goal preempted now. Its goal and earliest end are estimated from the plan
+        made on arrival (from where the goal before it ends, if queued)."""
+        after = self._queued_behind(traj)
+        planned = self._plan(traj, after)  # accepted: it passed this a moment ago
+        now = self.get_clock().now().nanoseconds * 1e-9
+        begins = max(seconds(traj.header.stamp), after.end if after else now)
         with self.lock:
-            if self.run is not None:
-                self.run.preempted.set()
+            number = self.last.number + 1 if self.last else 1
+            goal = dict(zip(planned.joint_names, planned.goal, strict=True))
+            if after is None:  # it replaces the running goal and any waiting behind it
+                waiting = self.last
+                while waiting is not None and not waiting.done.is_set():
+                    waiting.overtaken, waiting = True, waiting.after
+                if self.run is not None:
+                    self.run.preempted.set()
+            self.last = Ticket(number, goal, begins + planned.duration, after)
+            return self.last
+
+    def _accept(self, handle) -> None:
+        try:
+            self.taken[bytes(handle.goal_id.uuid)] = self._take(handle.request.trajectory)
+        except PhysaiError as exc:  # the state changed since the check a moment ago
+            self._reject("action", exc)
+            handle.abort()
+            return
         handle.execute()
 
     def _on_topic(self, msg: JointTrajectory) -> None:
         try:
-            self._plan(msg)
+            self._plan(msg, self._queued_behind(msg))
         except PhysaiError as exc:
             self._reject("topic", exc)
             return
-        with self.lock:
-            if self.run is not None:
-                self.run.preempted.set()
-        self._in_thread(self._drive, msg, None, None)
+        self._in_thread(self._drive, msg, None, None, self._take(msg))
 
     async def _execute(self, handle) -> FJT.Result:
-        return await self._in_thread(self._drive, handle.request.trajectory, handle.request, handle)
+        ticket = self.taken.pop(bytes(handle.goal_id.uuid))
+        request = handle.request
+        return await self._in_thread(self._drive, request.trajectory, request, handle, ticket)
 
     def _in_thread(self, work: Callable[..., FJT.Result], *args: object) -> Future:
         """Run a goal's blocking work (``_drive``) in a thread of its own; the returned future is
@@ -202,9 +267,25 @@ class TrajectoryNode(Node):
         return done
 
     # ------------------------------------------------------------------ execution
-    def _drive(self, traj: JointTrajectory, request, handle) -> FJT.Result:
-        """Re-plan from the state now, send, relay, watch; returns the user's result."""
+    def _drive(self, traj: JointTrajectory, request, handle, ticket: Ticket) -> FJT.Result:
+        """The goal of ``ticket``, from the end of the one it waits for: its ticket is done
+        when this returns, whatever the outcome."""
+        try:
+            return self._drive_after(traj, request, handle, ticket)
+        finally:
+            ticket.done.set()
+
+    def _drive_after(self, traj: JointTrajectory, request, handle, ticket: Ticket) -> FJT.Result:
+        """Wait for the goal it queues behind to end, re-plan from the state now, send, relay,
+        watch; returns the user's result."""
         source = "topic" if handle is None else "action"
+        if ticket.after is not None:
+            while not ticket.after.done.wait(0.01):
+                if handle is not None and handle.is_cancel_requested:
+                    return self._finish(handle, outcome_report("canceled", "before it started"))
+            if ticket.overtaken:
+                text = "replaced by a newer goal before it started"
+                return self._finish(handle, outcome_report("preempted", text, source=source))
         self._wait_for_rest()
         try:
             planned = self._plan(traj)
@@ -221,7 +302,7 @@ class TrajectoryNode(Node):
             )
             goal.goal_time_tolerance = request.goal_time_tolerance
         start = max(self.get_clock().now().nanoseconds * 1e-9, self.state_stamp)
-        start += self.cfg["start_delay"]
+        start = max(start + self.cfg["start_delay"], seconds(traj.header.stamp))
         goal.trajectory.header.stamp = Time(sec=int(start), nanosec=int(start % 1 * 1e9))
         run = Run(planned, TrackingMonitor(planned, start))
         with self.lock:
@@ -237,7 +318,7 @@ class TrajectoryNode(Node):
                 if sent is not None
                 else f"the controller did not answer within {self.cfg['server_timeout']} s"
             )
-            return self._finish(handle, outcome_report("aborted", msg, planned, source=source))
+            return self._finish(handle, outcome_report("aborted", msg, planned, source=source), run)
         run.downstream = sent
         accepted = self.get_clock().now().nanoseconds * 1e-9
         if accepted > start:
