@@ -132,9 +132,9 @@ def node_output(proc) -> str:
     return proc.stdout.read()
 
 
-def test_bad_goals_never_reach_the_controller_and_good_ones_arrive_within_limits(
-    ros_context, spawn, tmp_path
-):
+def recorded_graph(ros_context, spawn, tmp_path: Path):
+    """The Panda's trajectory node in front of a recording controller (the peer plays each goal
+    as its joint states, from ``HOME``): the user's client, the record file, the node."""
     record = tmp_path / "goals.jsonl"
     peer = spawn(
         str(PEERS / "recording_trajectory_server.py"),
@@ -147,6 +147,13 @@ def test_bad_goals_never_reach_the_controller_and_good_ones_arrive_within_limits
     node = spawn("physai_ros.nodes.trajectory", "--ros-args", "-p", "robot:=panda", module=True)
     client = Client(ros_context)
     assert client.ready(), f"trajectory node not ready: {node_output(node)}"
+    return client, record, node
+
+
+def test_bad_goals_never_reach_the_controller_and_good_ones_arrive_within_limits(
+    ros_context, spawn, tmp_path
+):
+    client, record, _ = recorded_graph(ros_context, spawn, tmp_path)
 
     assert client.node_has_state(client.goal(["joint4"], [[1.0]]))  # outside joint4's range
     goal_q = [h + d for h, d in zip(HOME, LESSON_DQ, strict=True)]
@@ -265,18 +272,7 @@ def test_a_goal_chained_behind_the_running_one_waits_and_starts_where_it_ends(
     does not preempt it: it waits, and is planned from where that goal ended and sent once it
     has. A goal stamped before the running goal's end replaces it at once, and so replaces a
     goal waiting behind it."""
-    record = tmp_path / "goals.jsonl"
-    peer = spawn(
-        str(PEERS / "recording_trajectory_server.py"),
-        interfaces.FOLLOW_JOINT_TRAJECTORY,
-        str(record),
-        ",".join(NAMES),
-        ",".join(str(v) for v in HOME),
-    )
-    assert peer.stdout.readline().strip() == "ready"
-    node = spawn("physai_ros.nodes.trajectory", "--ros-args", "-p", "robot:=panda", module=True)
-    client = Client(ros_context)
-    assert client.ready(), f"trajectory node not ready: {node_output(node)}"
+    client, record, node = recorded_graph(ros_context, spawn, tmp_path)
     out, back = HOME[0] + 0.3, HOME[0]
     first = client.send(client.goal(["joint1"], [[out]], times=[1.5]))
     assert first.accepted
