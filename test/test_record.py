@@ -272,3 +272,41 @@ def test_ray_workers_make_the_serial_recording(ray_cluster, tmp_path):
         for frame in (0, dataset.num_frames - 1):
             assert tuple(dataset[frame]["observation.images.front_cam"].shape) == (3, 48, 64)
         assert not (tmp_path / f".{name}.shards").exists(), "the shards are left behind"
+
+
+def test_a_slow_video_encoder_loses_no_frame(tmp_path, monkeypatch):
+    """An encoder slower than the recording (a loaded machine) makes frames wait, never drops
+    them: LeRobot's default queue of 30 frames dropped some, and the video came out shorter
+    than the episode's table, so that reading its last frames failed."""
+    import queue
+    import types
+
+    from lerobot.datasets import video_utils
+
+    from physai_ros.datasets import lerobot_io
+    from physai_ros.datasets.episodes import write_episode
+    from physai_ros.datasets.features import dataset_features
+    from physai_ros.datasets.scripted import Frame
+
+    class SlowQueue(queue.Queue):
+        def get(self, *args, **kwargs):
+            time.sleep(0.15)  # slower than LeRobot's producer waits (0.1 s) for room
+            return super().get(*args, **kwargs)
+
+    monkeypatch.setattr(
+        video_utils,
+        "queue",
+        types.SimpleNamespace(Queue=SlowQueue, Empty=queue.Empty, Full=queue.Full),
+    )
+    features = dataset_features(["front_cam"], 48, 64)
+    dataset = lerobot_io.create_dataset(
+        tmp_path / "d", "physai/slow", FPS, features, "so101", "h264"
+    )
+    frames = 45  # recorded at once: half as many again as LeRobot's default queue holds
+    state = np.zeros(features["observation.state"]["shape"], dtype=np.float32)
+    image = np.full((48, 64, 3), 128, dtype=np.uint8)
+    write_episode(dataset, [Frame(state, state, {"front_cam": image})] * frames, True)
+    dataset.finalize()
+    loaded = load(tmp_path / "d")
+    assert loaded.num_frames == frames
+    assert tuple(loaded[frames - 1]["observation.images.front_cam"].shape) == (3, 48, 64)

@@ -7,6 +7,11 @@ append to it (0.6: ``LeRobotDataset.resume``; 0.4: the constructor, as its ``ler
 ``vcodec`` name). Both stream frames straight to the video encoder, in threads beside the
 recording, instead of writing a PNG per frame and encoding at the episode's end.
 
+LeRobot's encoder queue holds 30 frames by default and drops a frame it has no room for,
+with a warning: the episode's video is then shorter than its table, and reading its last
+frames fails. Every dataset here is opened with an unbounded queue (``ENCODER_QUEUE``): a
+frame waits in memory for a busy encoder instead of being lost.
+
 LeRobot is imported only here and only when a dataset is opened: it pulls in torch, which the
 rest of the package does not need.
 """
@@ -39,6 +44,7 @@ def _dataset_class():
 
 
 VIDEO_CODECS = ("h264", "libsvtav1")  # what both versions encode with in software
+ENCODER_QUEUE = 0  # frames buffered per camera for the encoder: 0 is unbounded, none dropped
 
 
 def _codec(method, vcodec: str) -> dict:
@@ -66,6 +72,7 @@ def create_dataset(
         use_videos=any(f["dtype"] == "video" for f in features.values()),
         metadata_buffer_size=1,  # each episode's metadata on disk as soon as it is saved
         streaming_encoding=True,
+        encoder_queue_maxsize=ENCODER_QUEUE,
         **_codec(cls.create, vcodec),
     )
 
@@ -75,10 +82,20 @@ def reopen_dataset(root: Path, repo_id: str, vcodec: str):
     cls = _dataset_class()
     if hasattr(cls, "resume"):  # LeRobot ≥ 0.6
         dataset = cls.resume(
-            repo_id, root=root, streaming_encoding=True, **_codec(cls.resume, vcodec)
+            repo_id,
+            root=root,
+            streaming_encoding=True,
+            encoder_queue_maxsize=ENCODER_QUEUE,
+            **_codec(cls.resume, vcodec),
         )
     else:  # LeRobot 0.4: its own --resume path
-        dataset = cls(repo_id, root=root, streaming_encoding=True, **_codec(cls, vcodec))
+        dataset = cls(
+            repo_id,
+            root=root,
+            streaming_encoding=True,
+            encoder_queue_maxsize=ENCODER_QUEUE,
+            **_codec(cls, vcodec),
+        )
     dataset.meta.metadata_buffer_size = 1
     return dataset
 
