@@ -33,10 +33,14 @@ test: setup  ## run lint and all tests (what CI runs)
 	@$(RUN) ruff check . && ruff format --check . && lint-imports
 	@# Two halves: the tests that keep no wall-clock timing on two workers, then the ones that do
 	@# (ROS graphs in real time, the servo bus on a pty) one at a time. Exit 5: none selected.
-	@# Python 3.12's environment is set up meanwhile (mostly downloads: torch is a CUDA build).
-	@PHYSAI_SETUP=py312 PHYSAI_VENV=$(VENV_PY312) bash scripts/setup.sh & setup=$$!; \
-	  $(RUN) python -m pytest -n 2 --dist worksteal -m "not dds and not realtime" $(PYTEST_ARGS); \
-	  tests=$$?; wait $$setup || exit 1; [ $$tests -eq 0 ] || [ $$tests -eq 5 ]
+	@# Python 3.12's environment is set up meanwhile (mostly downloads: torch is a CUDA build);
+	@# what that printed comes after the tests, with the free disk if it failed, and test-py312's
+	@# own set-up then tries again (it resumes; a download that failed once may not twice).
+	@log=$$(mktemp); PHYSAI_SETUP=py312 PHYSAI_VENV=$(VENV_PY312) bash scripts/setup.sh >$$log 2>&1 & \
+	  setup=$$!; $(RUN) python -m pytest -n 2 --dist worksteal -m "not dds and not realtime" \
+	  $(PYTEST_ARGS); tests=$$?; wait $$setup; setup=$$?; cat $$log; rm -f $$log; \
+	  [ $$setup -eq 0 ] || { echo "make test: the Python 3.12 set-up above failed (exit $$setup)" \
+	  "beside the tests; free disk:"; df -h .; }; [ $$tests -eq 0 ] || [ $$tests -eq 5 ]
 	@$(MAKE) --no-print-directory test-py312
 	@$(RUN) python -m pytest -m "dds or realtime" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 

@@ -47,15 +47,17 @@ VIDEO_CODECS = ("h264", "libsvtav1")  # what both versions encode with in softwa
 ENCODER_QUEUE = 0  # frames buffered per camera for the encoder: 0 is unbounded, none dropped
 
 
-def _codec(method, vcodec: str) -> dict:
-    """The keyword that selects ``vcodec`` for ``method`` of the installed LeRobot."""
+def _encoding(method, vcodec: str) -> dict:
+    """The keywords of ``method`` (the installed LeRobot's) that stream frames to the encoder
+    through an unbounded queue and select ``vcodec``: the same for every dataset opened."""
     if vcodec not in VIDEO_CODECS:
         raise InvalidInput(f"video codec {vcodec!r}: choose one of {VIDEO_CODECS}")
+    streaming = {"streaming_encoding": True, "encoder_queue_maxsize": ENCODER_QUEUE}
     if "rgb_encoder" in inspect.signature(method).parameters:  # LeRobot ≥ 0.6
         from lerobot.configs import RGBEncoderConfig
 
-        return {"rgb_encoder": RGBEncoderConfig(vcodec=vcodec)}
-    return {"vcodec": vcodec}
+        return {**streaming, "rgb_encoder": RGBEncoderConfig(vcodec=vcodec)}
+    return {**streaming, "vcodec": vcodec}
 
 
 def create_dataset(
@@ -71,9 +73,7 @@ def create_dataset(
         robot_type=robot_type,
         use_videos=any(f["dtype"] == "video" for f in features.values()),
         metadata_buffer_size=1,  # each episode's metadata on disk as soon as it is saved
-        streaming_encoding=True,
-        encoder_queue_maxsize=ENCODER_QUEUE,
-        **_codec(cls.create, vcodec),
+        **_encoding(cls.create, vcodec),
     )
 
 
@@ -84,17 +84,13 @@ def reopen_dataset(root: Path, repo_id: str, vcodec: str):
         dataset = cls.resume(
             repo_id,
             root=root,
-            streaming_encoding=True,
-            encoder_queue_maxsize=ENCODER_QUEUE,
-            **_codec(cls.resume, vcodec),
+            **_encoding(cls.resume, vcodec),
         )
     else:  # LeRobot 0.4: its own --resume path
         dataset = cls(
             repo_id,
             root=root,
-            streaming_encoding=True,
-            encoder_queue_maxsize=ENCODER_QUEUE,
-            **_codec(cls, vcodec),
+            **_encoding(cls, vcodec),
         )
     dataset.meta.metadata_buffer_size = 1
     return dataset
