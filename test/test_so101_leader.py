@@ -85,3 +85,17 @@ def test_the_leader_reads_the_hands_pose_and_writes_nothing(leader):
 def test_a_missing_leader_calibration_names_lerobots_command(tmp_path):
     with pytest.raises(InvalidInput, match="lerobot-calibrate"):
         LeaderArm("/dev/null", tmp_path / "nobody.json").open()
+
+
+@pytest.mark.realtime
+def test_a_lost_reply_while_reading_the_calibration_is_read_again(leader):
+    """A reply with a bad checksum among the calibration reads at open (every 30th: LeRobot's
+    connect takes 24 replies, the calibration's read 18, so the 30th falls in the first read
+    and the second gets through): the open reads again and succeeds, writing nothing."""
+    emulator, calibration = leader
+    emulator.faults.corrupt_every = 30
+    arm = LeaderArm(emulator.port, calibration)
+    arm.open()
+    arm.close()
+    assert emulator.stats.corrupted_replies >= 1, "no reply was lost: the test saw nothing"
+    assert emulator.witness().eprom_writes == 0

@@ -30,6 +30,9 @@ from physai_ros.robots.so101.bus import (
     require_lerobot,
 )
 
+CALIBRATION_TRIES = 3
+"""Reads of the leader's calibration registers at open: LeRobot reads each once, and one reply
+lost on a noisy bus (or a pty starved on a loaded machine) would end the teleop at start."""
 CALIBRATE = "lerobot-calibrate --teleop.type=so101_leader --teleop.port={port} --teleop.id={id}"
 
 
@@ -80,11 +83,17 @@ class LeaderArm:
             leader.bus.connect()  # not leader.connect(): see the module's docstring
         except (ConnectionError, RuntimeError, OSError) as exc:
             raise PhysaiError(f"no leader SO-101 on {self.port}: {exc}") from exc
-        try:
-            calibrated = leader.bus.is_calibrated
-        except (ConnectionError, RuntimeError, OSError) as exc:
-            leader.bus.disconnect(disable_torque=False)
-            raise PhysaiError(f"reading the leader's calibration on {self.port}: {exc}") from exc
+        for attempt in range(CALIBRATION_TRIES):  # reads only: a lost reply is read again
+            try:
+                calibrated = leader.bus.is_calibrated
+                break
+            except (ConnectionError, RuntimeError, OSError) as exc:
+                if attempt == CALIBRATION_TRIES - 1:
+                    leader.bus.disconnect(disable_torque=False)
+                    raise PhysaiError(
+                        f"reading the leader's calibration on {self.port} ({CALIBRATION_TRIES} "
+                        f"tries): {exc}"
+                    ) from exc
         if not calibrated:
             leader.bus.disconnect(disable_torque=False)
             raise InvalidInput(
