@@ -36,6 +36,7 @@ from physai_ros.core.pick.machine import (
     PickSensing,
     arm_ik,
     load_pick_config,
+    object_estimate,
     phase_trajectory,
 )
 from physai_ros.core.pick.place import PLACE_STATES, PlaceParams, along, brake, descent_duration
@@ -168,6 +169,30 @@ def test_places_sensed_by_the_arm_stall_alone_land_within_1_cm(model):
         assert result.support_by == "stall", result.abort_reason
         assert result.verdict.outcome == "placed", (place, result.verdict.reason)
         assert result.jaw_gap > 0.005
+
+
+def test_a_place_given_the_cube_position_only_lands_within_1_cm(model):
+    """A real arm without a detector: the pick is told where the cube is and never measures it.
+    After the grip that position says nothing (the cube is in the jaws): the place takes the
+    grasp as planned. Offered as a pose at the end of the lift, it read as the cube a lift
+    height below the jaws, and the place stopped that much high."""
+    for place in square_places(2, seed=29):
+        result = run_place(model, CUBE, place, CFG, LIMITS, sense_load=False, pose_given=True)
+        assert result.state == "placed", (place, result.abort_reason)
+        assert result.verdict.outcome == "placed", (place, result.verdict.reason)
+        assert result.verdict.error < PLACE_TOLERANCE
+
+
+def test_the_given_position_counts_until_the_grip_and_a_fresh_measurement_first():
+    given, now, max_age = np.array([0.2, 0.0, 0.015]), 10.0, 0.5
+    fresh, stale = (np.array([0.21, 0.0, 0.015]), 9.8), (np.array([0.3, 0.0, 0.015]), 9.0)
+    for measured in (None, stale):
+        pos, stamp = object_estimate(measured, given, now, max_age, gripped=False)
+        assert np.array_equal(pos, given) and stamp == now
+    assert object_estimate(fresh, given, now, max_age, gripped=False) is fresh
+    for measured in (None, stale, fresh):  # in the jaws: only what was measured
+        assert object_estimate(measured, given, now, max_age, gripped=True) is measured
+    assert object_estimate(stale, None, now, max_age, gripped=False) is stale
 
 
 def lower_behind(machine: PickMachine, behind: float, support_at: float) -> float | None:

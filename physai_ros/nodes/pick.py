@@ -92,6 +92,7 @@ from physai_ros.core.pick.machine import (
     PickSensing,
     arm_ik,
     force_params,
+    object_estimate,
     phase_trajectory,
     pick_config,
 )
@@ -317,14 +318,9 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         return None if pose is None else (pose[0], pose[2])
 
     def cube_target(self, now: float) -> tuple[np.ndarray, float] | None:
-        """The cube position to plan for and when it was measured: a fresh TF pose, else the
-        given position (fresh by definition: it is where the user put the cube)."""
-        cube = self.cube
-        if cube is not None and now - cube[1] <= self.max_age:
-            return cube
-        if self.object.position is not None:
-            return self.object.position, now
-        return cube
+        """The cube position to plan for and when it was measured (``object_estimate``)."""
+        gripped = self.machine is not None and self.machine.closed
+        return object_estimate(self.cube, self.object.position, now, self.max_age, gripped)
 
     def both_touch(self) -> bool:
         return jaws_touch((self.jaw_force[j] for j in self.jaws), self.cfg.ros["touch_force"])

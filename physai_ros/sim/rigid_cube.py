@@ -15,7 +15,13 @@ import mujoco
 import numpy as np
 
 from physai_ros.core.pick.contact import JawContactSensor, jaws_touch
-from physai_ros.core.pick.machine import PickCommand, PickConfig, PickMachine, PickSensing
+from physai_ros.core.pick.machine import (
+    PickCommand,
+    PickConfig,
+    PickMachine,
+    PickSensing,
+    object_estimate,
+)
 from physai_ros.sim.lockstep_pick import pose_arm_at_home
 
 
@@ -104,6 +110,9 @@ class RigidCubeWorld:
         self.ctrl_log = ctrl_log
         self.squeeze = math.nan  # [N] N1 + N2 when close ended
         self.sense_load = True  # False: lowering senses only the arm (a robot without a load)
+        # True: the cube is never measured, only given where it starts (a real arm without a
+        # detector), and the pick estimates it as the pick node does (``object_estimate``)
+        self.pose_given = False
         self._idle = PickSensing()
 
     def actuate(self, machine: PickMachine, command: PickCommand) -> None:
@@ -124,6 +133,10 @@ class RigidCubeWorld:
             return PickSensing(both_touch=touch, jaw_speed=speed)
         if state == "settle" or (state == "lift" and machine.place is not None):
             # the plan at settle's end needs the cube pose; a place, where it sits in the jaws
+            if self.pose_given:
+                pose = object_estimate(None, self.start, data.time, 0.0, machine.closed)
+                pos, stamp = (None, None) if pose is None else pose
+                return PickSensing(cube_pos=pos, cube_stamp=stamp)
             return PickSensing(cube_pos=data.xpos[self.cube_body].copy(), cube_stamp=data.time)
         if state == "lower":  # placing: is the table taking the cube's weight?
             load = self.sensor.read(data).lift_force if self.sense_load else math.nan

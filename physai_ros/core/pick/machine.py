@@ -300,6 +300,27 @@ class PickSensing(NamedTuple):
     arm_stamp: float | None = None
 
 
+Stamped = tuple[np.ndarray, float]  # a position [m] and when it held [s]
+
+
+def object_estimate(
+    measured: Stamped | None, given: np.ndarray | None, now: float, max_age: float, gripped: bool
+) -> Stamped | None:
+    """Where the pick takes the object to be: a measured pose no older than ``max_age`` [s],
+    else the position the user gave (fresh by definition: it is where they put the object),
+    else the last measured one (stale: the machine waits or says so).
+
+    Once ``gripped`` only a measurement counts: the given position is where the object sat
+    before it was picked. Offered at the end of the lift it reads as the object hanging a lift
+    height below the jaws, and the place, which shifts its targets by where the object sits in
+    them, stopped that much high. Without a measurement the grasp is taken as planned."""
+    if gripped or given is None:
+        return measured
+    if measured is not None and now - measured[1] <= max_age:
+        return measured
+    return np.asarray(given, dtype=float), now
+
+
 def home_duration(start: np.ndarray, home: np.ndarray, speed: float, accel: float) -> float:
     """Shortest min-jerk move [s] from ``start`` to ``home`` [rad] whose peak joint speed stays
     within ``speed`` [rad/s] and peak acceleration within ``accel`` [rad/s²] (0 if there)."""

@@ -64,14 +64,16 @@ def run_place(
     limits: JointLimits,
     settle: float = 0.3,
     sense_load: bool = True,
+    pose_given: bool = False,
 ) -> PlaceResult:
     """Pick the cube at ``cube_pos`` and place it at ``place`` (centre, base frame [m]), then
     let the physics run ``settle`` [s] more with the arm at rest, and judge the cube's pose.
 
     sense_load: False hides the jaws' load from the machine, which then ends the descent on the
-    arm's stall alone (what a robot without a load estimate senses)."""
+    arm's stall alone (what a robot without a load estimate senses); pose_given: the cube is
+    never measured, only given where it starts (a real arm without a detector)."""
     world = RigidCubeWorld(model, cube_pos, cfg)
-    world.sense_load = sense_load
+    world.sense_load, world.pose_given = sense_load, pose_given
     home = world.home
     run = run_lockstep_pick(world, cfg, home, place=place, limits=limits)
     machine, data = run.machine, world.data
