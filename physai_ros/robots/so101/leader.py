@@ -18,7 +18,9 @@ that calibrates it.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -30,6 +32,7 @@ from physai_ros.robots.so101.bus import (
     require_lerobot,
 )
 
+T = TypeVar("T")
 CALIBRATION_TRIES = 3
 """Reads of the leader's calibration registers at open: LeRobot reads each once, and one reply
 lost on a noisy bus (or a pty starved on a loaded machine) would end the teleop at start."""
@@ -55,6 +58,18 @@ def leader_classes():
 def default_leader_calibration(leader_id: str) -> Path:
     """Where LeRobot keeps a leader's ``<leader_id>.json`` (0.4 name, then 0.3's)."""
     return lerobot_calibration_file("teleoperators", ("so_leader", "so101_leader"), leader_id)
+
+
+def read_again(read: Callable[[], T], tries: int) -> T:
+    """``read()``, tried again when its reply is lost (LeRobot raises ConnectionError,
+    RuntimeError or OSError), up to ``tries`` times in all; the last failure is raised. Only for
+    reads: a write tried twice could act twice."""
+    for _ in range(tries - 1):
+        try:
+            return read()
+        except (ConnectionError, RuntimeError, OSError):
+            continue
+    return read()
 
 
 class LeaderArm:
@@ -83,17 +98,14 @@ class LeaderArm:
             leader.bus.connect()  # not leader.connect(): see the module's docstring
         except (ConnectionError, RuntimeError, OSError) as exc:
             raise PhysaiError(f"no leader SO-101 on {self.port}: {exc}") from exc
-        for attempt in range(CALIBRATION_TRIES):  # reads only: a lost reply is read again
-            try:
-                calibrated = leader.bus.is_calibrated
-                break
-            except (ConnectionError, RuntimeError, OSError) as exc:
-                if attempt == CALIBRATION_TRIES - 1:
-                    leader.bus.disconnect(disable_torque=False)
-                    raise PhysaiError(
-                        f"reading the leader's calibration on {self.port} ({CALIBRATION_TRIES} "
-                        f"tries): {exc}"
-                    ) from exc
+        try:
+            calibrated = read_again(lambda: leader.bus.is_calibrated, CALIBRATION_TRIES)
+        except (ConnectionError, RuntimeError, OSError) as exc:
+            leader.bus.disconnect(disable_torque=False)
+            raise PhysaiError(
+                f"reading the leader's calibration on {self.port} ({CALIBRATION_TRIES} tries): "
+                f"{exc}"
+            ) from exc
         if not calibrated:
             leader.bus.disconnect(disable_torque=False)
             raise InvalidInput(
@@ -110,13 +122,10 @@ class LeaderArm:
         whose reply is lost (a noisy bus) is tried again, up to ``tries`` reads in all."""
         if self.leader is None:
             raise PhysaiError("the leader is not open")
-        for attempt in range(tries):
-            try:
-                action = self.leader.get_action()
-                break
-            except (ConnectionError, RuntimeError, OSError) as exc:
-                if attempt == tries - 1:
-                    raise PhysaiError(f"reading the leader on {self.port}: {exc}") from exc
+        try:
+            action = read_again(self.leader.get_action, tries)
+        except (ConnectionError, RuntimeError, OSError) as exc:
+            raise PhysaiError(f"reading the leader on {self.port}: {exc}") from exc
         return np.array([action[f"{joint}.pos"] for joint in SO101_JOINTS], dtype=float)
 
     def close(self) -> None:
