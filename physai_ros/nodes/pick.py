@@ -319,7 +319,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
 
     def cube_target(self, now: float) -> tuple[np.ndarray, float] | None:
         """The cube position to plan for and when it was measured (``object_estimate``)."""
-        gripped = self.machine is not None and self.machine.closed
+        gripped = self.machine is not None and self.machine.past_close
         return object_estimate(self.cube, self.object.position, now, self.max_age, gripped)
 
     def both_touch(self) -> bool:

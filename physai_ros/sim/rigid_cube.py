@@ -134,7 +134,7 @@ class RigidCubeWorld:
         if state == "settle" or (state == "lift" and machine.place is not None):
             # the plan at settle's end needs the cube pose; a place, where it sits in the jaws
             if self.pose_given:
-                pose = object_estimate(None, self.start, data.time, 0.0, machine.closed)
+                pose = object_estimate(None, self.start, data.time, 0.0, machine.past_close)
                 pos, stamp = (None, None) if pose is None else pose
                 return PickSensing(cube_pos=pos, cube_stamp=stamp)
             return PickSensing(cube_pos=data.xpos[self.cube_body].copy(), cube_stamp=data.time)

@@ -310,10 +310,11 @@ def object_estimate(
     else the position the user gave (fresh by definition: it is where they put the object),
     else the last measured one (stale: the machine waits or says so).
 
-    Once ``gripped`` only a measurement counts: the given position is where the object sat
-    before it was picked. Offered at the end of the lift it reads as the object hanging a lift
-    height below the jaws, and the place, which shifts its targets by where the object sits in
-    them, stopped that much high. Without a measurement the grasp is taken as planned."""
+    Once ``gripped`` (the close has ended) only a measurement counts: the given position is
+    where the object sat before it was picked. Offered at the end of the lift it reads as the
+    object hanging a lift height below the jaws, and the place, which shifts its targets by
+    where the object sits in them, stopped that much high. Without a measurement the grasp is
+    taken as planned."""
     if gripped or given is None:
         return measured
     if measured is not None and now - measured[1] <= max_age:

@@ -76,6 +76,12 @@ class PickSkeleton(ABC):
     def finished(self) -> bool:
         return self.state in self.TERMINAL
 
+    @property
+    def past_close(self) -> bool:
+        """The close has ended, on a sensed grip or not (a cap close lifts after its timeout):
+        the object is no longer known to stand where it stood."""
+        return self.state != "close" and any(state == "close" for state, _ in self.entered)
+
     # ------------------------------------------------------------------ what a machine gives
     @abstractmethod
     def _arm(self, now: float) -> np.ndarray:
