@@ -340,7 +340,11 @@ def test_ros2_launch_display_without_rviz_serves_the_frame_tree(ros2, tmp_path):
     log = tmp_path / "launch.log"
     ros2("launch", "physai_ros", "display.launch.py", "rviz:=false", log=log)
     assert "so101" in wait_param(ros2, "/tf_publisher", "robot")
-    out = ros2_output(ros2("topic", "echo", "--once", "/tf_static"), timeout=60)
+    # The type and the latched QoS given, echo waits for the publisher: without them it guesses
+    # both from the graph at that instant and fails if the TF publisher is not yet discovered.
+    latched = ("--qos-durability", "transient_local", "--qos-reliability", "reliable")
+    echo = ("topic", "echo", "--once", *latched, "/tf_static", "tf2_msgs/msg/TFMessage")
+    out = ros2_output(ros2(*echo), timeout=60)
     assert "child_frame_id" in out and "base" in out, out
     action = "/arm_controller/follow_joint_trajectory"
     kind = "control_msgs/action/FollowJointTrajectory"
