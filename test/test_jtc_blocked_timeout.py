@@ -85,6 +85,31 @@ def test_a_joint_rattling_in_place_is_blocked():
     assert end.error_string.startswith(PATH_ABORT + ": b is blocked") and now < 0.3
 
 
+def test_a_reference_coming_back_to_a_joint_held_by_an_obstacle_is_not_blocked():
+    """blocked_*: progress is also the gap shrinking from its widest: b held by an obstacle at
+    Q0 while its reference presses 0.08 rad past it (widest at 0.1 s) and comes back to it by
+    0.5 s -- a place's stop and relief of its press on the table -- is not blocked, though the
+    gap stays above blocked_error (0.05) for 0.17 s, longer than blocked_time (0.1 s). The
+    same press held there is blocked."""
+    press = Q0 + np.array([0.0, 0.08, 0.0])
+    c = make_jtc(**BLOCKED)
+    send(c, msg([pt(0.1, press), pt(0.5, Q0)]), 0.0, "g")
+    gaps = []
+
+    def held(now, c):
+        gaps.append((now, abs(c.ref[0][1] - Q0[1])))
+        return Q0.copy(), np.zeros(3)
+
+    ends = drive(c, 0.0, 1.5, held)
+    assert [e.status for _, e in ends] == ["succeeded"], ends
+    over = [now for now, gap in gaps if gap > BLOCKED["blocked_error"]]
+    assert over[-1] - over[0] > 1.5 * BLOCKED["blocked_time"], over
+    c = make_jtc(**BLOCKED)
+    send(c, msg([pt(0.1, press), pt(0.3, press)]), 0.0, "g")
+    ends = drive(c, 0.0, 1.0, frozen(Q0))
+    assert [e.error_string.startswith(PATH_ABORT + ": b is blocked") for _, e in ends] == [True]
+
+
 # === 10. cmd_timeout (§5.4 + deviation) =====================================================
 def test_cmd_timeout_aborts_the_goal():
     """Deviation (§5.4 upstream reports success): past the end by more than cmd_timeout (0.3 s)

@@ -124,10 +124,12 @@ class JtcParams:
     start_tolerance [rad]: a first point at t = 0 may differ this much from the current
     position (0 = any jump is refused); limits, limit_period [s]: velocity and acceleration
     limits checked at this period (None = not checked); blocked_error [rad], blocked_speed
-    [rad/s], blocked_time [s]: a joint more than blocked_error from its reference and slower
-    than blocked_speed for blocked_time while a trajectory runs is blocked: the goal aborts
-    as a path tolerance violation (0 = off). Unlike a path tolerance this does not trip on
-    the lag of a servo that follows its reference, only on one that stopped. stop_mode: what a
+    [rad/s], blocked_time [s]: a joint more than blocked_error from its reference that for
+    blocked_time gets no closer to it at blocked_speed, neither by moving towards it nor by the
+    reference coming back, while a trajectory runs is blocked: the goal aborts as a path
+    tolerance violation (0 = off). Unlike a path tolerance this does not trip on the lag of a
+    servo that follows its reference, only on one that stopped; nor on a reference that
+    returns to a stopped joint (a place relieving its press on the table). stop_mode: what a
     cancel, stop, deactivation or command timeout holds: ``hold_measured`` (upstream: the
     measured position at once) or ``decelerate`` (the reference ramped to rest within
     ``limits``' accelerations, then held; without finite acceleration limits it holds the
@@ -245,6 +247,7 @@ class JointTrajectoryController:
         self._timeout_warned: JtcParams | None = None
         self._anchor_q = np.zeros(n)  # [rad] where each joint was when it last moved
         self._anchor_t = np.zeros(n)  # [s] and when
+        self._anchor_error = np.zeros(n)  # [rad] its widest distance from the reference since
         self.stopping = False  # following a ramp to rest that no goal owns (stop_mode)
         self._stream: StreamFollower | None = None  # built on the first streamed target
 
@@ -398,7 +401,7 @@ class JointTrajectoryController:
         ends = self._abort(INVALID_GOAL, PREEMPTED)
         self.traj, self.start = prepared
         self._first_sample, self.stopping = True, False
-        self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
+        self._anchor_joints()
         self.goal_id = goal_id
         merged, warning = merge_tolerances(
             self.p.default_tolerances(),
@@ -417,7 +420,7 @@ class JointTrajectoryController:
         not ended; it is judged against the new trajectory (upstream behaviour)."""
         self.traj, self.start = prepared
         self._first_sample, self.stopping = True, False
-        self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
+        self._anchor_joints()
 
     def cancel(self, goal_id: object) -> list[GoalEnd]:
         """Cancel the goal if it is the running one: CANCELED (code 0, empty string), hold the
@@ -558,12 +561,21 @@ class JointTrajectoryController:
             return 0.0
         return p.cmd_timeout
 
+    def _anchor_joints(self) -> None:
+        """Judge every joint's progress towards its reference afresh from this cycle."""
+        self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
+        self._anchor_error = np.abs(self.ref[0] - self.q)
+
     def _blocked(self, t: float, gap: float) -> GoalState:
         """A joint that stopped away from its moving reference (``blocked_*``): more than
         ``blocked_error`` from it and not ``blocked_speed × blocked_time`` closer to it since
         ``blocked_time`` ago. Judged on progress towards the reference, not on one velocity
         reading: a servo chasing a streamed goal moves in spurts, and a joint rattling
-        against an obstacle moves without getting anywhere.
+        against an obstacle moves without getting anywhere. Progress is the joint's own
+        motion towards the reference or the gap between them shrinking from its widest since
+        then, whichever is larger: a reference that comes back to a joint held by an obstacle
+        (a place's stop and relief of its press on the table) ends the press the check is
+        there to end, and must not be refused for it.
 
         Only over time the backend commanded: after a ``gap`` [s] between cycles longer than
         half ``blocked_time`` (the backend's loop stalled: a starved driver on a loaded
@@ -574,14 +586,16 @@ class JointTrajectoryController:
         if p.blocked_error <= 0.0:
             return GoalState("running", "")
         if gap > 0.5 * p.blocked_time:
-            self._anchor_q, self._anchor_t = self.q.copy(), np.full(len(self.q), self.time)
+            self._anchor_joints()
             return GoalState("running", "")
         error = np.abs(self.ref[0] - self.q)
-        progress = (self.q - self._anchor_q) * np.sign(self.ref[0] - self.q)
-        moved = progress > p.blocked_speed * p.blocked_time
-        fresh = moved | (error <= p.blocked_error)
+        moved = (self.q - self._anchor_q) * np.sign(self.ref[0] - self.q)
+        widest = np.maximum(self._anchor_error, error)
+        progress = np.maximum(moved, widest - error)
+        fresh = (progress > p.blocked_speed * p.blocked_time) | (error <= p.blocked_error)
         self._anchor_q = np.where(fresh, self.q, self._anchor_q)
         self._anchor_t = np.where(fresh, self.time, self._anchor_t)
+        self._anchor_error = np.where(fresh, error, widest)
         still = self.time - self._anchor_t
         if not np.any(still >= p.blocked_time):
             return GoalState("running", "")
