@@ -231,3 +231,28 @@ def test_an_unknown_limit_set_is_refused_before_anything_starts(tmp_path, ros_do
     result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "limits_set 'fast'" in result.stderr + result.stdout, result.stderr[-2000:]
+
+
+def test_a_real_arm_told_only_where_the_cube_is_places_it_within_1_cm(tmp_path, ros_domain):
+    """The real-arm graph without a camera, a goal that names where the cube is and where to
+    put it (``ros2 action send_goal /pick`` with an object_pose and a place_pose): the pick
+    lowers until the servos say the cube touches the table, opens and retreats. PLACED by its
+    result, and the emulator's truth has the cube on the table within 1 cm of the place, out of
+    the jaws."""
+    bench = Bench(tmp_path, ros_domain, pick=True, graph={"start_pick": False})
+    try:
+        goal = cube_goal(bench.specs[-1].parameters["cube_position"])
+        goal.place = True
+        goal.place_pose.header.frame_id = "world"
+        place = np.array([0.20, 0.02, 0.015])  # [m] world: 2 cm nearer, 2 cm aside
+        p = goal.place_pose.pose.position
+        p.x, p.y, p.z = (float(v) for v in place)
+        result = bench.pick(goal)
+        truth = bench.truth()
+        off = np.linalg.norm(np.asarray(truth["cube_pos"]) - place)
+        print(f"placed: {result.reason}; the emulator's truth {off * 100:.2f} cm from the place")
+        assert result.outcome == Pick.Result.PLACED, (result.reason, bench.log("pick")[-3000:])
+        assert off < 0.01, truth
+        assert not truth["cube_in_jaws"], truth
+    finally:
+        bench.close()

@@ -264,6 +264,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
         self.chain = GoalChain(self.lead)  # arm goals start where the last one really ends
         self.jaw_delay = self.lead  # [s] after the close state began, the jaw was commanded
+        self.stop_lead = float(ros["stop_lead"])  # [s] a place's stop on support, see pick.yaml
         self.report_at: float | None = None  # [s] the machine is done; report once the arm is
         self.phase = 0  # counts the goals sent, so a stale goal's reply is recognised
         self.arm_phase = 0  # the phase of the last arm goal: it is in charge until replaced
@@ -602,9 +603,10 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             return
         # the joint state's instant on the machine's clock (the arm runs ``now - at`` behind)
         sensed = self.sensed(now)._replace(arm_stamp=self.joints_stamp - (now - at))
-        # lowering is decided command_lead ahead of where the arm is: support ends it with a
-        # stop that must join the running descent before the arm gets there (as a cancel's)
-        lead = self.lead if before == "lower" else 0.0
+        # lowering is decided stop_lead ahead of where the arm is: support ends it with a stop
+        # that must join the running descent before the arm gets there, and soon, since until
+        # then the arm goes on pressing the object into the table
+        lead = self.stop_lead if before == "lower" else 0.0
         state = machine.update(at + lead, sensed)
         if before == "close":
             self.peak_force = max(self.peak_force, *self.jaw_force.values())
