@@ -26,6 +26,7 @@ from physai_ros.errors import InvalidInput
 from physai_ros.launching.graph import (
     ARMS,
     FRANKA_CONTROLLER_ACTION,
+    FRANKA_FIRST_POINT,
     pick_graph,
     trajectory_graph,
     two_arm_graph,
@@ -209,6 +210,8 @@ def test_trajectory_graphs_point_at_the_right_controller_and_clock():
     assert params["controller_action"] == FRANKA_CONTROLLER_ACTION
     assert params["joint_prefix"] == "panda_" and params["use_sim_time"] is False
     assert params["shape"] == "septic"
+    assert params["first_point"] == FRANKA_FIRST_POINT == 0.1  # franka_ros2 joins from its state
+    assert "first_point" not in sim["trajectory"]  # the plain sim's controller joins exactly
     franka = load("trajectory_franka.launch.py")
     assert franka.node_specs(defaults(franka))[0].parameters == {
         **params,
@@ -221,6 +224,7 @@ def test_trajectory_graphs_point_at_the_right_controller_and_clock():
         "use_sim_time": False,
         "controller_action": "/fr3_arm_controller/follow_joint_trajectory",
         "joint_prefix": "fr3_",
+        "first_point": FRANKA_FIRST_POINT,
         "shape": "quintic",
         "duration": 2.5,
     }
@@ -240,6 +244,7 @@ def test_franka_shaped_sim_graph_agrees_on_the_names(franka, prefix):
     assert trajectory["controller_action"] == f"{franka}_arm_controller/follow_joint_trajectory"
     assert trajectory["joint_prefix"] == prefix
     assert trajectory["robot"] == franka  # its limits file
+    assert trajectory["first_point"] == FRANKA_FIRST_POINT  # as in front of franka_ros2
     plain = {s.name: s.parameters for s in module.node_specs(defaults(module))}
     plain_graph = trajectory_graph("panda", sim=True, shape="quintic", duration=0.0)
     assert plain == {s.name: s.parameters for s in plain_graph}  # franka:=none: as before

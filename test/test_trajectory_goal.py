@@ -343,3 +343,110 @@ def test_tracking_monitor_knows_when_a_sample_shows_the_arm_at_its_goal():
     assert monitor.reached(math.inf) and not monitor.reached(0.01)
     monitor.update(1.0, NAMES, HOME + LESSON_DQ + 0.005)
     assert monitor.reached(0.01) and not monitor.reached(0.004)
+
+
+def franka_controller(q: np.ndarray):
+    """joint_trajectory_controller's rules (``core.controllers.jtc``) on the Panda's joints
+    with libfranka's limits at its 1 ms control period, holding the arm measured at ``q``;
+    positions, velocity and acceleration checked, as the Franka-shaped sim bridge checks them."""
+    import dataclasses
+
+    from physai_ros.core.controllers.jtc import JointTrajectoryController, JtcParams
+
+    params = JtcParams(
+        joints=NAMES,
+        lower=PANDA.position_min,
+        upper=PANDA.position_max,
+        trajectory=np.zeros(7),
+        goal=np.zeros(7),
+        limits=dataclasses.replace(PANDA, jerk=np.full(7, np.inf)),
+        limit_period=PANDA.control_period,
+    )
+    controller = JointTrajectoryController(params)
+    controller.activate(0.0, q, np.zeros(7))
+    controller.update(0.0, q, np.zeros(7))
+    return controller
+
+
+def sent(plan):
+    """The plan as the trajectory node sends it: every sample with q, q̇, q̈, stamped now."""
+    from physai_ros.core.controllers.jtc import TrajectoryMsg
+    from physai_ros.core.motion.joint_trajectory import TrajectoryPoint
+
+    points = [
+        TrajectoryPoint(float(t), list(q), list(qd), list(qdd))
+        for t, q, qd, qdd in zip(
+            plan.times, plan.positions, plan.velocities, plan.accelerations, strict=True
+        )
+    ]
+    return TrajectoryMsg(NAMES, points)
+
+
+def first_point_planner(first_point: float, shape: str = "quintic") -> TrajectoryPlanner:
+    policy = GoalPolicy(shape=shape, sample_period=PERIOD, first_point=first_point)
+    return TrajectoryPlanner(PANDA, NAMES, policy)
+
+
+def test_first_point_lets_a_controller_join_an_arm_that_settled_since_the_plan():
+    """A Franka controller starts a goal from the arm as it measures it then. An arm 0.3 mrad
+    from the /joint_states the goal was planned from (it settled meanwhile), joined to a first
+    sample one 10 ms period in, needs more than libfranka's 10 rad/s²: the controller refuses
+    the goal. With first_point 0.1 s the samples before 0.1 s are left out, the join takes
+    0.1 s and the same controller takes it; nothing else changes (the quintic's join is the
+    move itself)."""
+    settled = HOME + 3e-4
+    goal = [GoalPoint(0.0, HOME + LESSON_DQ)]
+    every = first_point_planner(0.0).plan(NAMES, goal, CURRENT)
+    assert every.times[0] == pytest.approx(PERIOD)
+    with pytest.raises(InvalidInput, match="acceleration"):
+        franka_controller(settled).prepare(sent(every), 0.0)
+    joined = first_point_planner(0.1).plan(NAMES, goal, CURRENT)
+    assert joined.times[0] == pytest.approx(0.1)
+    np.testing.assert_array_equal(joined.times, every.times[9:])
+    np.testing.assert_array_equal(joined.positions, every.positions[9:])
+    traj, _ = franka_controller(settled).prepare(sent(joined), 0.0)
+    check_trajectory(traj, PANDA)  # what it will follow, jerk included, at 1 ms
+
+
+def test_first_point_comes_earlier_where_the_join_would_leave_the_limits():
+    """A septic move starts with zero jerk, slower than a quintic: the controller's quintic
+    join from rest to where it is at 0.2 s leaves the limits, so the first sample comes
+    earlier, the latest whose join from the start (the planned start, at rest) is inside them,
+    as the controller follows it at libfranka's 1 ms."""
+    goal = [GoalPoint(0.0, HOME + LESSON_DQ)]
+    plan = first_point_planner(0.2, "septic").plan(NAMES, goal, CURRENT)
+    every = first_point_planner(0.0, "septic").plan(NAMES, goal, CURRENT)
+    assert PERIOD - 1e-12 <= plan.times[0] < 0.2
+    k = int(np.flatnonzero(np.isclose(every.times, plan.times[0]))[0])
+    assert join_use(every, k) <= 1.0 + RTOL
+    with pytest.raises(InvalidInput, match="acceleration"):  # one more left out: refused
+        join_use(every, k + 1)
+
+
+def join_use(plan, first: int) -> float:
+    """The largest share of a limit (velocity, acceleration, jerk) [-] the controller's join
+    from the plan's start at rest to its sample ``first`` (those before it left out) uses, at
+    libfranka's 1 ms; the controller refuses a join outside its limits."""
+    message = sent(plan)
+    traj, _ = franka_controller(HOME).prepare(message._replace(points=message.points[first:]), 0.0)
+    grid = np.arange(0.0, plan.times[first] + 1e-9, PANDA.control_period)
+    return max(float(np.max(np.abs(traj(grid, r)) / PANDA.rate(r))) for r in (1, 2, 3))
+
+
+def test_a_dense_goal_from_a_stale_arm_pose_joins_it_over_first_point():
+    """A densely sampled goal (the pick's phases) sampled from where its sender last saw the
+    arm, 1 mrad from where the arm is: its first 20 ms sample cannot be reached inside
+    libfranka's acceleration limit and the goal is refused; with first_point 0.1 s its own
+    samples before 0.1 s are left out, the join from the arm takes 0.1 s, and the rest of the
+    goal is followed as given."""
+    points = min_jerk_samples(2.0)
+    moved = dict(zip(NAMES, HOME + 1e-3, strict=True))
+    with pytest.raises(LimitViolation, match="acceleration"):
+        first_point_planner(0.0).plan(NAMES, points, moved)
+    plan = first_point_planner(0.1).plan(NAMES, points, moved)
+    assert plan.timed_by == "goal samples" and plan.times[0] == pytest.approx(0.1)
+    assert_samples_within(plan, PANDA)
+    later = np.array([p.time_from_start for p in points if p.time_from_start >= 0.1])
+    kept = [p.positions for p in points if p.time_from_start >= 0.1]
+    np.testing.assert_allclose(plan.reference(later), kept, atol=1e-12)
+    check_trajectory(plan.reference, PANDA)

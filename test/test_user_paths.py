@@ -295,6 +295,8 @@ def test_ros2_launch_trajectory_franka_against_a_franka_shaped_sim(ros2, tmp_pat
     log = tmp_path / "launch.log"
     ros2("launch", "physai_ros", "trajectory_franka.launch.py", f"params_file:={params}", log=log)
     assert "panda_" in wait_param(ros2, "/trajectory", "joint_prefix"), log.read_text()[-3000:]
+    # franka_ros2 joins the arm as it measures it to the first sample, sent 0.1 s in
+    assert "0.1" in wait_param(ros2, "/trajectory", "first_point"), log.read_text()[-3000:]
     goal = (
         "{trajectory: {joint_names: [panda_joint1, panda_joint2, panda_joint4], "
         "points: [{positions: [2.5, 0.2, -2.2]}]}}"

@@ -492,6 +492,13 @@ FRANKA_JOINT_PREFIX = FRANKA_PROFILES["panda"].joint_prefix
 """franka_ros2 names the Panda's joints ``panda_joint1``…; our limits file says ``joint1``…"""
 
 
+FRANKA_FIRST_POINT = 0.1
+"""[s] the trajectory node's ``first_point`` in front of franka_ros2 (and the Franka-shaped sim
+that stands in for it): its controller starts a goal from the state it measures then, and an
+arm still settling by a fraction of a mrad, joined to a first sample 10 ms in, leaves
+libfranka's acceleration limit; over 0.1 s the join is gentle."""
+
+
 def trajectory_graph(
     robot: str = "panda", sim: bool = True, franka: str = "none", **trajectory: Any
 ) -> list[NodeSpec]:
@@ -518,6 +525,8 @@ def trajectory_graph(
         params["controller_action"] = franka_action(franka)
     if profile.joint_prefix:
         params["joint_prefix"] = profile.joint_prefix
+    if franka != "none":
+        params["first_point"] = FRANKA_FIRST_POINT
     params.update({k: v for k, v in trajectory.items() if v is not None})
     node = NodeSpec("trajectory", "trajectory", params)
     if not sim:

@@ -51,7 +51,7 @@ FJT = FollowJointTrajectory
 QUEUE_SLACK = 0.05
 """[s] a goal stamped to start this little before the running goal ends still queues behind it
 (it was meant to start where that one ends, on a clock a little off the node's)."""
-POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance")
+POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance", "first_point")
 SCHEMA = load_schema("trajectory")  # config/schema/trajectory.yaml
 
 

@@ -95,13 +95,18 @@ class GoalPolicy:
     shape: one of :data:`SHAPE_NAMES`. duration: total time [s] of an untimed goal, 0 = the
     fastest within the limits. sample_period: spacing [s] of the points sent to the controller.
     start_tolerance: [rad] how far a first waypoint at t = 0 may be from the current state (it
-    is then taken as the start; farther would be a jump).
+    is then taken as the start; farther would be a jump). first_point: [s] the samples before it
+    are left out (0 = none), so the controller joins the arm to the motion over that time: it
+    starts a goal from the state it measures then, and an arm that settled 0.3 mrad since it
+    was planned from, joined to a first sample one 10 ms period in, made 12-15 rad/s² against
+    libfranka's 10 (:meth:`TrajectoryPlanner._first_sample`).
     """
 
     shape: str = "quintic"
     duration: float = 0.0
     sample_period: float = 0.01
     start_tolerance: float = 0.01
+    first_point: float = 0.0
 
     def __post_init__(self) -> None:
         if self.shape not in SHAPE_NAMES:
@@ -112,6 +117,24 @@ class GoalPolicy:
             raise InvalidInput(f"sample_period must be > 0 [s], got {self.sample_period!r}")
         if not (math.isfinite(self.start_tolerance) and self.start_tolerance >= 0.0):
             raise InvalidInput(f"start_tolerance must be >= 0 [rad], got {self.start_tolerance!r}")
+        if not (math.isfinite(self.first_point) and self.first_point >= 0.0):
+            raise InvalidInput(f"first_point must be finite and >= 0 [s], got {self.first_point!r}")
+
+
+class _Window(NamedTuple):
+    """A reference judged up to ``duration`` [s] only, its values after it the reference's own
+    (:func:`check_trajectory` samples a few periods past the end, where a reference is at
+    rest): the start of a longer motion."""
+
+    reference: Any
+    duration: float
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.reference.joint_names
+
+    def __call__(self, t: np.ndarray | float, order: int = 0) -> np.ndarray:
+        return self.reference(t, order)
 
 
 class TrajectoryPlanner:
@@ -307,11 +330,16 @@ class TrajectoryPlanner:
         whole at the robot's control period, jerk included, and never re-timed, since its
         times are the motion (a straight Cartesian descent would not survive a stop at every
         sample). Its last point must be at rest: a controller holds the last point, and a
-        velocity there would be a step to zero."""
+        velocity there would be a step to zero. Its own samples before ``first_point`` are left
+        out where the join to the next one stays inside the limits (:meth:`_first_sample`): a
+        goal sampled from where its sender last saw the arm, 1 mrad from where it now is,
+        joined over its first 20 ms left libfranka's acceleration limit."""
         if np.any(qd[-1] != 0.0) or np.any(qdd[-1] != 0.0):
             raise InvalidInput(
                 "the last point's velocities and accelerations must be 0: the goal ends at rest"
             )
+        first = self._first_sample(start, times, q, qd, qdd)
+        times, q, qd, qdd = times[first:], q[first:], qd[first:], qdd[first:]
         rest = np.zeros_like(start)
         try:
             spline = sampled_reference(
@@ -339,6 +367,59 @@ class TrajectoryPlanner:
         qd[-1] = qdd[-1] = 0.0  # the move ends at rest (a cubic's end acceleration jumps to 0)
         q[-1] = reference(np.array([duration + 1.0]))[0]
         check_samples(self.joint_names, q, qd, qdd, self.limits)
+        first = self._first_sample(reference(np.zeros(1))[0], times, q, qd, qdd)
+        times, q, qd, qdd = times[first:], q[first:], qd[first:], qdd[first:]
         return PlannedTrajectory(
             self.joint_names, reference, times, q, qd, qdd, peaks, timed_by, self.policy.shape
         )
+
+    def _first_sample(
+        self, start: np.ndarray, times: np.ndarray, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+    ) -> int:
+        """Index of the first sample sent: the one at ``first_point`` (or the last), or an
+        earlier one where the controller's join to it would leave the limits.
+
+        The controller follows the quintic through each pair of samples and from its state at
+        the goal's start (at rest, at ``start`` [rad]) to the first one, so the samples left out
+        are replaced by that join. A quintic-shaped move (min-jerk) is one quintic, and its join
+        is the move itself; another shape (a trapezoid's acceleration step, ruckig's) or a goal's
+        own samples may join faster than they move, so the join is checked at the limits'
+        control period (positions, velocity, acceleration and jerk) and the first sample taken
+        earlier until it is inside them (the first of all: nothing left out, as without
+        ``first_point``)."""
+        first_point = self.policy.first_point
+        if first_point <= 0.0:
+            return 0
+        late = np.flatnonzero(times >= first_point - 1e-9)
+        k = int(late[0]) if late.size else len(times) - 1
+        for first in range(k, 0, -1):
+            if self._join_within(start, times, q, qd, qdd, first):
+                return first
+        return 0
+
+    def _join_within(
+        self,
+        start: np.ndarray,
+        times: np.ndarray,
+        q: np.ndarray,
+        qd: np.ndarray,
+        qdd: np.ndarray,
+        first: int,
+    ) -> bool:
+        """Whether the controller's join from ``start`` [rad] at rest to sample ``first`` (the
+        samples before it left out) stays inside every limit, as :func:`check_trajectory`
+        judges it at the limits' control period, through the join and the interval after it."""
+        rest = np.zeros((1, start.size))
+        followed = sampled_reference(
+            self.joint_names,
+            np.concatenate([[0.0], times[first:]]),
+            np.vstack([start, q[first:]]),
+            np.vstack([rest, qd[first:]]),
+            np.vstack([rest, qdd[first:]]),
+        )
+        end = times[min(first + 1, len(times) - 1)]
+        try:
+            check_trajectory(_Window(followed, float(end)), self.limits)
+        except LimitViolation:
+            return False
+        return True

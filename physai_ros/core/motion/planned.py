@@ -68,7 +68,8 @@ class PiecewiseReference:
 class PlannedTrajectory:
     """A goal ready to send: the continuous reference and its samples (controller order).
 
-    times [s] from the start (the first sample is one period in; t = 0 is the current state),
+    times [s] from the start (the first sample is one period in, or at the goal policy's
+    first_point; t = 0 is the current state),
     positions [rad], velocities [rad/s], accelerations [rad/s²] of shape (N, n_joints); peaks:
     the reference's extremes as the robot samples it; timed_by: how the duration was chosen.
     """
