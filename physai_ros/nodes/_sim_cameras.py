@@ -30,7 +30,11 @@ from physai_ros.nodes._common import LATCHED
 from physai_ros.nodes.tf_publisher import to_msgs
 from physai_ros.sim.render import QUALITIES, Cameras, choose_backend
 
-IMAGE_DEPTH = 2  # [messages] kept for a slow subscriber: an image is 230 kB
+# [messages] kept for a reliable subscriber that is slow to take them (230 kB an image; the
+# writer never waits, it drops the oldest unacknowledged one): 10 frames, a third of a second at
+# 30 Hz. With 2, a dataset recorder busy encoding the last episode lost 226 ms of front_cam on a
+# loaded machine and rightly dropped the episode it was recording.
+IMAGE_DEPTH = 10
 
 
 class SimCameras:
