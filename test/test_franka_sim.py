@@ -229,3 +229,105 @@ def test_fr3_profile_serves_fr3_names_and_limits(ros_context, spawn):
         assert width == pytest.approx(0.02, abs=0.005)
     finally:
         user.close()
+
+
+def test_panda_profile_refuses_a_robot_error_it_does_not_play(spawn, ros_domain):
+    """franka_ros2 v0.1.13 ends ros2_control_node on a robot error; the sim does not pretend."""
+    args = ["robot:=panda", "franka_profile:=panda", "franka_fault:=cartesian_reflex"]
+    bridge = spawn("physai_ros.nodes.sim_bridge", "--ros-args", *_params(args), module=True)
+    out, _ = bridge.communicate(timeout=60)
+    assert bridge.returncode != 0 and "franka_fault needs franka_profile fr3" in out, out
+
+
+def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(
+    ros_context, spawn, ros2
+):
+    """A cartesian reflex injected mid-move: the goal aborts with joint_trajectory_controller's
+    deactivation text, libfranka's text is logged at ERROR, the arm stops where it is, goals are
+    refused and /joint_states is silent until the user recovers in franka_hardware's documented
+    order (ErrorRecovery, hardware active, controllers activated) with ROS 2's own tools; the
+    gripper carries on meanwhile. Then a move succeeds."""
+    from action_msgs.msg import GoalStatus
+    from control_msgs.action import FollowJointTrajectory
+    from franka_msgs.action import Move
+    from rcl_interfaces.msg import Log
+    from rclpy.parameter import Parameter
+    from rclpy.parameter_client import AsyncParameterClient
+    from support.processes import ros2_output
+
+    bridge = start_bridge(spawn, "fr3")
+    user = FrankaClient(ros_context, "fr3", "franka_gripper")
+    errors: list[str] = []
+    user.node.create_subscription(
+        Log, "/rosout", lambda m: errors.append(m.msg) if m.level >= Log.ERROR else None, 100
+    )
+    joints = [f"fr3_joint{i}" for i in range(1, 8)]
+    try:
+        user.wait_ready(bridge)
+        home = user.positions(joints)
+        target = home + np.array([0.6, -0.3, 0.3, 0.4, 0.3, 0.4, 0.6])
+        # 10 s of motion take 2 s (the bridge runs 5x real time); the reflex comes mid-move
+        sent = user.arm.send_goal_async(trajectory_goal(joints, [(10.0, target)]))
+        assert user.spin_until(sent.done, 10.0) and sent.result().accepted
+        done = sent.result().get_result_async()
+        assert user.spin_until(lambda: np.abs(user.positions(joints) - home).max() > 0.05, 10.0)
+        parameters = AsyncParameterClient(user.node, "/sim_bridge")
+        assert parameters.wait_for_services(10.0)
+        reply = parameters.set_parameters([Parameter("franka_fault", value="cartesian_reflex")])
+        assert user.spin_until(reply.done, 10.0) and reply.result().results[0].successful
+        assert user.spin_until(done.done, 10.0)
+        assert done.result().status == GoalStatus.STATUS_ABORTED
+        result = done.result().result
+        assert result.error_code == FollowJointTrajectory.Result.INVALID_GOAL
+        assert result.error_string == "Current goal cancelled during deactivate transition."
+        reflex = 'libfranka: Move command aborted: motion aborted by reflex! ["cartesian_reflex"]'
+        assert user.spin_until(lambda: reflex in errors, 5.0), errors
+        stopped = user.states["/joint_states"]
+        stopped_at = np.array(stopped.position[:7])
+        assert np.abs(stopped_at - target).max() > 0.2  # it did not get there
+
+        # in error: /joint_states silent, arm goals refused, clearing the parameter refused
+        user.spin_until(lambda: False, 1.0)
+        assert user.states["/joint_states"] is stopped
+        assert not user.call(user.arm, trajectory_goal(joints, [(1.0, home)]))[0]
+        out = ros2("param", "set", "/sim_bridge", "franka_fault", "''").communicate(timeout=60)[0]
+        assert "Setting parameter failed" in out and "error_recovery" in out, out
+        # franka_gripper is another connection: it carries on
+        _, status, _ = user.call(user.move, Move.Goal(width=0.03, speed=0.1))
+        assert status == GoalStatus.STATUS_SUCCEEDED
+
+        # recovery, as franka_hardware's documentation gives it
+        out = ros2_output(
+            ros2(
+                "action", "send_goal", "/action_server/error_recovery",
+                "franka_msgs/action/ErrorRecovery", "{}",
+            )
+        )  # fmt: skip
+        assert "SUCCEEDED" in out, out
+        out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
+        assert 'String value is: ""' in out or "String value is: \n" in out, out
+        switch = (
+            "/controller_manager/switch_controller",
+            "controller_manager_msgs/srv/SwitchController",
+            "{activate_controllers: [fr3_arm_controller, joint_state_broadcaster], strictness: 2}",
+        )
+        out = ros2_output(ros2("service", "call", *switch))
+        assert "ok=False" in out and "set it active first" in out, out  # hardware first
+        out = ros2_output(
+            ros2(
+                "service", "call", "/controller_manager/set_hardware_component_state",
+                "controller_manager_msgs/srv/SetHardwareComponentState",
+                "{name: FrankaHardwareInterface, target_state: {id: 3, label: active}}",
+            )
+        )  # fmt: skip
+        assert "ok=True" in out, out
+        out = ros2_output(ros2("service", "call", *switch))
+        assert "ok=True" in out, out
+        assert user.spin_until(lambda: user.states["/joint_states"] is not stopped, 5.0)
+        # nothing moved the arm while it was in error: it holds where it stopped
+        np.testing.assert_allclose(user.positions(joints), stopped_at, atol=0.02)
+        _, status, result = user.call(user.arm, trajectory_goal(joints, [(3.0, home)]))
+        assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        np.testing.assert_allclose(user.positions(joints), home, atol=0.01)
+    finally:
+        user.close()

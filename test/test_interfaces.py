@@ -1,11 +1,13 @@
-"""The generated tf2_msgs/control_msgs/franka_msgs are wire-compatible with the official ones.
+"""The generated tf2_msgs/control_msgs/franka_msgs/controller_manager_msgs are wire-compatible
+with the official ones.
 
 ROS 2 (Iron and later) matches publishers and subscribers by type hash (RIHS01), computed from
 the fields only. The pinned hashes below are those of the official packages as released for
-Kilted (control_msgs 6.10.0, tf2_msgs of geometry2) and of franka_ros2's franka_msgs (v3.4.0,
-the same definitions since v0.1.0), computed by building the upstream definitions (for
-franka_msgs: the whole upstream package, unchanged) with the same rosidl generators; if a field
-of ours drifted, these differ.
+Kilted (control_msgs 6.10.0, tf2_msgs of geometry2, controller_manager_msgs 5.16.0) and of
+franka_ros2's franka_msgs (v3.4.0; the gripper's definitions the same since v0.1.0), computed
+by building the upstream definitions (for franka_msgs and controller_manager_msgs: the whole
+upstream package, unchanged) with the same rosidl generators; if a field of ours drifted, these
+differ.
 """
 
 from __future__ import annotations
@@ -48,6 +50,15 @@ KILTED_HASHES = {
     ),
     "franka_msgs/msg/GraspEpsilon": (
         "RIHS01_387fda91ae7324c144958fa617e7d5dc21f99d6b054b141b073ead3d082f46d3"
+    ),
+    "franka_msgs/action/ErrorRecovery": (
+        "RIHS01_6c5dbf0517672f7127a92796e6a162d096e286c26f88c96177cb4c5448dfc5f5"
+    ),
+    "controller_manager_msgs/srv/SwitchController": (
+        "RIHS01_d4ad10aa5da7808bc522d55d4123d8ef79de73d049d165639d7663ac37cc9895"
+    ),
+    "controller_manager_msgs/srv/SetHardwareComponentState": (
+        "RIHS01_940b15846ed3e1fb561ab45edf77a992b811fd59c574f45d5205a84a0deb2f65"
     ),
 }
 

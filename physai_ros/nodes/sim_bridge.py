@@ -73,6 +73,10 @@ STREAMS = (
     "markers",
     "cameras",
 )
+NO_ROBOT_ERRORS = (
+    "franka_fault needs franka_profile fr3 (franka_ros2 v3.4): the Panda's v0.1.13 ends "
+    "ros2_control_node on a robot error, which is not simulated"
+)
 SCHEMA = load_schema("sim_bridge")  # config/schema/sim_bridge.yaml
 
 
@@ -175,6 +179,7 @@ class SimBridge(Node):
             raise SystemExit(f"sim_bridge: {exc}") from exc
         if p["franka_gripper"]:
             self._serve_franka_gripper(p)
+        self.robot_errors = self._serve_robot_errors(p)
         depth = int(p["history_depth"])
         self.pub = {
             "clock": self.create_publisher(Clock, names.CLOCK, depth),
@@ -210,6 +215,8 @@ class SimBridge(Node):
         }
         self.create_service(Trigger, names.SIM_RESET, self._on_reset)
         self.add_on_set_parameters_callback(self._on_parameters)
+        if self.robot_errors is not None:
+            self.add_post_set_parameters_callback(self._after_parameters)
         self.viewer = self._open_viewer() if p["viewer"] else None
         self.now = self.sim.time
         self.outbox: list[tuple[object, object]] = []  # (publisher, bytes | message), in order
@@ -260,6 +267,41 @@ class SimBridge(Node):
             stamp,
         )
 
+    def _serve_robot_errors(self, p: dict):
+        """A Franka robot error (``franka_fault``) and franka_ros2's recovery from it, under
+        the FR3 profile (``physai_ros.nodes._franka_errors``); None under the others."""
+        if p["franka_profile"] != "fr3":
+            if p["franka_fault"]:
+                raise SystemExit(f"sim_bridge: {NO_ROBOT_ERRORS}")
+            return None
+        try:
+            from physai_ros.nodes._franka_errors import FrankaRobotErrors
+        except ImportError as exc:
+            raise SystemExit(
+                f"sim_bridge: franka_profile fr3 needs franka_msgs and controller_manager_msgs "
+                f"({exc}); build ros_interfaces/ (make setup does)"
+            ) from exc
+        errors = FrankaRobotErrors(
+            self,
+            self.sim.arm,
+            p["arm_controller_name"],
+            self.lock,
+            now=lambda: self.sim.time,
+            measured=lambda: self.sim.arm_state()[:2],
+            deliver=self.servers.deliver,
+        )
+        why = errors.check(p["franka_fault"])
+        if why:
+            raise SystemExit(f"sim_bridge: {why}")
+        errors.inject(p["franka_fault"])  # a robot that starts in error
+        return errors
+
+    def _robot_error_refused(self, value: str) -> str:
+        """Why ``franka_fault`` may not become ``value`` now ('' = it may)."""
+        if self.robot_errors is None:
+            return NO_ROBOT_ERRORS if value else ""
+        return self.robot_errors.check(value)
+
     def _stamp_to_sim(self, stamp_s: float) -> float:
         """Goal stamps are sim time here (the nodes run with use_sim_time)."""
         if stamp_s > self.sim.time + MAX_STAMP_AHEAD:
@@ -271,6 +313,10 @@ class SimBridge(Node):
 
     def _on_parameters(self, params) -> SetParametersResult:
         for param in params:
+            if param.name == "franka_fault":
+                why = self._robot_error_refused(param.value)
+                if why:
+                    return SetParametersResult(successful=False, reason=why)
             if param.name in ("cube_x", "cube_y", "soft_x", "soft_y"):  # where the next reset
                 self.p[param.name] = float(param.value)  # puts the cube or the soft object
                 self.get_logger().info(f"{param.name} -> {param.value:g} m at the next reset")
@@ -279,6 +325,11 @@ class SimBridge(Node):
                 self._repace = True  # the physics loop restarts its pacing from now
                 self.get_logger().info(f"real_time_factor -> {self.rtf:g}")
         return SetParametersResult(successful=True)
+
+    def _after_parameters(self, params) -> None:
+        for param in params:
+            if param.name == "franka_fault":
+                self.robot_errors.inject(param.value)
 
     def _open_viewer(self):
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
@@ -426,6 +477,8 @@ class SimBridge(Node):
         self._send(self.out_clock)
 
     def _pub_joints(self) -> None:
+        if self.robot_errors is not None and not self.robot_errors.broadcasting:
+            return  # franka_ros2's joint_state_broadcaster is deactivated by a robot error
         slots = self.out_joints.slots
         self.sim.joint_state_into(slots["position"], slots["velocity"], slots["effort"])
         self._send(self.out_joints)
@@ -482,6 +535,8 @@ class SimBridge(Node):
                 self.sim.place_soft((self.p["soft_x"], self.p["soft_y"]))
             ends, self.sim.ends = self.sim.ends, []
         self.servers.deliver(ends)
+        if self.robot_errors is not None:
+            self.robot_errors.reset()
         response.success, response.message = True, f"reset at sim time {self.sim.time:.3f} s"
         self.get_logger().info(response.message)
         return response

@@ -269,13 +269,16 @@ class JointTrajectoryController:
             self.ref[0] = np.asarray(hold, dtype=float)
         self.active, self.inactive_reason = True, ""
 
-    def deactivate(self, reason: str = "") -> list[GoalEnd]:
+    def deactivate(self, reason: str = "", stopped_by_hardware: bool = False) -> list[GoalEnd]:
         """Abort the goal (INVALID_GOAL) and stop following: nothing is commanded after, or,
         with ``stop_mode="decelerate"``, only the ramp to rest (``update`` still samples it;
         ``stopping`` says so). ``reason`` is added to the abort string and to later
-        rejections."""
+        rejections. ``stopped_by_hardware``: the robot stopped the arm itself (a Franka
+        reflex), so the reference is where it stopped, whatever ``stop_mode`` says."""
         ends = self._abort(INVALID_GOAL, DEACTIVATED + (f" {reason}" if reason else ""))
-        if self.p.stop_mode == "decelerate":
+        if stopped_by_hardware:
+            self._hold_measured()
+        elif self.p.stop_mode == "decelerate":
             self._halt()
         else:  # upstream: the reference stays where it was
             self.traj, self.stopping, self._stream = None, False, None
