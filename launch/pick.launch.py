@@ -53,6 +53,11 @@ ARGUMENTS = {
         "",
         "real arm, with record: sensor_msgs/Image topics of its cameras, comma-separated",
     ),
+    "franka": (
+        "none",
+        "sim, robot:=panda: franka_ros2's names: none | panda | fr3 (fr3: its limits, and a "
+        "robot error the sim injects, recovered by /pick/recover)",
+    ),
 }
 
 
@@ -77,6 +82,7 @@ def node_specs(values: dict[str, str]) -> list:
         cameras=values["cameras"],
         record=values["record"],
         image_topics=values["image_topics"],
+        franka=values["franka"],
     )
 
 

@@ -176,6 +176,30 @@ def test_the_panda_pick_serves_franka_gripper_at_the_names_the_pick_calls():
     assert specs["pick"]["robot"] == specs["tf_publisher"]["robot"] == "panda"
 
 
+@pytest.mark.parametrize(
+    ("franka", "gripper"), [("panda", "panda_gripper"), ("fr3", "franka_gripper")]
+)
+def test_the_franka_shaped_pick_agrees_on_franka_ros2_s_names(franka, gripper):
+    """pick.launch.py robot:=panda franka:=...: the bridge takes the profile (its own gripper
+    namespace), the TF publisher and the pick read the prefixed joints, the pick sends to the
+    renamed controller and gripper, times its moves within the profile's limits and closes with
+    a Grasp; FR3 only (franka_ros2 v3.x) gives the pick franka_hardware's error recovery."""
+    module = load("pick.launch.py")
+    values = {**defaults(module), "robot": "panda", "franka": franka}
+    specs = {s.name: s.parameters for s in module.node_specs(values)}
+    bridge, pick = specs["sim_bridge"], specs["pick"]
+    assert bridge["franka_profile"] == franka and "franka_gripper" not in bridge
+    assert specs["tf_publisher"]["joint_prefix"] == pick["joint_prefix"] == f"{franka}_"
+    assert pick["arm_controller"] == f"{franka}_arm_controller"
+    assert pick["limits_robot"] == franka and pick["close_mode"] == "force"
+    assert pick["panda.grasp_action"] == f"{gripper}/grasp"
+    assert pick["panda.gripper_action"] == f"{gripper}/gripper_action"
+    recovery = pick.get("recovery.error_recovery")
+    assert recovery == ("/action_server/error_recovery" if franka == "fr3" else None)
+    with pytest.raises(InvalidInput, match="needs robot 'panda'"):
+        pick_graph("so101", franka=franka)
+
+
 def test_real_pick_gets_the_cube_position_and_wall_time():
     specs = {s.name: s.parameters for s in pick_graph(sim=False, cube_x=0.21, cube_y=0.01)}
     assert set(specs) == {"so101_driver", "tf_publisher", "pick"}

@@ -15,7 +15,7 @@ from physai_ros import interfaces
 from physai_ros.config import node_tree
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import InvalidInput
-from physai_ros.robots.franka.names import FRANKA_PROFILES, franka_profile
+from physai_ros.robots.franka.names import ERROR_RECOVERY, FRANKA_PROFILES, franka_profile
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,7 @@ def pick_graph(
     cameras: str = "",
     record: str = "",
     image_topics: str = "",
+    franka: str = "none",
 ) -> list[NodeSpec]:
     """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick
     (and, with ``record``, the dataset recorder).
@@ -122,11 +123,18 @@ def pick_graph(
     record: a folder: the dataset recorder writes every pick there as a LeRobot episode, with
     the simulated cameras' images (published at the dataset's frame rate) or, on the real arm,
     ``image_topics`` (comma-separated, any camera driver's); "" = no recorder.
+    franka: with the simulated Panda, franka_ros2's names (``panda`` or ``fr3``, as
+    ``trajectory_graph``): the bridge Franka-shaped under that profile, the pick and the TF
+    publisher on its joint and controller names; ``fr3`` also the FR3's limits, and the robot
+    error the bridge can inject with the pick's ``~/recover`` (franka_ros2 v3.4's recovery).
     On the real arm the cube's pose is not measured unless a detector or motion capture
     publishes it: the pick is given where it was placed (``cube_position``, from cube_x,
     cube_y) and judges the outcome from the robot's own measurements.
     """
     _check_robot(robot)
+    profile = franka_profile(franka)
+    if franka != "none" and robot != "panda":
+        raise InvalidInput(f"franka={franka!r} needs robot 'panda', not {robot!r}")
     if robot != "so101" and not sim:
         raise InvalidInput(
             f"the pick runs a real {robot!r} nowhere yet: a real arm is the SO-101 (sim:=true "
@@ -152,6 +160,10 @@ def pick_graph(
         load_limits(robot, limits_set)  # InvalidInput naming the valid sets
         pick["limits_set"] = limits_set
     env: dict[str, str] = {}
+    tf = {**shared, "use_sim_time": sim}
+    if franka != "none":
+        pick |= franka_pick(franka)
+        tf["joint_prefix"] = profile.joint_prefix
     if sim:
         driver = NodeSpec(
             "sim_bridge",
@@ -165,7 +177,14 @@ def pick_graph(
                 "cube_mu": float(cube_mu),
                 "cube_mass": float(cube_mass),
                 **cap,
-                **({"franka_gripper": FRANKA_GRIPPER} if robot == "panda" else {}),
+                **({"franka_profile": franka} if franka != "none" else {}),
+                # the plain simulated Panda's hand under franka_gripper's v2+ name (a profile
+                # names it itself)
+                **(
+                    {"franka_gripper": FRANKA_GRIPPER}
+                    if (robot, franka) == ("panda", "none")
+                    else {}
+                ),
                 **({"cameras.names": cameras} if cameras else {}),
                 **({"cameras_rate": float(RECORD_FPS)} if cameras and record else {}),
             },
@@ -187,7 +206,7 @@ def pick_graph(
         )
     nodes = [
         driver,
-        NodeSpec("tf_publisher", "tf_publisher", {**shared, "use_sim_time": sim}, env),
+        NodeSpec("tf_publisher", "tf_publisher", tf, env),
         NodeSpec("pick", "pick", pick, env),
     ]
     if record:
@@ -475,6 +494,25 @@ def emulated_pick_graph(
     x, y = (float(v) for v in cube)
     specs = pick_graph(sim=False, port=port, calibration_file=cal, cube_x=x, cube_y=y, **graph)
     return specs, emulator_spec(port, cal, cube_x=x, cube_y=y)
+
+
+def franka_pick(franka: str) -> dict[str, Any]:
+    """The pick's parameters for franka_ros2's robot ``franka`` (panda | fr3): its joint,
+    controller and gripper names, its limits, and (FR3: franka_ros2 v3.x) the error recovery
+    ``~/recover`` runs."""
+    profile = franka_profile(franka)
+    gripper = profile.franka_gripper
+    params: dict[str, Any] = {
+        "joint_prefix": profile.joint_prefix,
+        "arm_controller": profile.arm_controller,
+        "limits_robot": profile.limits,
+        "close_mode": "force",  # one franka_gripper Grasp of the object's width, judged by it
+        "panda.gripper_action": f"{gripper}/gripper_action",
+        "panda.grasp_action": f"{gripper}/grasp",
+    }
+    if franka == "fr3":
+        params["recovery.error_recovery"] = ERROR_RECOVERY
+    return params
 
 
 def franka_action(profile: str) -> str:

@@ -40,6 +40,8 @@ from rclpy.parameter import Parameter
 
 from physai_ros.core.controllers.jtc import JointTrajectoryController
 from physai_ros.errors import InvalidInput
+from physai_ros.robots.franka.names import ERROR_RECOVERY
+from physai_ros.robots.franka.names import HARDWARE_COMPONENT as HARDWARE
 
 # libfranka's error names (franka::Errors) the parameter may inject: those a pick can meet
 ERRORS = (
@@ -50,9 +52,7 @@ ERRORS = (
     "joint_motion_generator_acceleration_discontinuity",
 )
 REFLEX = 'libfranka: Move command aborted: motion aborted by reflex! ["{error}"]'
-HARDWARE = "FrankaHardwareInterface"  # franka_description's ros2_control name (single arm)
 BROADCASTER = "joint_state_broadcaster"
-ERROR_RECOVERY = "/action_server/error_recovery"
 SWITCH_CONTROLLER = "/controller_manager/switch_controller"
 SET_HARDWARE_STATE = "/controller_manager/set_hardware_component_state"
 PARAMETER = "franka_fault"
@@ -126,11 +126,13 @@ class FrankaRobotErrors:
         )
         self.deliver(ends)
 
-    def reset(self) -> None:
-        """A simulation reset: a new robot, without error, its controllers running."""
-        with self.lock:
-            self.error, self.hardware, self.broadcasting = "", State.PRIMARY_STATE_ACTIVE, True
-        self._clear_parameter()
+    def keep_through_reset(self) -> Callable[[], list]:
+        """Call before a simulation reset (under ``lock``); the function it returns, after it:
+        the reset moves the robot home and starts its controller, but a robot in error, or
+        whose arm controller the user has not yet activated again, stays so: only the recovery
+        brings it back, as on the real robot. Returns the goals it ends."""
+        stopped = not self.arm.active
+        return lambda: self.arm.deactivate(stopped_by_hardware=True) if stopped else []
 
     # --- recovery ---------------------------------------------------------------------
     def _recover(self, handle):

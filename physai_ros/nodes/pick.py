@@ -77,6 +77,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from physai_ros import interfaces
 from physai_ros.config import node_tree
+from physai_ros.core.controllers.jtc import DEACTIVATED
 from physai_ros.core.motion.limits import JointLimits, load_limits
 from physai_ros.core.pick.contact import jaws_touch
 from physai_ros.core.pick.force_close import ForceCloseParams
@@ -117,6 +118,7 @@ from physai_ros.nodes._pick_action import (
 from physai_ros.nodes._pick_force import ForceTarget
 from physai_ros.nodes._pick_goals import PickGoals
 from physai_ros.nodes._pick_place import PlaceSensing, on_arm_timeline
+from physai_ros.nodes._pick_recovery import FrankaRecovery, RecoverySettings, RobotErrorLog
 from physai_ros.nodes._pick_server import (
     PickPlumbing,
     PickServer,
@@ -128,6 +130,8 @@ from physai_ros.sim.scene import load_scene_config
 
 FJT = FollowJointTrajectory.Result
 PREEMPTED = GoalStatus.STATUS_CANCELED  # our own next phase replaced the goal
+ERROR_LOG_BEFORE = 2.0  # [s wall] libfranka's error logged this long before a deactivation is its
+ERROR_LOG_WAIT = 0.5  # [s wall] a deactivation's pick waits this long for libfranka's log line
 WAITING_LOG_PERIOD = 5.0  # [s wall] a pick not started says this often what it waits for
 RATE_STEP = 1e-4  # [s] central differences of the machine's command: a stop's rates (send_phase)
 RATE_STEPS = (-RATE_STEP, 0.0, RATE_STEP)
@@ -165,8 +169,11 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.silence_timeout = float(p["silence_timeout"])
         ros = self.cfg.ros
         rob = self.cfg.robot
-        self.arm_joints = list(rob["arm_joints"])
-        self.jaw_joint = str(rob["jaw_joint"])
+        model_arm, model_jaw = list(rob["arm_joints"]), str(rob["jaw_joint"])
+        # the joints as named on the wire (franka_ros2's fr3_joint1 ...); the model's below
+        prefix = p["joint_prefix"]
+        self.arm_joints = [prefix + name for name in model_arm]
+        self.jaw_joint = prefix + model_jaw
         self.jaws = tuple(rob["jaws"])
         if len(self.jaws) != 2:
             raise SystemExit(f"pick: {robot}.jaws must name two jaws, got {list(self.jaws)}")
@@ -176,24 +183,27 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.ik = arm_ik(model, self.cfg)  # the world frame is TF's "world"
         self.fk_model, self.fk_data = model, mujoco.MjData(model)
         self.fk_site = model.site(str(rob["site"])).id
-        self.fk_qadr = [model.jnt_qposadr[model.joint(j).id] for j in self.arm_joints]
-        self.fk_jaw_qadr = int(model.jnt_qposadr[model.joint(self.jaw_joint).id])
+        self.fk_qadr = [model.jnt_qposadr[model.joint(j).id] for j in model_arm]
+        self.fk_jaw_qadr = int(model.jnt_qposadr[model.joint(model_jaw).id])
         # every arm move is timed within the set the controller checks goals against
         # (limits_set; '' = the file's default): an unknown set stops the node here
         self.limits: JointLimits | None = None
         self.limits_fault: str | None = None
+        limits_of = p["limits_robot"] or robot
         try:
-            self.limits = load_limits(robot, p["limits_set"] or None)
+            self.limits = load_limits(limits_of, p["limits_set"] or None)
         except (PhysaiError, OSError) as exc:
-            if p["limits_set"]:  # a set asked for by name that is not there
-                raise SystemExit(f"pick: limits_set {p['limits_set']!r}: {exc}") from exc
+            if p["limits_set"] or p["limits_robot"]:  # asked for by name, and not there
+                raise SystemExit(
+                    f"pick: limits {limits_of!r} set {p['limits_set']!r}: {exc}"
+                ) from exc
             self.limits_fault = f"no joint limits to time a place by: {exc}"
         self.place_load = bool(p["place_load"])
         # the least squeeze the gripper sets: the SO-101 jaw's dry friction lives in the model
         # (what the sim steps, what the driver's calibration halves), the Franka Hand's floor
         # in its data; a target below it is raised (planned) or refused (servo, parameter)
         self.jaw_friction = float(
-            model.dof_frictionloss[model.jnt_dofadr[model.joint(self.jaw_joint).id]]
+            model.dof_frictionloss[model.jnt_dofadr[model.joint(model_jaw).id]]
         )
         if self.cfg.force is not None:  # the force close's effort ceiling allows for it
             force = dataclasses.replace(self.cfg.force, friction=self.jaw_friction)
@@ -223,9 +233,11 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.peak_force = 0.0  # [N] largest jaw force seen while closing
         self.jaw_in_flight = 0  # jaw goals sent (or due) that the controller has not answered
         self.reference: np.ndarray | None = None  # where the arm controller holds the arm
+        self.arm_action = interfaces.under(p["arm_controller"], interfaces.FOLLOW_JOINT_TRAJECTORY)
+        self.controller_state = interfaces.under(p["arm_controller"], interfaces.CONTROLLER_STATE)
         self.create_subscription(
             JointTrajectoryControllerState,
-            interfaces.CONTROLLER_STATE,
+            self.controller_state,
             self.on_controller,
             stream_qos(10),
         )
@@ -239,7 +251,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
                 lambda m, j=jaw: self.on_wrench(j, m),
                 stream_qos(10),
             )
-        self.arm = ActionClient(self, FollowJointTrajectory, interfaces.FOLLOW_JOINT_TRAJECTORY)
+        self.arm = ActionClient(self, FollowJointTrajectory, self.arm_action)
         self.gripper_action = str(rob["gripper_action"])
         self.gripper = ActionClient(self, GripperCommand, self.gripper_action)
         self.grasp_client = None  # franka_gripper's Grasp, for force_close grasp only
@@ -269,6 +281,16 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.phase = 0  # counts the goals sent, so a stale goal's reply is recognised
         self.arm_phase = 0  # the phase of the last arm goal: it is in charge until replaced
         self.trouble: str | None = None  # a controller's rejection or abort, acted on at tick
+        self.deactivated_at: float | None = None  # [s, steady] the arm controller was, mid-pick
+        self.error_log: RobotErrorLog | None = None  # libfranka's errors, on a Franka
+        self.recovery: FrankaRecovery | None = None
+        if p["recovery.error_recovery"]:
+            self.error_log = RobotErrorLog(self)
+            self.recovery = FrankaRecovery(
+                self,
+                RecoverySettings.from_parameters(p, p["arm_controller"]),
+                busy=lambda: f"a pick is {state}" if (state := self.running()) else "",
+            )
         self.quiet = silence_watch(self, self.silence_timeout, self.watch_silence)
         self.waiting_logged = time.monotonic()  # [s, steady] what a pick not started waits for
         self.plan: dict | None = None  # the planner's answer, for the outcome
@@ -367,14 +389,14 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         if absent:
             out.append(f"joint states of {absent}")
         if self.reference is None:
-            out.append(f"the arm controller's state ({interfaces.CONTROLLER_STATE})")
+            out.append(f"the arm controller's state ({self.controller_state})")
         cube = self.cube_target(now)  # fresh: a graph still starting up may lag behind
         if cube is None:
             out.append(f"the cube's pose ({self.object.describe()})")
         elif now - cube[1] > self.max_age:
             out.append(f"a fresh cube pose (the last is {now - cube[1]:.2f} s old)")
         servers = [
-            (self.arm, interfaces.FOLLOW_JOINT_TRAJECTORY),
+            (self.arm, self.arm_action),
             (self.gripper, self.gripper_action),
         ]
         if self.grasp_client is not None:
@@ -506,8 +528,15 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         result = response.result
         if response.status == GoalStatus.STATUS_SUCCEEDED or response.status == PREEMPTED:
             return
-        if phase == self.arm_phase and self.machine is not None and not self.machine.finished:
-            self.trouble = f"{what} ended with error {result.error_code}: {result.error_string}"
+        if phase != self.arm_phase or self.machine is None:
+            return
+        trouble = f"{what} ended with error {result.error_code}: {result.error_string}"
+        if result.error_code == FJT.INVALID_GOAL and result.error_string.startswith(DEACTIVATED):
+            # before the report, even once the machine is done: the robot is not as reported
+            if not self.machine.finished or self.report_at is not None:
+                self.trouble, self.deactivated_at = trouble, time.monotonic()
+        elif not self.machine.finished:
+            self.trouble = trouble
 
     def enter(self, state: str, now: float, shift: float | None = None, lead: float = 0.0) -> None:
         """Send what the machine's new ``state`` commands: its arm phase as one goal (and the
@@ -565,6 +594,9 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         now = self.now()
         if self.server.cancel_requested:
             self.cancel_pick(now)
+        if self.machine is not None and self.deactivated_at is not None:
+            self.end_deactivated(now)
+            return
         if self.machine is None:
             if not self.pending or not self.ready(now):
                 return
@@ -621,6 +653,30 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
                 self.report_at = max(now, self.chain.end(now))
             else:
                 self.enter(state, at + lead, shift=self.shift if on_arm_time else None, lead=lead)
+
+    def end_deactivated(self, now: float) -> None:
+        """The arm controller was deactivated under the pick (a robot error: franka_ros2 then
+        deactivates it; a controller switch): no goal may follow, not even the way back, and the
+        robot stays as it was left. The pick ends with the controller's reason and the error
+        libfranka logged, when there is one (it may come just after the abort)."""
+        logged = ""
+        if self.error_log is not None:
+            logged = self.error_log.since(self.deactivated_at - ERROR_LOG_BEFORE)
+            if not logged and time.monotonic() < self.deactivated_at + ERROR_LOG_WAIT:
+                return
+        trouble, self.trouble, self.deactivated_at = self.trouble, None, None
+        reason = f"{trouble} (the arm controller was deactivated: no goal follows it)"
+        if logged:
+            reason += f"; {logged}"
+        if self.recovery is not None:
+            reason += f"; once the cause is cleared, {self.get_fully_qualified_name()}/recover"
+        self.get_logger().error(reason)
+        machine = self.machine
+        machine.abort_reason = (
+            reason if machine.abort_reason is None else f"{machine.abort_reason}; {reason}"
+        )
+        machine.state = "aborted"
+        self.finish(now)
 
     def watch_silence(self) -> None:
         """End a running pick whose robot has gone silent (see the module docstring)."""
@@ -733,6 +789,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.pending = False
         self.squeeze = self.site_at_grip = self.jaw_start = math.nan
         self.jaw_sent, self.trouble, self.grasp_result = None, None, None
+        self.deactivated_at = None
         self.peak_force, self.jaw_delay = 0.0, self.lead
         self.arm_handle = None
         self.released, self.shift = None, 0.0

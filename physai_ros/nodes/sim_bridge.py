@@ -529,14 +529,14 @@ class SimBridge(Node):
     # ------------------------------------------------------------------ reset
     def _on_reset(self, _request, response):
         with self.lock:
+            errors = self.robot_errors
+            after_reset = errors.keep_through_reset() if errors is not None else list
             self.sim.reset()
             self.sim.place_cube((self.p["cube_x"], self.p["cube_y"]))
             if self.sim.soft is not None:
                 self.sim.place_soft((self.p["soft_x"], self.p["soft_y"]))
-            ends, self.sim.ends = self.sim.ends, []
+            ends, self.sim.ends = self.sim.ends + after_reset(), []
         self.servers.deliver(ends)
-        if self.robot_errors is not None:
-            self.robot_errors.reset()
         response.success, response.message = True, f"reset at sim time {self.sim.time:.3f} s"
         self.get_logger().info(response.message)
         return response

@@ -58,3 +58,9 @@ PROFILE_PARAMETERS = {
     "arm_controller_name": "arm_controller",
     "franka_gripper": "franka_gripper",
 }
+
+# franka_hardware's recovery after a robot error (franka_ros2 v3.x; v0.1.13 has none): its
+# ``action_server`` node's ErrorRecovery action, and the ros2_control hardware component it
+# leaves to be set active again (franka_description's name for a single arm)
+ERROR_RECOVERY = "/action_server/error_recovery"
+HARDWARE_COMPONENT = "FrankaHardwareInterface"

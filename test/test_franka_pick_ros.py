@@ -1,0 +1,146 @@
+"""The Panda pick with franka_ros2's FR3 names, against the Franka-shaped sim standing in for
+franka_ros2, as users launch it: ``ros2 launch physai_ros pick.launch.py sim:=true robot:=panda
+franka:=fr3 start_pick:=false`` on a colcon-built install, goals on ``/pick``.
+
+A reflex injected while the pick lifts the cube, and again while a place carries it (the sim
+bridge's ``franka_fault``, as franka_ros2 v3.4 ends it): the pick ends aborted with the
+controller's reason and libfranka's logged text and sends nothing after it (no arm goal, no
+gripper goal: the hand keeps squeezing what it holds); the robot stays in error through a
+simulation reset until the user asks ``/pick/recover`` with ``ros2 service call``; after each
+recovery the next goal runs, and the last pick holds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from action_msgs.msg import GoalStatus
+from support.pick_action import BenchClient, Pick, place_goal
+from support.processes import call_again_if_lost, ros2_output
+
+pytestmark = [pytest.mark.dds, pytest.mark.slow]
+
+CUBE_HALF = 0.015  # [m] the cube's centre resting on the table
+GRAPH_UP = 150.0  # [s wall] the launched graph serving /pick, two loaded cores
+REFLEX = 'libfranka: Move command aborted: motion aborted by reflex! ["cartesian_reflex"]'
+DEACTIVATED = "Current goal cancelled during deactivate transition."
+# what the sim bridge logs for each arm and franka_gripper goal it receives
+GOAL_LOGS = ("Received new action goal", "request")
+
+
+class FrankaPickUser(BenchClient):
+    """The /pick client, the pick's state, and every line the sim bridge logs (wall time)."""
+
+    def __init__(self, context) -> None:
+        from rcl_interfaces.msg import Log
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from std_msgs.msg import String
+
+        super().__init__(context, name="franka_pick_user")
+        self.state: str | None = None
+        self.logs: list[tuple[float, int, str]] = []  # (wall [s], level, text) of sim_bridge
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.node.create_subscription(
+            String, "/pick/state", lambda m: setattr(self, "state", m.data), latched
+        )
+        self.node.create_subscription(Log, "/rosout", self._log, 200)
+
+    def _log(self, msg) -> None:
+        if msg.name == "sim_bridge":
+            self.logs.append((time.monotonic(), msg.level, msg.msg))
+
+    def spin_until(self, predicate, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not predicate():
+            self.executor.spin_once(timeout_sec=0.02)
+        return bool(predicate())
+
+    def start_pick(self, goal, timeout: float):
+        """Send ``goal``, again while the graph is still starting (the pick refuses a goal for
+        a frame TF has not brought yet); returns its result future."""
+        end = time.monotonic() + timeout
+        while True:
+            handle = self.wait(self.pick.send_goal_async(goal), 60.0)
+            assert handle.accepted
+            result = handle.get_result_async()
+            self.spin_until(result.done, 1.0)
+            if not result.done():
+                return result
+            answer = result.result().result
+            assert answer.outcome == Pick.Result.REJECTED, answer.reason
+            assert "unknown TF frame" in answer.reason and time.monotonic() < end, answer.reason
+
+    def in_hand(self) -> bool:
+        """The cube off the table (sim truth): the hand carries it."""
+        return self.cube is not None and self.cube[1][2] > CUBE_HALF + 0.01
+
+    def reflex_in(self, state: str, goal) -> None:
+        """A cartesian reflex once the pick is in ``state`` with the cube in the hand: the pick
+        ends aborted with franka_ros2's and libfranka's reasons and sends nothing after it;
+        the hand still squeezes the cube, which hangs where the arm stopped."""
+        result = self.start_pick(goal, GRAPH_UP)
+        assert self.spin_until(lambda: self.state == state, 90.0), self.state
+        assert self.spin_until(self.in_hand, 10.0), self.cube
+        self.spin_for(0.3)  # the arm moving
+        self.set_fault("cartesian_reflex")
+        injected = time.monotonic()
+        answer = self.wait(result, 30.0)
+        r = answer.result
+        assert answer.status == GoalStatus.STATUS_ABORTED, r.reason
+        assert (r.outcome, r.state) == (Pick.Result.ABORTED, "aborted"), r.reason
+        assert DEACTIVATED in r.reason and REFLEX in r.reason, r.reason
+        assert "/pick/recover" in r.reason, r.reason
+        self.spin_for(2.0)  # anything the pick might still send arrives
+        after = [text for at, _, text in self.logs if at > injected]
+        assert not [t for t in after if any(g in t for g in GOAL_LOGS)], after
+        assert self.cube[0] > injected + 1.0 and self.in_hand(), self.cube
+
+    def set_fault(self, value: str) -> None:
+        from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+        from rcl_interfaces.srv import SetParameters
+
+        value_msg = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+        request = SetParameters.Request(
+            parameters=[Parameter(name="franka_fault", value=value_msg)]
+        )
+        assert self.params.wait_for_service(timeout_sec=30.0)
+        assert self.wait(self.params.call_async(request), 30.0).results[0].successful
+
+
+def test_a_reflex_ends_the_fr3_pick_and_only_a_requested_recovery_brings_the_robot_back(
+    ros2, ros_context, tmp_path
+):
+    log = tmp_path / "launch.log"
+    user = FrankaPickUser(ros_context)
+    ros2("launch", "physai_ros", "pick.launch.py", "sim:=true", "robot:=panda", "franka:=fr3",
+         "start_pick:=false", log=log)  # fmt: skip
+    try:
+        assert user.pick.wait_for_server(timeout_sec=GRAPH_UP), log.read_text()[-3000:]
+        user.reflex_in("lift", Pick.Goal(object_frame="cube"))
+
+        # a simulation reset moves the robot home; the robot stays in error
+        call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
+        out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
+        assert "cartesian_reflex" in out, out
+
+        # the user's recovery; then a place, and a reflex while it carries the cube
+        recover(ros2)
+        user.reflex_in("carry", place_goal(0.5, 0.15, CUBE_HALF))
+        # recovered again (and the cube back on the table): a pick holds
+        recover(ros2)
+        call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
+        user.spin_for(1.0)
+        answer = user.wait(user.start_pick(Pick.Goal(object_frame="cube"), 30.0), 120.0)
+        assert answer.status == GoalStatus.STATUS_SUCCEEDED, answer.result.reason
+        assert answer.result.outcome == Pick.Result.HELD, answer.result.reason
+    finally:
+        user.node.destroy_node()
+
+
+def recover(ros2) -> None:
+    """``/pick/recover`` as a user calls it; the robot error is then cleared."""
+    out = ros2_output(ros2("service", "call", "/pick/recover", "std_srvs/srv/Trigger"))
+    assert "success=True" in out, out
+    out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
+    assert "cartesian_reflex" not in out, out
