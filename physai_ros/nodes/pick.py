@@ -195,7 +195,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         except (PhysaiError, OSError) as exc:
             if p["limits_set"] or p["limits_robot"]:  # asked for by name, and not there
                 raise SystemExit(
-                    f"pick: limits {limits_of!r} set {p['limits_set']!r}: {exc}"
+                    f"pick: limits_set {p['limits_set']!r} (limits_robot {limits_of!r}): {exc}"
                 ) from exc
             self.limits_fault = f"no joint limits to time a place by: {exc}"
         self.place_load = bool(p["place_load"])
