@@ -7,7 +7,8 @@ bridge's ``franka_fault``, as franka_ros2 v3.4 ends it): the pick ends aborted w
 controller's reason and libfranka's logged text and sends nothing after it (no arm goal, no
 gripper goal: the hand keeps squeezing what it holds); the robot stays in error through a
 simulation reset until the user asks ``/pick/recover`` with ``ros2 service call``; after each
-recovery the next goal runs, and the last pick holds.
+recovery the next goal runs: a Grasp where the cube is not, judged missed from the hand's
+width alone, a place, and the last pick, which holds.
 """
 
 from __future__ import annotations
@@ -124,8 +125,17 @@ def test_a_reflex_ends_the_fr3_pick_and_only_a_requested_recovery_brings_the_rob
         out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
         assert "cartesian_reflex" in out, out
 
-        # the user's recovery; then a place, and a reflex while it carries the cube
+        # the user's recovery; a Grasp where the cube is not is missed, by the hand's width
         recover(ros2)
+        empty = Pick.Goal()
+        empty.object_pose.header.frame_id = "world"
+        empty.object_pose.pose.position.x, empty.object_pose.pose.position.y = 0.5, 0.15
+        empty.object_pose.pose.position.z = CUBE_HALF
+        answer = user.wait(user.start_pick(empty, 30.0), 120.0)
+        r = answer.result
+        assert (r.outcome, r.judged_by) == (Pick.Result.MISSED, "robot"), r.reason
+        assert "nothing is in the hand" in r.reason and "grasp failed" in r.reason, r.reason
+        # a place, and a reflex while it carries the cube
         user.reflex_in("carry", place_goal(0.5, 0.15, CUBE_HALF))
         # recovered again (and the cube back on the table): a pick holds
         recover(ros2)

@@ -319,7 +319,7 @@ def test_a_failed_grasp_aborts_with_the_hands_reason_and_the_hand_opens():
     why = "grasp failed: the fingers stopped at a width of 0.0039 m, outside (0.015, 0.035) m"
     machine, _ = drive_grasp(grasp_config(), result_after=1.0, result=(False, why))
     assert machine.state == "aborted" and not machine.closed
-    assert machine.abort_reason == f"grasp failed: {why}"
+    assert machine.abort_reason == f"the gripper's grasp failed: {why}"
     assert machine.command(1e9).jaw == machine.cfg.jaw_open
 
 

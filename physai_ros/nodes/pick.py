@@ -256,6 +256,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.gripper = ActionClient(self, GripperCommand, self.gripper_action)
         self.grasp_client = None  # franka_gripper's Grasp, for force_close grasp only
         self.grasp_result: tuple[bool, str] | None = None  # (success, error) once it came
+        self.grasp_width = math.nan  # [m] between the fingers when the Grasp's result came
         if self.cfg.grasping:
             try:
                 from franka_msgs.action import Grasp
@@ -474,6 +475,8 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         def result(future, _what: str, _phase: int) -> None:
             answer = future.result().result
             self.grasp_result = (bool(answer.success), str(answer.error))
+            if self.jaw_joint in self.joints:  # the hand's width is twice one finger's opening
+                self.grasp_width = 2.0 * self.joints[self.jaw_joint][0]
 
         self._after(
             delay,
@@ -756,6 +759,9 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             final = final._replace(outcome=place["outcome"], lift=math.nan)
         outcome = final.outcome if m.state != "aborted" else "aborted"
         reason = final.reason if place is None else reason
+        missed = self.grasp_missed()
+        if missed and m.state == "aborted" and not canceled:  # the hand's own verdict
+            outcome, judge, reason = "not closed", "robot", f"{missed} ({m.abort_reason})"
         if canceled:  # held or dropped are verdicts on a finished lift: say what the jaws hold
             jaws = "is in both jaws" if final.in_jaws else "is not in both jaws"
             where = m.canceled_in or m.state
@@ -783,12 +789,28 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.end_goal(report, now, judged=True)
         self.machine, self.report_at = None, None  # ready for the next goal
 
+    def grasp_missed(self) -> str:
+        """Why nothing is in the hand, by its own measurement: a Grasp that failed with the
+        fingers closer than the object's width less ``grasp.epsilon_inner`` closed past it (a
+        real Franka has no other witness); '' when that is not so."""
+        if self.grasp_result is None or self.grasp_result[0] or math.isnan(self.grasp_width):
+            return ""
+        least = self.cube_size - float(self.cfg.grasp["epsilon_inner"])
+        if self.grasp_width >= least:
+            return ""
+        return (
+            f"the Grasp closed the fingers to {self.grasp_width * 1e3:.1f} mm, narrower than "
+            f"the object's {self.cube_size * 1e3:.1f} mm less epsilon_inner "
+            f"({least * 1e3:.1f} mm): nothing is in the hand"
+        )
+
     def start_pick(self, now: float) -> None:
         """A fresh machine from where the controller holds the arm (inside its ranges), with
         every per-pick reading reset."""
         self.pending = False
         self.squeeze = self.site_at_grip = self.jaw_start = math.nan
         self.jaw_sent, self.trouble, self.grasp_result = None, None, None
+        self.grasp_width = math.nan
         self.deactivated_at = None
         self.peak_force, self.jaw_delay = 0.0, self.lead
         self.arm_handle = None

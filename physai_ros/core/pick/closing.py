@@ -223,7 +223,7 @@ class GraspClose(Closing):
         if result is not None and result[0]:
             self._end(gripped=True)
         elif result is not None:
-            self._abort(f"grasp failed: {result[1] or 'no reason given'}")
+            self._abort(f"the gripper's grasp failed: {result[1] or 'no reason given'}")
         elif now - self.t0 > self.timeout:
             self._abort(f"no grasp result within force.timeout {self.timeout:g} s")
 

@@ -103,13 +103,16 @@ def run_place(
 PLACE_SQUARE = ((0.175, 0.225), (-0.025, 0.025))  # [m] x, y of place centres the IK reaches
 
 
-def square_places(n: int, seed: int = 0) -> np.ndarray:
-    """``n`` place centres [m] uniform over :data:`PLACE_SQUARE`, the cube resting on the table
-    (the top-down grasp reaches about 16-23 cm out; see docs/pick.md)."""
+def square_places(
+    n: int, seed: int = 0, square: tuple[tuple[float, float], ...] = PLACE_SQUARE
+) -> np.ndarray:
+    """``n`` place centres [m] uniform over ``square`` (x range, y range; default the SO-101's
+    :data:`PLACE_SQUARE`: its top-down grasp reaches about 16-23 cm out, see docs/pick.md), the
+    cube resting on the table."""
     from physai_ros.experiments.lesson16.sweep import CUBE_SIZE
 
     rng = np.random.default_rng(seed)
-    xy = np.column_stack([rng.uniform(*PLACE_SQUARE[0], n), rng.uniform(*PLACE_SQUARE[1], n)])
+    xy = np.column_stack([rng.uniform(*square[0], n), rng.uniform(*square[1], n)])
     return np.column_stack([xy, np.full(n, CUBE_SIZE / 2)])
 
 

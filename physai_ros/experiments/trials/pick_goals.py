@@ -19,6 +19,12 @@ Wilson 95 % intervals, how often they agree, and the place errors and durations:
     physai bench pick-goals --goals 20
     physai bench pick-goals --goals 5 --no-place --keep /tmp/pick_goals --json /tmp/goals.json
     physai bench pick-goals --table /tmp/goals.json
+    physai bench pick-goals --franka fr3 --goals 10
+
+``--franka panda|fr3`` runs the simulated Panda's pick under franka_ros2's names instead
+(``pick.launch.py sim:=true robot:=panda franka:=…``: the Franka-shaped sim, the pick on the
+profile's joints, controller, limits and franka_gripper Grasp), its cubes around the Panda's
+place in config/scene.yaml and its places over ``PANDA_SQUARE``.
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ TOLERANCE = 0.01  # [m] a placed cube's centre within this of the place position
 MAX_TILT = 10.0  # [deg] and upright within this
 GRAPH_UP = 150.0  # [s wall] the graph up and its start pick judged, on 2 loaded cores
 GOAL_TIMEOUT = 120.0  # [s wall] one goal, sent to its result
+# [m] x, y of the Panda's place centres: around its cube (config/scene.yaml), all reached top-down
+PANDA_SQUARE = ((0.45, 0.55), (-0.08, 0.08))
 
 
 @dataclass
@@ -200,6 +208,19 @@ def tilt_deg(quat_wxyz: np.ndarray) -> float:
     return math.degrees(math.acos(max(-1.0, min(1.0, cos))))
 
 
+def robot_squares(franka: str) -> tuple[tuple[float, float], tuple[tuple[float, float], ...]]:
+    """Where the cubes' walk is centred [m] and the square the places are drawn from: the
+    SO-101's reachable square, or (``franka`` not none) the Panda's cube and ``PANDA_SQUARE``."""
+    from physai_ros.experiments.lesson16.place import PLACE_SQUARE
+    from physai_ros.sim.scene import load_scene_config
+
+    if franka == "none":
+        (x0, x1), (y0, y1) = PLACE_SQUARE  # where the top-down grasp reaches: picks and places
+        return ((x0 + x1) / 2, (y0 + y1) / 2), PLACE_SQUARE
+    x, y = load_scene_config()["robots"]["panda"]["cube_pos"][:2]
+    return (float(x), float(y)), PANDA_SQUARE
+
+
 def one_goal(client: Client, cube: tuple[float, float], place: np.ndarray | None) -> Goal:
     """Put the cube, send the goal, judge it by its result and by the sim's truth."""
     from geometry_msgs.msg import PoseStamped
@@ -251,6 +272,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-place", dest="place", action="store_false", help="pick and hold (no place pose)"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the place positions")
+    parser.add_argument(
+        "--franka",
+        choices=("none", "panda", "fr3"),
+        default="none",
+        help="none: the SO-101; panda | fr3: the simulated Panda under franka_ros2's names",
+    )
     parser.add_argument("--domain", type=int, default=83, help="ROS_DOMAIN_ID of the graph")
     parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
     parser.add_argument("--json", type=Path, default=None, help="write every goal's numbers here")
@@ -273,18 +300,20 @@ def run(args: argparse.Namespace) -> int:
     import rclpy
     from tqdm import tqdm
 
-    from physai_ros.experiments.lesson16.place import PLACE_SQUARE, square_places
+    from physai_ros.experiments.lesson16.place import square_places
     from physai_ros.launching.bringup import start, stop
 
     os.environ["ROS_DOMAIN_ID"] = str(args.domain)
-    specs = pick_graph(sim=True)
+    robot = "so101" if args.franka == "none" else "panda"
+    specs = pick_graph(robot, sim=True, franka=args.franka)
     os.environ.update(specs[0].env)  # this client discovers as the graph does
-    (x0, x1), (y0, y1) = PLACE_SQUARE  # where the top-down grasp reaches: picks and places
-    cubes = positions(args.goals, ((x0 + x1) / 2, (y0 + y1) / 2), lambda x, y: True, args.half)
-    places = square_places(args.goals, args.seed) if args.place else [None] * args.goals
+    centre, square = robot_squares(args.franka)
+    cubes = positions(args.goals, centre, lambda x, y: True, args.half)
+    places = square_places(args.goals, args.seed, square) if args.place else [None] * args.goals
     load = os.getloadavg()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
-          f"{os.cpu_count()} cores; {args.goals} goals in one graph", file=sys.stderr)  # fmt: skip
+          f"{os.cpu_count()} cores; {args.goals} goals in one {robot} graph, franka "
+          f"{args.franka}", file=sys.stderr)  # fmt: skip
     context = rclpy.Context()
     rclpy.init(context=context)
     goals: list[Goal] = []
