@@ -29,6 +29,14 @@ pose is as old as the oldest moving link of its chain. Whether it was held is ju
 the object, lift by forward kinematics) and the cube pose when fresh -- and the outcome names
 the witness. A controller that rejects or aborts a goal ends the pick with its reason.
 
+A controller deactivated under the pick (its abort "Current goal cancelled during deactivate
+transition.": franka_ros2 after a reflex or another robot error, a controller switch) ends it
+at once, with no way back and no jaw goal (the hand keeps squeezing what it holds); on a Franka
+(``recovery.error_recovery`` set) the reason names the error libfranka logged, and the user's
+``~/recover`` runs franka_hardware's recovery (``physai_ros.nodes._pick_recovery``). The names
+on the wire are parameters (``joint_prefix``, ``arm_controller``): franka_ros2's ``fr3_joint1``
+on ``fr3_arm_controller`` as well as the model's own.
+
 The pick is an action, ``pick`` (``physai_ros_interfaces/action/Pick``: served by
 ``physai_ros.nodes._pick_server``, shared with the hand pick; this node's goals in
 ``physai_ros.nodes._pick_goals``, what a goal's fields mean and the typed result in

@@ -17,7 +17,8 @@ elsewhere). Physics runs in its own thread paced by
 Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_controller_name``,
 ``franka_gripper`` one by one): joint and controller names as franka_ros2's, the FR3's limits,
 and franka_gripper's actions (``physai_ros.nodes._franka_gripper``), so that code written for a
-real Franka runs unchanged on the simulated Panda.
+real Franka runs unchanged on the simulated Panda. Under the FR3 profile ``franka_fault`` plays
+a libfranka robot error and franka_ros2's recovery from it (``physai_ros.nodes._franka_errors``).
 """
 
 from __future__ import annotations
