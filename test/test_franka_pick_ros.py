@@ -6,9 +6,9 @@ A reflex injected while the pick lifts the cube, and again while a place carries
 bridge's ``franka_fault``, as franka_ros2 v3.4 ends it): the pick ends aborted with the
 controller's reason and libfranka's logged text and sends nothing after it (no arm goal, no
 gripper goal: the hand keeps squeezing what it holds); the robot stays in error through a
-simulation reset until the user asks ``/pick/recover`` with ``ros2 service call``; after each
-recovery the next goal runs: a Grasp where the cube is not, judged missed from the hand's
-width alone, a place, and the last pick, which holds.
+simulation reset (the pick refuses goals meanwhile) until the user asks ``/pick/recover`` with
+``ros2 service call``; after each recovery the next goal runs: a Grasp where the cube is not,
+judged missed from the hand's width alone, a place, and the last pick, which holds.
 """
 
 from __future__ import annotations
@@ -124,6 +124,10 @@ def test_a_reflex_ends_the_fr3_pick_and_only_a_requested_recovery_brings_the_rob
         call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
         out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
         assert "cartesian_reflex" in out, out
+        # and the pick refuses goals before anything moves until its controller runs again
+        handle = user.wait(user.pick.send_goal_async(Pick.Goal(object_frame="cube")), 60.0)
+        r = user.wait(handle.get_result_async(), 30.0).result
+        assert r.outcome == Pick.Result.REJECTED and "/pick/recover" in r.reason, r.reason
 
         # the user's recovery; a Grasp where the cube is not is missed, by the hand's width
         recover(ros2)

@@ -34,7 +34,14 @@ class PickGoals:
         """The goal's object, configuration and place position (None: lift and hold), or why
         it is refused: busy, an unknown or stale object, a close the gripper cannot do, a time
         limit below zero, an object the arm cannot reach, a place position in another frame,
-        not finite, below the table or out of reach (the machine's own checks)."""
+        not finite, below the table or out of reach (the machine's own checks), an arm
+        controller deactivated under the last pick and not running since."""
+        if self.stopped_by is not None:
+            return (
+                f"the arm controller has not run since it was deactivated ({self.stopped_by}); "
+                "bring it back first"
+                + (f" ({self.get_fully_qualified_name()}/recover)" if self.recovery else "")
+            )
         place = goal_place(goal, self.world)
         if isinstance(place, str):
             return place

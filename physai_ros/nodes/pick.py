@@ -291,6 +291,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.arm_phase = 0  # the phase of the last arm goal: it is in charge until replaced
         self.trouble: str | None = None  # a controller's rejection or abort, acted on at tick
         self.deactivated_at: float | None = None  # [s, steady] the arm controller was, mid-pick
+        self.stopped_by: str | None = None  # that deactivation, until the controller runs again
         self.error_log: RobotErrorLog | None = None  # libfranka's errors, on a Franka
         self.recovery: FrankaRecovery | None = None
         if p["recovery.error_recovery"]:
@@ -332,6 +333,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             self.arm_joints
         ):
             self.reference = np.array(msg.reference.positions)
+            self.stopped_by = None  # an active controller publishes its state
 
     def on_wrench(self, jaw: str, msg: WrenchStamped) -> None:
         f = msg.wrench.force
@@ -679,6 +681,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         reason = f"{trouble} (the arm controller was deactivated: no goal follows it)"
         if logged:
             reason += f"; {logged}"
+        self.stopped_by = logged or trouble
         if self.recovery is not None:
             reason += f"; once the cause is cleared, {self.get_fully_qualified_name()}/recover"
         self.get_logger().error(reason)
