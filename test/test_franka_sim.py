@@ -196,6 +196,11 @@ def test_code_written_for_a_real_panda_runs_on_the_simulated_one(ros_context, sp
         (["robot:=panda", "franka_profile:=ur5"], "unknown franka profile 'ur5'"),
         (["robot:=panda", "arm_controller_name:=9lives"], "is not a ROS name"),
         (["robot:=panda", "joint_prefix:=panda joint"], "may hold only"),
+        (["robot:=panda", "stand_in:=true"], "stand_in stands in for a real Franka"),
+        (
+            ["robot:=panda", "franka_profile:=fr3", "stand_in:=true", "real_time_factor:=5.0"],
+            "real_time_factor 1",
+        ),
     ],
 )
 def test_bridge_refuses_franka_settings_it_cannot_serve(spawn, ros_domain, args, says):
@@ -329,5 +334,43 @@ def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(
         _, status, result = user.call(user.arm, trajectory_goal(joints, [(3.0, home)]))
         assert status == GoalStatus.STATUS_SUCCEEDED, result.error_string
         np.testing.assert_allclose(user.positions(joints), home, atol=0.01)
+    finally:
+        user.close()
+
+
+def test_standing_in_for_a_real_fr3_the_bridge_speaks_wall_time_and_measures_what_it_does(
+    ros_context, spawn
+):
+    """``stand_in``: the bridge plays a real FR3 for a graph on wall time: its joint states and
+    controller state are stamped with the wall clock, a goal stamped on the wall clock starts
+    then, and it publishes nothing a real Franka does not (no /clock, no /cube_pose, no jaw
+    wrenches); the cube's truth is a witness on ~/true_cube_pose."""
+    import rclpy
+    from action_msgs.msg import GoalStatus
+    from geometry_msgs.msg import PoseStamped
+
+    args = _params(["robot:=panda", "franka_profile:=fr3", "stand_in:=true"])
+    bridge = spawn("physai_ros.nodes.sim_bridge", "--ros-args", *args, module=True)
+    user = FrankaClient(ros_context, "fr3", "franka_gripper")
+    truth: list[PoseStamped] = []
+    user.node.create_subscription(PoseStamped, "/sim_bridge/true_cube_pose", truth.append, 10)
+    try:
+        user.wait_ready(bridge)
+        user.spin_until(lambda: bool(truth), 5.0)
+        stamp = user.states["/joint_states"].header.stamp
+        assert abs(stamp.sec + stamp.nanosec * 1e-9 - time.time()) < 0.5, stamp
+        assert truth and truth[-1].pose.position.z == pytest.approx(CUBE / 2, abs=1e-3)
+        topics = {name for name, _ in user.node.get_topic_names_and_types()}
+        assert not topics & {"/clock", "/cube_pose"}, topics
+        assert not [t for t in topics if t.startswith("/jaw_contact")], topics
+        joints = [f"fr3_joint{i}" for i in range(1, 8)]
+        home = user.positions(joints)
+        goal = trajectory_goal(joints, [(1.0, home + 0.1)])
+        start = time.time() + 1.0  # a wall-clock stamp: it starts then, not now
+        goal.trajectory.header.stamp = rclpy.time.Time(seconds=start).to_msg()
+        accepted, status, result = user.call(user.arm, goal)
+        assert accepted and status == GoalStatus.STATUS_SUCCEEDED, result.error_string
+        assert time.time() >= start + 1.0 - 0.05  # it ran from the stamp for its second
+        np.testing.assert_allclose(user.positions(joints), home + 0.1, atol=0.01)
     finally:
         user.close()

@@ -19,6 +19,10 @@ Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_contro
 and franka_gripper's actions (``physai_ros.nodes._franka_gripper``), so that code written for a
 real Franka runs unchanged on the simulated Panda. Under the FR3 profile ``franka_fault`` plays
 a libfranka robot error and franka_ros2's recovery from it (``physai_ros.nodes._franka_errors``).
+With ``stand_in`` it plays a real Franka for the graph ``pick.launch.py sim:=false`` starts (its
+nodes on wall time): every stamp it reads and writes is wall time, and it publishes what a real
+Franka does not measure (the cube's pose, the jaws' wrenches) only as a witness for tests
+(``~/true_cube_pose``), never as an input of that graph.
 """
 
 from __future__ import annotations
@@ -74,6 +78,10 @@ STREAMS = (
     "markers",
     "cameras",
 )
+STAND_IN_NEEDS = (
+    "stand_in stands in for a real Franka: it needs franka_profile panda or fr3 and "
+    "real_time_factor 1 (a real robot's stamps are wall time)"
+)
 NO_ROBOT_ERRORS = (
     "franka_fault needs franka_profile fr3 (franka_ros2 v3.4): the Panda's v0.1.13 ends "
     "ros2_control_node on a robot error, which is not simulated"
@@ -113,6 +121,13 @@ class SimBridge(Node):
             )
         self.rtf = p["real_time_factor"]
         self.rates = {s: p[f"{s}_rate"] for s in STREAMS}
+        self.stand_in = bool(p["stand_in"])
+        self.offset = 0.0  # [s] wall time minus sim time on the stamps (stand_in), else 0
+        if self.stand_in:
+            if p["franka_profile"] == "none" or self.rtf != 1.0:
+                raise SystemExit(f"sim_bridge: {STAND_IN_NEEDS}")
+            # a real Franka publishes no clock, and measures neither the cube nor jaw wrenches
+            self.rates["clock"] = self.rates["contacts"] = 0.0
         self.marker_cfg = {
             k: p[f"markers.{k}"] for k in ("force_scale", "cone_height", "cone_segments")
         }
@@ -169,7 +184,7 @@ class SimBridge(Node):
                 self.lock,
                 now=lambda: self.sim.time,
                 to_loop_time=self._stamp_to_sim,
-                ros_stamp=stamp,
+                ros_stamp=self.ros_stamp,
                 monitor_rate=p["arm_controller.action_monitor_rate"],
                 state_rate=p["arm_controller.state_publish_rate"],
                 state_from_loop=True,  # stamped in sim time by the physics loop below
@@ -183,14 +198,18 @@ class SimBridge(Node):
         self.robot_errors = self._serve_robot_errors(p)
         depth = int(p["history_depth"])
         self.pub = {
-            "clock": self.create_publisher(Clock, names.CLOCK, depth),
             "joint_states": self.create_publisher(JointState, names.JOINT_STATES, depth),
             "tracking_error": self.create_publisher(
                 JointState, names.under(p["arm_controller_name"], names.TRACKING_ERROR), depth
             ),
-            "cube_pose": self.create_publisher(PoseStamped, names.CUBE_POSE, depth),
+            # standing in for a real robot, the truth is a witness for tests, not motion capture
+            "cube_pose": self.create_publisher(
+                PoseStamped, "~/true_cube_pose" if self.stand_in else names.CUBE_POSE, depth
+            ),
             "markers": self.create_publisher(MarkerArray, names.CONTACT_MARKERS, 10),
         }
+        if not self.stand_in:  # a real robot has no clock of its own on ROS
+            self.pub["clock"] = self.create_publisher(Clock, names.CLOCK, depth)
         if soft is not None:
             self.pub["soft_pose"] = self.create_publisher(
                 PoseStamped, names.SOFT_OBJECT_POSE, depth
@@ -210,9 +229,9 @@ class SimBridge(Node):
                 raise SystemExit(f"sim_bridge: {exc}") from exc
         else:
             self.rates["cameras"] = 0.0
-        self.jaw_pub = {
+        self.jaw_pub = {  # (a real Franka Hand measures no contact force)
             jaw: self.create_publisher(WrenchStamped, f"{names.JAW_CONTACT_PREFIX}/{jaw}", depth)
-            for jaw in self.sim.jaw_names
+            for jaw in ([] if self.stand_in else self.sim.jaw_names)
         }
         self.create_service(Trigger, names.SIM_RESET, self._on_reset)
         self.add_on_set_parameters_callback(self._on_parameters)
@@ -265,7 +284,7 @@ class SimBridge(Node):
             franka.franka_settings(p),
             namespace,
             self.prefix.to_wire(self.sim.gripper_joints),
-            stamp,
+            self.ros_stamp,
         )
 
     def _serve_robot_errors(self, p: dict):
@@ -304,13 +323,26 @@ class SimBridge(Node):
         return self.robot_errors.check(value)
 
     def _stamp_to_sim(self, stamp_s: float) -> float:
-        """Goal stamps are sim time here (the nodes run with use_sim_time)."""
+        """Goal stamps are sim time here (the nodes run with use_sim_time), or wall time when
+        the bridge stands in for a real robot (``stand_in``)."""
+        stamp_s -= self.offset
         if stamp_s > self.sim.time + MAX_STAMP_AHEAD:
+            clock = "wall" if self.stand_in else "sim"
             raise Rejected(
-                f"header.stamp {stamp_s:.3f} s is {stamp_s - self.sim.time:.1f} s ahead of sim "
-                "time (a wall-clock stamp? use sim time or leave it zero)"
+                f"header.stamp is {stamp_s - self.sim.time:.1f} s ahead of the robot's clock "
+                f"({clock} time; leave it zero to start now)"
             )
         return stamp_s
+
+    def ros_stamp(self, t: float):
+        """An outgoing header stamp for sim time ``t`` [s]: wall time when standing in."""
+        return stamp(t + self.offset)
+
+    def _align_clock(self) -> None:
+        """Standing in for a real robot, stamps are wall time: sim time plus the offset taken
+        when the physics loop (re)starts its pacing (it fell behind, or started)."""
+        if self.stand_in:
+            self.offset = time.time() - self.sim.time
 
     def _on_parameters(self, params) -> SetParametersResult:
         for param in params:
@@ -322,6 +354,8 @@ class SimBridge(Node):
                 self.p[param.name] = float(param.value)  # puts the cube or the soft object
                 self.get_logger().info(f"{param.name} -> {param.value:g} m at the next reset")
             if param.name == "real_time_factor":
+                if self.stand_in and param.value != 1.0:
+                    return SetParametersResult(successful=False, reason=STAND_IN_NEEDS)
                 self.rtf = float(param.value)
                 self._repace = True  # the physics loop restarts its pacing from now
                 self.get_logger().info(f"real_time_factor -> {self.rtf:g}")
@@ -361,6 +395,7 @@ class SimBridge(Node):
         periods = {s: 1.0 / r for s, r in self.rates.items() if r > 0}
         due = dict.fromkeys(periods, sim.time)
         wall0, sim0, behind_logged, last_view = time.monotonic(), sim.time, False, 0.0
+        self._align_clock()
         oldest = 0.0  # [s wall] when the oldest message in the outbox was stamped
         state_period, state_wall = 1.0 / self.p["arm_controller.state_publish_rate"], -np.inf
         while self.running:
@@ -418,6 +453,7 @@ class SimBridge(Node):
                     log.warning(f"cannot keep real_time_factor {self.rtf:g}; running slower")
                     behind_logged = True
                 wall0, sim0 = time.monotonic(), sim.time
+                self._align_clock()
         self._flush()
 
     def _flush(self) -> bool:
@@ -438,7 +474,8 @@ class SimBridge(Node):
         """Fixed-layout messages for the periodic streams: the physics loop only writes numbers
         into their serialised bytes (see ``PatchedMessage``)."""
         sim, n, m = self.sim, len(self.sim.state_names), len(self.sim.arm_joints)
-        self.out_clock = PatchedMessage(self.pub["clock"], Clock(), {})
+        if "clock" in self.pub:
+            self.out_clock = PatchedMessage(self.pub["clock"], Clock(), {})
         self.out_joints = PatchedMessage(
             self.pub["joint_states"],
             JointState(name=self.prefix.to_wire(sim.state_names)),
@@ -458,7 +495,7 @@ class SimBridge(Node):
             jaw: PatchedMessage(
                 self.jaw_pub[jaw], WrenchStamped(), {"wrench": 6}, sim.jaw_body_names[jaw]
             )
-            for jaw in sim.jaw_names
+            for jaw in self.jaw_pub
         }
         self.emit = {
             "clock": self._pub_clock,
@@ -472,7 +509,7 @@ class SimBridge(Node):
         }
 
     def _send(self, out: PatchedMessage) -> None:
-        self.outbox.append((out.publisher, out.stamped(self.now)))
+        self.outbox.append((out.publisher, out.stamped(self.now + self.offset)))
 
     def _pub_clock(self) -> None:
         self._send(self.out_clock)
@@ -518,14 +555,16 @@ class SimBridge(Node):
         if wall < self.marker_next or not self.pub["markers"].get_subscription_count():
             return
         self.marker_next = wall + self.marker_gap
-        markers = contact_markers(self.sim.contact_points(), self.marker_cfg, stamp(self.now))
+        markers = contact_markers(
+            self.sim.contact_points(), self.marker_cfg, self.ros_stamp(self.now)
+        )
         self.outbox.append((self.pub["markers"], markers))
 
     def _pub_cameras(self) -> None:
         """Every named camera's image and camera_info, rendered here in the physics thread
         from the state just stepped, and only while someone subscribes."""
         if self.cameras.wanted():
-            self.outbox += self.cameras.messages(self.sim.data, stamp(self.now))
+            self.outbox += self.cameras.messages(self.sim.data, self.ros_stamp(self.now))
 
     # ------------------------------------------------------------------ reset
     def _on_reset(self, _request, response):
