@@ -501,3 +501,51 @@ def test_whatever_the_controller_follows_through_a_plan_is_inside_the_limits(
     followed, _ = franka_controller(HOME).prepare(sent(plan), 0.0)
     check_trajectory(followed, PANDA)
     np.testing.assert_allclose(plan.goal, waypoints[-1], atol=1e-12)
+
+
+def stop_samples(q0, v0, a0, seconds: float, dt: float = 0.02) -> list[GoalPoint]:
+    """From the state (q0, v0, a0) to rest over ``seconds``, as one quintic per joint sampled
+    every ``dt`` with its velocities and accelerations: a stop that continues a motion, as the
+    pick's stop of a descent on sensed support does."""
+    from scipy.interpolate import BPoly
+
+    end = q0 + v0 * seconds / 2.0  # brakes along its way
+    spline = BPoly.from_derivatives(
+        [0.0, seconds], np.stack([[q0, v0, a0], [end, 0 * q0, 0 * q0]], axis=0)
+    )
+    t = np.arange(1, round(seconds / dt) + 1) * dt
+    q, qd, qdd = (spline(t, r) for r in range(3))
+    qd[-1] = qdd[-1] = 0.0
+    return [GoalPoint(ti, *rows) for ti, *rows in zip(t, q, qd, qdd, strict=True)]
+
+
+def test_a_sampled_goal_joins_a_running_motion_from_its_state_and_is_checked_across_the_join():
+    """A sampled goal replacing a running one mid-move starts where the controller's reference
+    then is, moving (joint_trajectory_controller's join), not from rest: planned and checked
+    from that state, across the join, every sample kept. The same stop planned from rest, or
+    joined at another instant (another state), leaves the limits and is refused, naming the
+    join; a goal that is not a sampled motion cannot join a moving arm."""
+    from physai_ros.core.motion.goal_timing import Join
+
+    running = planner().plan(NAMES, min_jerk_samples(2.0), CURRENT)
+    join = Join(running.reference, 1.0)  # mid-move: the fastest instant
+    q0, v0, a0 = join.state()
+    assert np.max(np.abs(v0)) > 0.3
+    stop = stop_samples(q0, v0, a0, 0.6)
+    plan = planner().plan(NAMES, stop, CURRENT, join)
+    given = np.array([p.time_from_start for p in stop])
+    assert plan.timed_by == "goal samples" and plan.times[0] <= given[0]  # none left out
+    assert np.all(np.isclose(given[:, None], plan.times[None, :]).any(axis=1))
+    np.testing.assert_allclose(plan.reference(np.zeros(1), 1)[0], v0, atol=1e-12)
+    assert_samples_within(plan, PANDA)
+    with pytest.raises(LimitViolation):  # from rest at the running state's position
+        planner().plan(NAMES, stop, dict(zip(NAMES, q0, strict=True)))
+    with pytest.raises(LimitViolation, match=r"joining the running motion at 0\.300 s"):
+        planner().plan(NAMES, stop, CURRENT, Join(running.reference, 0.3))
+    with pytest.raises(InvalidInput, match="sampled motion"):
+        planner().plan(NAMES, [GoalPoint(0.0, q0)], CURRENT, join)
+    # arriving 50 ms before its stamp, the controller joins from the state then, over 70 ms
+    early = Join(running.reference, 0.95, lead=0.05)
+    plan = planner().plan(NAMES, stop, CURRENT, early)
+    np.testing.assert_allclose(plan.reference(np.zeros(1), 1)[0], early.state()[1], atol=1e-12)
+    np.testing.assert_allclose(plan.reference(given + 0.05), [p.positions for p in stop])

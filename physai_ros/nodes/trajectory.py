@@ -12,6 +12,14 @@ the limit named and nothing reaches the controller. The tracking error (referenc
 ``/joint_states``) is reported on ``~/result`` (JSON) and in the action result. A robot that
 falls silent mid-goal (no ``/joint_states`` for ``state_timeout`` of wall time: its driver or
 the sim bridge died) aborts the goal at once, naming the silence.
+
+A stamped goal starts at its stamp (or as soon as it can reach the controller); a goal queued
+behind one that the controller aborted (a Franka's reflex) ends with that goal's result. A
+sampled goal (rates at every point) that replaces the running one mid-move, as the pick's stop
+on sensed support does, is planned and checked from where the controller's reference will be
+as it arrives, across the join, and sent without canceling the running goal (the controller
+replaces it). The feedback relayed carries ``desired.time_from_start``, how far into the goal
+the controller is, so that its sender learns when the goal really started.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from physai_ros import interfaces
 from physai_ros.core.motion.goal_timing import (
     GoalPoint,
     GoalPolicy,
+    Join,
     TrajectoryPlanner,
     limits_path,
 )
@@ -46,11 +55,27 @@ from physai_ros.core.motion.planned import PlannedTrajectory
 from physai_ros.core.motion.tracking import TrackingMonitor, outcome_report
 from physai_ros.errors import PhysaiError
 from physai_ros.nodes._common import LATCHED, declare_schema, load_schema, run_node, stream_qos
+from physai_ros.nodes._messages import duration_msg
 
 FJT = FollowJointTrajectory
 QUEUE_SLACK = 0.05
 """[s] a goal stamped to start this little before the running goal ends still queues behind it
 (it was meant to start where that one ends, on a clock a little off the node's)."""
+START_TRANSIT = 0.03
+"""[s] a goal stamped by its sender starts at its stamp if that is at least this far ahead (its
+way to the controller on one computer), else this long from now: a chain of moves (the pick's)
+then runs on the controller when its sender planned it. A goal that joins the running motion
+starts from where that motion is then."""
+JOIN_ATTEMPTS = 3  # plans of a joining goal before it is given up (``_plan_in_time``)
+JOIN_PLANNING = 0.04  # [s] planned time to plan a joining goal (two checked plans, ~10 ms each)
+CHAIN_BREAKS = ("aborted", "timeout")
+"""How a goal may end that ends the goals queued behind it too, with its own result (its status,
+the controller's message and error code): each was to start where it ended (a Franka's reflex
+aborts the running goal; the pick's next phase, already queued, learns why)."""
+STATES_STOPPED = 0.2
+"""[s wall] after a goal's result, joint states that have not come for this long have stopped
+(a Franka's broadcaster deactivated by a robot error): the result is relayed without them, at
+once, and its sender learns why the goal ended before it takes the robot for silent."""
 POLICY_PARAMS = ("shape", "duration", "sample_period", "start_tolerance", "first_point")
 SCHEMA = load_schema("trajectory")  # config/schema/trajectory.yaml
 
@@ -67,6 +92,7 @@ class Run:
     monitor: TrackingMonitor
     preempted: threading.Event = field(default_factory=threading.Event)
     downstream: object = None
+    joined: bool = False  # the goal replacing it joins it mid-move: it is not canceled
 
 
 @dataclass
@@ -79,8 +105,10 @@ class Ticket:
     goal: dict[str, float]
     end: float
     after: Ticket | None = None  # the goal it waits for
+    joins: Run | None = None  # the running motion it replaces mid-move, joined from its state
     done: threading.Event = field(default_factory=threading.Event)
     overtaken: bool = False  # a newer goal replaced it before it started
+    report: dict | None = None  # how it ended (``outcome_report``), once it has
 
 
 class TrajectoryNode(Node):
@@ -104,7 +132,9 @@ class TrajectoryNode(Node):
         self.lock = threading.Lock()
         self.run: Run | None = None
         self.last: Ticket | None = None  # the goal accepted last: a newer one overtakes it
-        self.taken: dict[bytes, Ticket] = {}  # accepted action goals, by id
+        self.taken: dict[bytes, Ticket | str] = {}  # accepted goals by id (or why they failed)
+        # each goal accepted: what its check found (the goal it waits for or joins, its plan)
+        self.checked: dict[int, tuple[Ticket | None, Run | None, PlannedTrajectory]] = {}
         self.state: dict[str, tuple[float, float]] = {}  # name -> (position, velocity)
         self.state_wall = 0.0
         self.state_stamp = 0.0
@@ -167,9 +197,24 @@ class TrajectoryNode(Node):
         if self.server is None and all(n in self.state for n in self.planner.joint_names):
             self._serve()
 
-    def _plan(self, traj: JointTrajectory, after: Ticket | None = None) -> PlannedTrajectory:
+    def _plan(
+        self, traj: JointTrajectory, after: Ticket | None = None, joins: Run | None = None
+    ) -> PlannedTrajectory:
         """``traj`` planned from the current state, or from where the goal ``after`` ends (a
-        queued goal, checked on arrival: it is planned again once that one has ended)."""
+        queued goal, checked on arrival: it is planned again once that one has ended), or from
+        the running motion ``joins`` where it would start now (``_join``)."""
+        join = self._join(traj, joins, JOIN_PLANNING)[0] if joins is not None else None
+        return self._plan_join(traj, after, join, arriving_late=False)
+
+    def _plan_join(
+        self,
+        traj: JointTrajectory,
+        after: Ticket | None,
+        join: Join | None,
+        arriving_late: bool = True,
+    ) -> PlannedTrajectory:
+        """``_plan`` with the join given; ``arriving_late``: a join is checked for a goal that
+        reaches the controller a little later too (the plan it is sent with)."""
         if time.monotonic() - self.state_wall > self.cfg["state_timeout"]:
             raise PhysaiError(f"no current /joint_states (none in {self.cfg['state_timeout']} s)")
         points = [
@@ -179,7 +224,61 @@ class TrajectoryNode(Node):
         current = {n: q for n, (q, _) in self.state.items()}
         if after is not None:
             current |= after.goal
-        return self.planner.plan(traj.joint_names, points, current)
+        planned = self.planner.plan(traj.joint_names, points, current, join)
+        if join is not None and arriving_late:  # arriving later (by the transit) too
+            late = min(START_TRANSIT, join.lead) / 2.0
+            later = join._replace(at=join.at + late, lead=join.lead - late)
+            self.planner.plan(traj.joint_names, points, current, later)
+        return planned
+
+    def _plan_in_time(
+        self, traj: JointTrajectory, run: Run
+    ) -> tuple[PlannedTrajectory, Join, float]:
+        """``traj`` planned to join ``run``, from where it will be when the goal reaches the
+        controller: a plan that took so long that its stamp is (nearly) past is made again,
+        allowing twice the time it took (a busy computer), since a goal arriving after its
+        stamp is started from another state than the one it was checked from."""
+        margin = JOIN_PLANNING
+        for _ in range(JOIN_ATTEMPTS):
+            began = time.monotonic()
+            join, start, send = self._join(traj, run, margin)
+            planned = self._plan_join(traj, None, join)
+            wait = send - self.get_clock().now().nanoseconds * 1e-9
+            if wait >= 0.0:  # sent as planned: it arrives where the join was checked from
+                threading.Event().wait(wait)
+                return planned, join, start
+            margin = 2.0 * (time.monotonic() - began)
+        raise PhysaiError(
+            f"could not plan the join of the running motion in time ({JOIN_ATTEMPTS} attempts, "
+            f"the last allowing {margin:.3f} s): the computer is too busy"
+        )
+
+    def _joining(self, traj: JointTrajectory) -> Run | None:
+        """The running motion ``traj`` replaces mid-move, if it is a sampled motion (every
+        point with velocities and accelerations, as the pick's stop on sensed support) that
+        starts while the running one still moves: joint_trajectory_controller then joins it
+        from its reference there, and it is planned and checked from that state, not from
+        rest (nor does it wait for the arm to stop, or cancel the running goal first)."""
+        run = self.run
+        sampled = all(len(p.velocities) and len(p.accelerations) for p in traj.points)
+        if run is None or run.downstream is None or not sampled or not traj.points:
+            return None
+        at = self._join(traj, run)[0].at
+        return run if 0.0 < at < run.planned.duration else None
+
+    def _join(
+        self, traj: JointTrajectory, run: Run, margin: float = 0.0
+    ) -> tuple[Join, float, float]:
+        """How ``traj`` joins ``run`` if sent ``margin`` [s] from now (the time to plan it),
+        its stamp (its own, or ``START_TRANSIT`` after the send if that is later) and when it
+        is sent [s, node clock]: the controller joins it from where the running motion is as
+        the goal arrives, and reaches its first point at the stamp plus that point's time, as
+        it would have with the goal sent to it directly (the join as long as the sender
+        allowed)."""
+        send = self.get_clock().now().nanoseconds * 1e-9 + margin
+        start = max(seconds(traj.header.stamp), send + START_TRANSIT)
+        at = send - run.monitor.start_time
+        return Join(run.planned.reference, at, start - send), start, send
 
     def _queued_behind(self, traj: JointTrajectory) -> Ticket | None:
         """The goal ``traj`` waits for: the last one accepted, while it has not ended, if it
@@ -197,19 +296,27 @@ class TrajectoryNode(Node):
         self._publish(outcome_report("rejected", str(exc), source=source))
 
     def _check_goal(self, request) -> GoalResponse:
+        traj = request.trajectory
         try:
-            self._plan(request.trajectory, self._queued_behind(request.trajectory))
+            after = self._queued_behind(traj)
+            joins = None if after else self._joining(traj)
+            planned = self._plan(traj, after, joins)
         except PhysaiError as exc:
             self._reject("action", exc)
             return GoalResponse.REJECT
+        self.checked[id(traj)] = (after, joins, planned)  # for ``_take``, a moment later
         return GoalResponse.ACCEPT
 
     def _take(self, traj: JointTrajectory) -> Ticket:
         """A goal accepted: its ticket, queued behind the goal it waits for, or (none) the
         running goal preempted now. Its goal and earliest end are estimated from the plan
         made on arrival (from where the goal before it ends, if queued)."""
-        after = self._queued_behind(traj)
-        planned = self._plan(traj, after)  # accepted: it passed this a moment ago
+        checked = self.checked.pop(id(traj), None)
+        if checked is None:  # a topic goal: not checked as an action goal is
+            after = self._queued_behind(traj)
+            joins = None if after else self._joining(traj)
+            checked = (after, joins, self._plan(traj, after, joins))
+        after, joins, planned = checked
         now = self.get_clock().now().nanoseconds * 1e-9
         begins = max(seconds(traj.header.stamp), after.end if after else now)
         with self.lock:
@@ -220,17 +327,21 @@ class TrajectoryNode(Node):
                 while waiting is not None and not waiting.done.is_set():
                     waiting.overtaken, waiting = True, waiting.after
                 if self.run is not None:
+                    self.run.joined = self.run is joins
                     self.run.preempted.set()
-            self.last = Ticket(number, goal, begins + planned.duration, after)
+            self.last = Ticket(number, goal, begins + planned.duration, after, joins)
             return self.last
 
     def _accept(self, handle) -> None:
+        """Take an accepted goal. One the state has since made impossible (the arm moved on
+        since the check a moment ago) still executes, to end aborted at once with the reason:
+        an accepted goal cannot be aborted before it executes."""
+        key = bytes(handle.goal_id.uuid)
         try:
-            self.taken[bytes(handle.goal_id.uuid)] = self._take(handle.request.trajectory)
-        except PhysaiError as exc:  # the state changed since the check a moment ago
+            self.taken[key] = self._take(handle.request.trajectory)
+        except PhysaiError as exc:
             self._reject("action", exc)
-            handle.abort()
-            return
+            self.taken[key] = str(exc)
         handle.execute()
 
     def _on_topic(self, msg: JointTrajectory) -> None:
@@ -243,6 +354,8 @@ class TrajectoryNode(Node):
 
     async def _execute(self, handle) -> FJT.Result:
         ticket = self.taken.pop(bytes(handle.goal_id.uuid))
+        if isinstance(ticket, str):  # it could not be taken (``_accept``)
+            return self._finish(handle, outcome_report("aborted", ticket, source="action"))
         request = handle.request
         return await self._in_thread(self._drive, request.trajectory, request, handle, ticket)
 
@@ -271,7 +384,9 @@ class TrajectoryNode(Node):
         """The goal of ``ticket``, from the end of the one it waits for: its ticket is done
         when this returns, whatever the outcome."""
         try:
-            return self._drive_after(traj, request, handle, ticket)
+            result = self._drive_after(traj, request, handle, ticket)
+            ticket.report = json.loads(result.error_string)
+            return result
         finally:
             ticket.done.set()
 
@@ -286,32 +401,54 @@ class TrajectoryNode(Node):
             if ticket.overtaken:
                 text = "replaced by a newer goal before it started"
                 return self._finish(handle, outcome_report("preempted", text, source=source))
-        self._wait_for_rest()
+            before = ticket.after.report or {}
+            if before.get("status") in CHAIN_BREAKS:  # it was to start where that one ended
+                code = before.get("controller_error_code")
+                report = outcome_report(
+                    before["status"], before["message"], source=source, controller_error_code=code
+                )
+                return self._finish(handle, report)
+        join, start = None, 0.0
+        if ticket.joins is None:
+            self._wait_for_rest()
         try:
-            planned = self._plan(traj)
+            if ticket.joins is None:
+                planned = self._plan_join(traj, None, None)
+            else:
+                planned, join, start = self._plan_in_time(traj, ticket.joins)
         except PhysaiError as exc:
             return self._finish(handle, outcome_report("aborted", str(exc), source=source))
         if not self.client.wait_for_server(timeout_sec=self.cfg["server_timeout"]):
             msg = f"controller action {self.action} not available"
             return self._finish(handle, outcome_report("aborted", msg, planned, source=source))
-        goal = FJT.Goal(trajectory=self._message(planned))
+        lead = join.lead if join is not None else 0.0  # the controller joins over it itself
+        goal = FJT.Goal(trajectory=self._message(planned, lead))
         if request is not None:
             goal.path_tolerance, goal.goal_tolerance = (
                 request.path_tolerance,
                 request.goal_tolerance,
             )
             goal.goal_time_tolerance = request.goal_time_tolerance
-        start = max(self.get_clock().now().nanoseconds * 1e-9, self.state_stamp)
-        start = max(start + self.cfg["start_delay"], seconds(traj.header.stamp))
+        if join is None:
+            now = max(self.get_clock().now().nanoseconds * 1e-9, self.state_stamp)
+            stamp = seconds(traj.header.stamp)
+            # unstamped: start_delay from now; stamped: then, or as soon as it can get there
+            start = (
+                max(now + START_TRANSIT, stamp) if stamp > 0.0 else now + self.cfg["start_delay"]
+            )
         goal.trajectory.header.stamp = Time(sec=int(start), nanosec=int(start % 1 * 1e9))
-        run = Run(planned, TrackingMonitor(planned, start))
+        run = Run(planned, TrackingMonitor(planned, start - lead))
         with self.lock:
             self.run = run
-        self.get_logger().info(f"sending {planned.describe(self.planner.limits)}")
-        relay = handle.publish_feedback if handle is not None else None
-        sent = self._wait(
-            self.client.send_goal_async(goal, relay and (lambda f: relay(f.feedback)))
+        late = start - seconds(traj.header.stamp)
+        after = f", {late:.3f} s after its stamp" if seconds(traj.header.stamp) else ""
+        joined = " (joins the running motion)" if join is not None else ""
+        self.get_logger().info(
+            f"sending {planned.describe(self.planner.limits)}; starts in "
+            f"{start - self.get_clock().now().nanoseconds * 1e-9:.3f} s{after}{joined}"
         )
+        relay = (lambda f: self._relay(handle, run, f.feedback)) if handle is not None else None
+        sent = self._wait(self.client.send_goal_async(goal, relay))
         if sent is None or not sent.accepted:
             msg = (
                 "the controller rejected the trajectory (see its log)"
@@ -327,6 +464,17 @@ class TrajectoryNode(Node):
             run.monitor.started_by(accepted)
         result = self._watch(run, handle, sent.get_result_async())
         return self._finish(handle, result, run)
+
+    def _relay(self, handle, run: Run, feedback) -> None:
+        """The controller's feedback, passed on with ``desired.time_from_start`` set to how far
+        into the goal it is (from when the goal started on the controller): a sender whose
+        goal started later than its stamp (this node waits for the goal before it, a busy
+        computer) learns when its motion really runs."""
+        at = seconds(feedback.header.stamp) or self.get_clock().now().nanoseconds * 1e-9
+        into = at - run.monitor.start_time
+        if into > 0.0:
+            feedback.desired.time_from_start = duration_msg(into)
+        handle.publish_feedback(feedback)
 
     def _watch(self, run: Run, handle, future) -> dict:
         period, last_log = 1.0 / self.cfg["monitor_rate"], time.monotonic()
@@ -347,7 +495,8 @@ class TrajectoryNode(Node):
             elif self.get_clock().now().nanoseconds * 1e-9 > deadline:
                 status = "timeout"
             if status != "aborted":
-                self._wait(run.downstream.cancel_goal_async())
+                if not (status == "preempted" and run.joined):  # a join replaces it there
+                    self._wait(run.downstream.cancel_goal_async())
                 self._wait(future, self.cfg["result_margin"])
                 break
             if time.monotonic() - last_log > self.cfg["progress_period"]:
@@ -369,8 +518,10 @@ class TrajectoryNode(Node):
         arrived, wall = self.get_clock().now().nanoseconds * 1e-9, time.monotonic()
         tolerance = self.cfg["arrival_tolerance"] if status == "succeeded" else math.inf
         while (
-            self.state_stamp < arrived or not run.monitor.reached(tolerance)
-        ) and time.monotonic() - wall < self.cfg["tracking_wait"]:
+            (self.state_stamp < arrived or not run.monitor.reached(tolerance))
+            and time.monotonic() - wall < self.cfg["tracking_wait"]
+            and time.monotonic() - self.state_wall < STATES_STOPPED
+        ):
             threading.Event().wait(0.005)
         text = res.error_string if res is not None else "no result from the controller"
         return outcome_report(
@@ -429,12 +580,17 @@ class TrajectoryNode(Node):
     def _publish(self, report: dict) -> None:
         self.pub_result.publish(String(data=json.dumps(report)))
 
-    def _message(self, planned: PlannedTrajectory) -> JointTrajectory:
+    def _message(self, planned: PlannedTrajectory, lead: float = 0.0) -> JointTrajectory:
+        """The samples as the controller gets them; a join's (``lead`` [s]: its plan starts
+        that long before the stamp, at the join) from the stamp on, since the controller makes
+        the join itself, from where it is to the first of them."""
         msg = JointTrajectory(joint_names=list(planned.joint_names))
         for t, q, qd, qdd in zip(
             planned.times, planned.positions, planned.velocities, planned.accelerations, strict=True
         ):
-            sec, nanosec = divmod(round(float(t) * 1e9), 1_000_000_000)
+            if t <= lead + 1e-9:
+                continue
+            sec, nanosec = divmod(round(float(t - lead) * 1e9), 1_000_000_000)
             msg.points.append(
                 JointTrajectoryPoint(
                     positions=q.tolist(),

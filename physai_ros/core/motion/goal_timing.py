@@ -131,6 +131,48 @@ class GoalPolicy:
             raise InvalidInput(f"first_point must be finite and >= 0 [s], got {self.first_point!r}")
 
 
+class Join(NamedTuple):
+    """A goal that replaces a running motion mid-move: the controller joins it from where its
+    reference is when the goal arrives, not from rest, and reaches its first point at the
+    goal's stamp plus that point's time (joint_trajectory_controller's behaviour).
+    ``reference``: the running motion's; ``at`` [s on it]: the instant the goal arrives;
+    ``lead`` [s]: its stamp that much later (the goal's times count from there)."""
+
+    reference: Reference
+    at: float
+    lead: float = 0.0
+
+    def state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Position [rad], velocity [rad/s] and acceleration [rad/s²] at the join."""
+        return tuple(self.reference(np.array([self.at]), r)[0] for r in range(3))
+
+
+@dataclass(frozen=True)
+class _Joined:
+    """The running motion up to the join, then the goal's reference from its t = 0: what the
+    controller follows across the join, for the limit check (continuity included)."""
+
+    before: Reference
+    at: float
+    after: Reference
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return self.after.joint_names
+
+    @property
+    def duration(self) -> float:
+        return self.after.duration
+
+    def __call__(self, t: np.ndarray | float, order: int = 0) -> np.ndarray:
+        t = np.atleast_1d(np.asarray(t, dtype=float))
+        early = t < 0.0
+        out = self.after(np.where(early, 0.0, t), order)
+        if early.any():
+            out[early] = self.before(self.at + t[early], order)
+        return out
+
+
 class _Window(NamedTuple):
     """A reference judged up to ``duration`` [s] only, its values after it the reference's own
     (:func:`check_trajectory` samples a few periods past the end, where a reference is at
@@ -265,16 +307,25 @@ class TrajectoryPlanner:
         joint_names: Sequence[str],
         points: Sequence[GoalPoint],
         current: Mapping[str, float],
+        join: Join | None = None,
     ) -> PlannedTrajectory:
         """Validate ``points`` (goal order ``joint_names``), time them from the ``current``
         state (name → position [rad]) and sample them. Raises ``InvalidInput`` /
         ``LimitViolation`` naming the joint and the limit; nothing is returned unless every
-        check passed."""
+        check passed. ``join``: the goal replaces a running motion mid-move and starts from its
+        state there (only a sampled motion can: timed, with rates at every point)."""
+        if join is not None:
+            current = dict(zip(self.joint_names, join.state()[0], strict=True))
         start = self.current_positions(current)
         waypoints, times = self._waypoints(joint_names, points, start)
         rates = self._rates(joint_names, points, start.size)
         if times is not None and rates is not None:
-            return self._through_samples(start, waypoints, times, *rates)
+            return self._through_samples(start, waypoints, times, *rates, join=join)
+        if join is not None:
+            raise InvalidInput(
+                "a goal that replaces a moving arm mid-move must be a sampled motion (timed, "
+                "velocities and accelerations at every point)"
+            )
         ends = np.vstack([start, waypoints])
         moves = [
             JointMove(self.joint_names, ends[k], ends[k + 1])
@@ -340,7 +391,7 @@ class TrajectoryPlanner:
         return self._sample(reference, peaks, timed_by)
 
     def _as_followed(
-        self, start: np.ndarray, planned: PlannedTrajectory
+        self, start: np.ndarray, planned: PlannedTrajectory, join: Join | None = None
     ) -> tuple[float | None, str | None]:
         """What the controller will follow, checked: the quintic from ``start`` [rad] at rest
         through the samples sent, at the limits' control period. Returns ``(stretch, problem)``:
@@ -351,15 +402,20 @@ class TrajectoryPlanner:
         Why: the reference is checked, and its samples, but the controller interpolates between
         the samples, and a shape whose acceleration or jerk jumps (a trapezoid, ruckig's
         time-optimal profile) overshoots between them: ruckig's fastest Panda move, followed so,
-        reached 11.0 rad/s² and 5800 rad/s³ against libfranka's 10 and 5000."""
+        reached 11.0 rad/s² and 5800 rad/s³ against libfranka's 10 and 5000. With ``join``
+        the controller starts from the running motion's state there, which is checked too."""
         rest = np.zeros((1, start.size))
+        qd0, qdd0 = (rest, rest) if join is None else ([v] for v in join.state()[1:])
         followed = sampled_reference(
             self.joint_names,
             np.concatenate([[0.0], planned.times]),
             np.vstack([start, planned.positions]),
-            np.vstack([rest, planned.velocities]),
-            np.vstack([rest, planned.accelerations]),
+            np.vstack([qd0, planned.velocities]),
+            np.vstack([qdd0, planned.accelerations]),
+            moving_start=join is not None,
         )
+        if join is not None:
+            followed = _Joined(join.reference, join.at, followed)
         try:
             check_trajectory(followed, self.limits)
         except LimitViolation as err:
@@ -391,38 +447,61 @@ class TrajectoryPlanner:
         return qd, qdd
 
     def _through_samples(
-        self, start: np.ndarray, q: np.ndarray, times: np.ndarray, qd: np.ndarray, qdd: np.ndarray
+        self,
+        start: np.ndarray,
+        q: np.ndarray,
+        times: np.ndarray,
+        qd: np.ndarray,
+        qdd: np.ndarray,
+        join: Join | None = None,
     ) -> PlannedTrajectory:
         """A densely sampled timed goal as the controller will follow it (joint_trajectory_
-        controller's quintic through each pair of samples), from ``start`` at rest: checked
+        controller's quintic through each pair of samples), from ``start`` at rest (or, joining
+        a running motion, from its state there, ``join.lead`` before the goal's stamp): checked
         whole at the robot's control period, jerk included, and never re-timed, since its
         times are the motion (a straight Cartesian descent would not survive a stop at every
         sample). Its last point must be at rest: a controller holds the last point, and a
         velocity there would be a step to zero. Its own samples before ``first_point`` are left
         out where the join to the next one stays inside the limits (:meth:`_first_sample`): a
         goal sampled from where its sender last saw the arm, 1 mrad from where it now is,
-        joined over its first 20 ms left libfranka's acceleration limit."""
+        joined over its first 20 ms left libfranka's acceleration limit.
+
+        ``join``: the goal replaces a running motion mid-move (a stop on sensed support); the
+        controller's reference there is exact, so every sample is kept, and the check runs
+        across the join from the running motion into the goal."""
         if np.any(qd[-1] != 0.0) or np.any(qdd[-1] != 0.0):
             raise InvalidInput(
                 "the last point's velocities and accelerations must be 0: the goal ends at rest"
             )
-        first = self._first_sample(start, times, q, qd, qdd)
-        times, q, qd, qdd = times[first:], q[first:], qd[first:], qdd[first:]
-        rest = np.zeros_like(start)
+        if join is None:
+            first = self._first_sample(start, times, q, qd, qdd)
+            times, q, qd, qdd = times[first:], q[first:], qd[first:], qdd[first:]
+            qd0 = qdd0 = np.zeros_like(start)
+        else:  # on the join's timeline: the goal's times count from its stamp, lead later
+            _, qd0, qdd0 = join.state()
+            times = times + join.lead
         try:
             spline = sampled_reference(
                 self.joint_names,
                 np.concatenate([[0.0], times]),
                 np.vstack([start, q]),
-                np.vstack([rest, qd]),
-                np.vstack([rest, qdd]),
+                np.vstack([qd0, qd]),
+                np.vstack([qdd0, qdd]),
+                moving_start=join is not None,
             )
         except InvalidInput as err:
             raise InvalidInput(f"goal samples: {err}") from err
         reference = PiecewiseReference(self.joint_names, (spline,), np.zeros(1))
-        peaks = check_trajectory(reference, self.limits)
-        planned = self._sample(reference, peaks, "goal samples", np.concatenate([[0.0], times]))
-        _, problem = self._as_followed(start, planned)
+        checked = reference if join is None else _Joined(join.reference, join.at, spline)
+        try:
+            peaks = check_trajectory(checked, self.limits)
+        except LimitViolation as err:
+            if join is None:
+                raise
+            raise LimitViolation(f"joining the running motion at {join.at:.3f} s: {err}") from err
+        knots = np.concatenate([[0.0], times])
+        planned = self._sample(reference, peaks, "goal samples", knots, join is None)
+        _, problem = self._as_followed(start, planned, join)
         if problem is not None:  # (resampled from the same quintics: they follow exactly)
             raise LimitViolation(f"as the controller follows the goal's samples: {problem}")
         return planned
@@ -433,6 +512,7 @@ class TrajectoryPlanner:
         peaks: Peaks,
         timed_by: str,
         knots: np.ndarray | None = None,
+        from_rest: bool = True,
     ) -> PlannedTrajectory:
         """``reference`` sampled for the controller: every knot [s] (default: where each
         segment starts, and the end) and each interval between two split evenly, at most
@@ -441,7 +521,8 @@ class TrajectoryPlanner:
         quintic changes) falls between them; and why evenly: a short last interval (what is left
         after whole periods) had the controller bring the move to rest in a fraction of a ms (a
         trapezoid's last 0.4 ms: 27 000 rad/s³ against libfranka's 5000). A move shorter than a
-        period is sampled once, a period in (at rest there)."""
+        period is sampled once, a period in (at rest there). ``from_rest`` false: the reference
+        starts moving (a join), and no sample is left out before ``first_point``."""
         period, duration = self.policy.sample_period, reference.duration
         if knots is None:
             knots = np.append(reference.starts, duration)
@@ -459,8 +540,9 @@ class TrajectoryPlanner:
         qd[-1] = qdd[-1] = 0.0  # the move ends at rest (a cubic's end acceleration jumps to 0)
         q[-1] = reference(np.array([duration + 1.0]))[0]
         check_samples(self.joint_names, q, qd, qdd, self.limits)
-        first = self._first_sample(reference(np.zeros(1))[0], times, q, qd, qdd)
-        times, q, qd, qdd = times[first:], q[first:], qd[first:], qdd[first:]
+        if from_rest:
+            first = self._first_sample(reference(np.zeros(1))[0], times, q, qd, qdd)
+            times, q, qd, qdd = times[first:], q[first:], qd[first:], qdd[first:]
         return PlannedTrajectory(
             self.joint_names, reference, times, q, qd, qdd, peaks, timed_by, self.policy.shape
         )

@@ -348,19 +348,22 @@ def sampled_reference(
     positions: Sequence[Sequence[float]] | np.ndarray,
     velocities: Sequence[Sequence[float]] | np.ndarray,
     accelerations: Sequence[Sequence[float]] | np.ndarray,
+    moving_start: bool = False,
 ) -> SplineReference:
     """The reference joint_trajectory_controller follows through samples that each carry a
     position, velocity and acceleration: in every interval the quintic matching both ends'
     three values (``BPoly.from_derivatives``). times [s] start at 0 and strictly increase; the
     first and last samples must be at rest (zero velocity and acceleration), as the reference is
-    at rest outside [0, duration]."""
+    at rest outside [0, duration]. ``moving_start``: the first sample may move (a goal joining
+    a running motion, which the caller accounts for before t = 0)."""
     names = check_joint_names(joint_names)
     t, q = _checked_waypoints(names, times, positions)
     qd, qdd = (np.asarray(v, dtype=float) for v in (velocities, accelerations))
     for what, values in (("velocities", qd), ("accelerations", qdd)):
         if values.shape != q.shape or not np.all(np.isfinite(values)):
             raise InvalidInput(f"{what} must be finite, shaped as the positions {q.shape}")
-        if np.any(values[[0, -1]] != 0.0):
+        ends = [-1] if moving_start else [0, -1]
+        if np.any(values[ends] != 0.0):
             raise InvalidInput(f"the first and last samples' {what} must be 0: they are at rest")
     spline = BPoly.from_derivatives(t, np.stack([q, qd, qdd], axis=1))
     return SplineReference(names, spline, t)
