@@ -108,3 +108,21 @@ def test_the_next_goal_never_starts_before_the_controller_is_done(
         assert start >= max(stamp, arrives) + duration - 1e-9
     else:
         assert start >= max(stamp, now) + duration - 1e-9
+
+
+def test_a_gap_starts_each_chained_goal_that_long_after_the_last_ends_and_late_says_by_how_much():
+    """``gap``: a relay forwarding each goal once the one before has ended (the trajectory node
+    before a real Franka) needs the time; the next goal starts that long after the last ends,
+    still ``lead`` ahead at least. ``late`` is how long after its stamp the last goal arrived."""
+    chain = GoalChain(LEAD, gap=0.2)
+    assert chain.start(10.0) == 10.5 and chain.late(10.0) == 0.0
+    chain.sent(1, 10.5, 1.2)
+    chain.accepted(1, 10.01)
+    assert chain.start(11.2) == pytest.approx(11.7 + 0.2)
+    assert chain.start(12.0) == pytest.approx(12.5)  # lead binds again
+    assert chain.late(10.5) == 0.0
+    chain.sent(2, 12.5, 1.0)
+    chain.accepted(2, 12.8)
+    assert chain.late(13.0) == pytest.approx(0.3)
+    with pytest.raises(InvalidInput, match="gap"):
+        GoalChain(LEAD, gap=-0.1)

@@ -104,12 +104,14 @@ class PlaceSensing:
         m = self.machine
         target = m.place.position
         touch = self.cfg.ros["touch_force"]
-        jaw_touch = any(self.jaw_force[j] > touch for j in self.jaws)
+        if self.jaw_contact:
+            jaw_touch = any(self.jaw_force[j] > touch for j in self.jaws)
+        else:  # a Franka Hand: only its width says whether it still holds the object
+            jaw_touch = self.in_grasp_window()
         reading = None
         if self.released is not None:  # its age: the readings of now (the jaws after the
             # retreat); the release point is a reading of its own instant, kept
-            ages = [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
-            age = max(ages) + stale_by
+            age = max(self.reading_ages(now)) + stale_by
             reading = RobotPlaceReading(self.released, m.support_by is not None, jaw_touch, age)
         robot = place_robot_verdict(reading, target, grip=m.grip, max_age=self.max_age)
         pose = None

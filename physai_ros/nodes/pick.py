@@ -35,7 +35,10 @@ at once, with no way back and no jaw goal (the hand keeps squeezing what it hold
 (``recovery.error_recovery`` set) the reason names the error libfranka logged, and the user's
 ``~/recover`` runs franka_hardware's recovery (``physai_ros.nodes._pick_recovery``). The names
 on the wire are parameters (``joint_prefix``, ``arm_controller``): franka_ros2's ``fr3_joint1``
-on ``fr3_arm_controller`` as well as the model's own.
+on ``fr3_arm_controller`` as well as the model's own. Before a real Franka the arm goals go
+through the trajectory node (``arm_action``; each carries its motion's rates, and its feedback
+says when it really started), and, the Franka Hand measuring no contact (``jaw_contact``
+false), the object is in the hand while the last Grasp's window holds the fingers.
 
 The pick is an action, ``pick`` (``physai_ros_interfaces/action/Pick``: served by
 ``physai_ros.nodes._pick_server``, shared with the hand pick; this node's goals in
@@ -66,6 +69,7 @@ it; the pick then publishes an aborted outcome naming the silence and sends no f
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import time
 from collections.abc import Callable
@@ -118,7 +122,7 @@ from physai_ros.nodes._common import (
     stream_qos,
     unflatten,
 )
-from physai_ros.nodes._messages import duration_msg, measured_at
+from physai_ros.nodes._messages import duration_msg, measured_at, seconds
 from physai_ros.nodes._pick_action import (
     PickObject,
     result_from_report,
@@ -146,6 +150,16 @@ RATE_STEPS = (-RATE_STEP, 0.0, RATE_STEP)
 
 
 SCHEMA = load_schema("pick")  # config/schema/pick.yaml
+
+
+def controller_text(error_string: str) -> str:
+    """The arm controller's own words in a result's ``error_string``: the trajectory node (in
+    front of a real Franka) relays them as its JSON report's ``message``."""
+    try:
+        report = json.loads(error_string)
+    except ValueError:
+        return error_string
+    return str(report.get("message", error_string)) if isinstance(report, dict) else error_string
 
 
 class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
@@ -207,6 +221,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
                 ) from exc
             self.limits_fault = f"no joint limits to time a place by: {exc}"
         self.place_load = bool(p["place_load"])
+        self.jaw_contact = bool(p["jaw_contact"])
         # the least squeeze the gripper sets: the SO-101 jaw's dry friction lives in the model
         # (what the sim steps, what the driver's calibration halves), the Franka Hand's floor
         # in its data; a target below it is raised (planned) or refused (servo, parameter)
@@ -241,7 +256,12 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.peak_force = 0.0  # [N] largest jaw force seen while closing
         self.jaw_in_flight = 0  # jaw goals sent (or due) that the controller has not answered
         self.reference: np.ndarray | None = None  # where the arm controller holds the arm
-        self.arm_action = interfaces.under(p["arm_controller"], interfaces.FOLLOW_JOINT_TRAJECTORY)
+        self.arm_action = p["arm_action"] or interfaces.under(
+            p["arm_controller"], interfaces.FOLLOW_JOINT_TRAJECTORY
+        )
+        # every goal carries its motion's rates where the trajectory node stands before the
+        # controller: it takes a sampled motion whole only so, and re-times bare positions
+        self.rates = bool(p["arm_action"])
         self.controller_state = interfaces.under(p["arm_controller"], interfaces.CONTROLLER_STATE)
         self.create_subscription(
             JointTrajectoryControllerState,
@@ -283,7 +303,9 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         )
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
         self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
-        self.chain = GoalChain(self.lead)  # arm goals start where the last one really ends
+        self.chain = GoalChain(
+            self.lead, float(ros["chain_gap"])
+        )  # arm goals start where the last one really ends
         self.jaw_delay = self.lead  # [s] after the close state began, the jaw was commanded
         self.stop_lead = float(ros["stop_lead"])  # [s] a place's stop on support, see pick.yaml
         self.report_at: float | None = None  # [s] the machine is done; report once the arm is
@@ -357,7 +379,28 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         return object_estimate(self.cube, self.object.position, now, self.max_age, gripped)
 
     def both_touch(self) -> bool:
+        """The object between both jaws: from the jaws' wrenches, or, on a hand that measures
+        none (``jaw_contact`` false), ``in_grasp_window``."""
+        if not self.jaw_contact:
+            return self.in_grasp_window()
         return jaws_touch((self.jaw_force[j] for j in self.jaws), self.cfg.ros["touch_force"])
+
+    def reading_ages(self, now: float) -> list[float]:
+        """How old the readings the judges use are [s]: the joint states, and the jaws'
+        wrenches where the robot publishes them (a Franka Hand's width is a joint state)."""
+        wrenches = self.jaws if self.jaw_contact else ()
+        return [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in wrenches)]
+
+    def in_grasp_window(self) -> bool:
+        """The last Grasp succeeded and the fingers are still inside its window about the
+        object's width, as libfranka judges a grasp: an object that slips out lets the
+        squeezing fingers close past it, an open hand is wider."""
+        if not (self.grasp_result and self.grasp_result[0]) or self.jaw_joint not in self.joints:
+            return False
+        width = 2.0 * self.joints[self.jaw_joint][0]  # twice one finger's opening
+        grasp = self.cfg.grasp
+        inner, outer = float(grasp["epsilon_inner"]), float(grasp["epsilon_outer"])
+        return self.cube_size - inner <= width <= self.cube_size + outer
 
     def sensed(self, now: float) -> PickSensing:
         cube = self.cube_target(now)
@@ -452,7 +495,26 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         what = f"{self.machine.state} arm goal"
         self.chain.sent(self.phase, start, float(times[-1]), sent_at=now)
         self.arm_phase = self.phase
-        self._watch(self.arm.send_goal_async(goal), what, self._arm_done, chained=True)
+        phase = self.phase
+        sent = self.arm.send_goal_async(goal, lambda msg: self.on_arm_feedback(phase, msg.feedback))
+        self._watch(sent, what, self._arm_done, chained=True)
+
+    def on_arm_feedback(self, phase: int, feedback) -> None:
+        """When the arm goal of ``phase`` really started, where its feedback says so (the
+        trajectory node before a real Franka sets ``desired.time_from_start``; a controller
+        that leaves it 0 says nothing): a goal that started later than its stamp (the relay
+        waited for the goal before it, on a busy computer) puts the arm that much further
+        behind the machine, and the state it runs follows the arm, not the stamp."""
+        into = seconds(feedback.desired.time_from_start)
+        if into <= 0.0:
+            return
+        late = self.chain.started(phase, seconds(feedback.header.stamp) - into)
+        if late > 1e-3 and phase == self.phase:
+            self.shift += late
+            self.get_logger().info(
+                f"the {self.machine.state} arm goal started {late:.3f} s after its stamp; "
+                "the pick follows the arm"
+            )
 
     def send_jaw(self, position: float, effort: float, delay: float) -> None:
         """Command the jaw ``delay`` [s] from now (now if ≤ 0), when the arm's phase starts.
@@ -543,8 +605,9 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             return
         if phase != self.arm_phase or self.machine is None:
             return
-        trouble = f"{what} ended with error {result.error_code}: {result.error_string}"
-        if result.error_code == FJT.INVALID_GOAL and result.error_string.startswith(DEACTIVATED):
+        text = controller_text(result.error_string)
+        trouble = f"{what} ended with error {result.error_code}: {text}"
+        if result.error_code == FJT.INVALID_GOAL and text.startswith(DEACTIVATED):
             # before the report, even once the machine is done: the robot is not as reported
             if not self.machine.finished or self.report_at is not None:
                 self.trouble, self.deactivated_at = trouble, time.monotonic()
@@ -568,17 +631,21 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         real = self.now()
         if shift is not None:  # sampled on the machine's clock, started now (+ lead)
             self.chain.forget()
-            now, start = real - shift + lead, real + lead
+            # a state that starts once the last goal has ended waits for a relay as a chained
+            # goal does (chain_gap); the arm then runs that much further behind the machine
+            wait = 0.0 if lead > 0.0 else self.chain.gap
+            now, start = real - shift + lead, real + lead + wait
         else:
             now = real  # the stamps below are from this instant
             if state == "abort":  # the controller holds the arm: start from there, now
                 self.chain.forget()
             start = self.chain.start(now)
         self.shift = start - now  # the arm runs this state's goal this far behind the machine
-        if shift is None and start > now + self.lead + 1e-3:
+        late = self.chain.late(real)
+        if shift is None and start > now + self.lead + 1e-3 and late > 1e-3:
             self.get_logger().warning(
-                f"{state}: the previous arm goal reached the controller late; this phase "
-                f"starts {start - now - self.lead:.3f} s later to join where it ends"
+                f"{state}: the previous arm goal reached the controller {late:.3f} s late; "
+                f"this phase starts {start - now - self.lead:.3f} s later to join where it ends"
             )
         if state == "close" and self.machine.force_close is not None:
             self.jaw_delay, self.jaw_start, self.jaw_sent = start - now, start, None
@@ -599,7 +666,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
             delay = start + (self.machine.t_state + opens_at - now) - real
             self.send_jaw(self.cfg.jaw_open, self.cap, delay)
             self._after(delay, self.note_release)
-        self.send_phase(now, start, rates=lead > 0.0)
+        self.send_phase(now, start, rates=lead > 0.0 or self.rates)
 
     def tick(self) -> None:
         if self.planning():
@@ -733,8 +800,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         if all(n in self.joints for n in [*self.arm_joints, self.jaw_joint]):
             jaw, jaw_speed = self.joints[self.jaw_joint]
             lift = self.site_height() - self.site_at_grip if m.closed else math.nan
-            ages = [now - self.joints_stamp, *(now - self.jaw_stamp[j] for j in self.jaws)]
-            ages = [age + stale_by for age in ages]
+            ages = [age + stale_by for age in self.reading_ages(now)]
             reading = RobotReading(lift if m.closed else 0.0, jaw, jaw_speed, touch, max(ages))
         robot = robot_verdict(
             reading,
