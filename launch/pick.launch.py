@@ -8,6 +8,8 @@ a lifecycle node the launch configures and activates (autostart:=false leaves it
 limits_set:=first_use runs the driver and the pick on the slower limit set together;
 start_pick:=false leaves the pick to goals (``ros2 action send_goal /pick ...``).
 record:=DIR records every pick into a LeRobot dataset (the dataset recorder).
+robot:=panda franka:=panda|fr3 sim:=false runs the pick beside franka_ros2 on a real Panda or
+FR3 (docs/franka.md: which franka_ros2 launch to start first).
 The nodes come from ``physai_ros.launching.graph.pick_graph``, as for ``physai bringup pick``.
 """
 
@@ -21,7 +23,7 @@ from physai_ros.launching.launch_support import (
 
 ARGUMENTS = {
     **SO101_ARGUMENTS,
-    "robot": ("so101", "robot model: so101 | panda (simulated only)"),
+    "robot": ("so101", "robot model: so101 | panda (sim:=false: under franka_ros2, with franka)"),
     "mu": ("1.0", "cube friction coefficient (sim)"),
     "mass": ("0.03", "cube mass [kg] (sim)"),
     "cap": (
@@ -55,8 +57,8 @@ ARGUMENTS = {
     ),
     "franka": (
         "none",
-        "sim, robot:=panda: franka_ros2's names: none | panda | fr3 (fr3: its limits, and a "
-        "robot error the sim injects, recovered by /pick/recover)",
+        "robot:=panda: franka_ros2's robot: none | panda | fr3 (fr3: its limits, and robot "
+        "errors recovered by /pick/recover); sim:=false needs it: the graph beside franka_ros2",
     ),
 }
 

@@ -31,14 +31,15 @@ GOAL_LOGS = ("Received new action goal", "request")
 
 
 class FrankaPickUser(BenchClient):
-    """The /pick client, the pick's state, and every line the sim bridge logs (wall time)."""
+    """The /pick client, the pick's state, and every line the sim bridge logs (wall time);
+    ``cube_topic``: where the simulation's true cube pose comes from."""
 
-    def __init__(self, context) -> None:
+    def __init__(self, context, cube_topic: str = "/cube_pose") -> None:
         from rcl_interfaces.msg import Log
         from rclpy.qos import DurabilityPolicy, QoSProfile
         from std_msgs.msg import String
 
-        super().__init__(context, name="franka_pick_user")
+        super().__init__(context, name="franka_pick_user", cube_topic=cube_topic)
         self.state: str | None = None
         self.logs: list[tuple[float, int, str]] = []  # (wall [s], level, text) of sim_bridge
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -158,3 +159,104 @@ def recover(ros2) -> None:
     assert "success=True" in out, out
     out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
     assert "cartesian_reflex" not in out, out
+
+
+STAND_IN = ("run", "physai_ros", "sim_bridge", "--ros-args", "-p", "robot:=panda",
+            "-p", "franka_profile:=fr3", "-p", "stand_in:=true")  # fmt: skip
+CUBE = (0.5, 0.0, CUBE_HALF)  # [m] world: where the stand-in's cube starts (config/scene.yaml)
+
+
+class ControllerWitness:
+    """What the FR3's arm controller follows, from its ``controller_state`` (the reference,
+    with velocities and accelerations, as the controller commands it; 50 Hz)."""
+
+    def __init__(self, node) -> None:
+        from control_msgs.msg import JointTrajectoryControllerState
+
+        self.samples: list[tuple[float, list[float], list[float], list[float]]] = []
+        node.create_subscription(
+            JointTrajectoryControllerState, "/fr3_arm_controller/controller_state", self._on, 100
+        )
+
+    def _on(self, msg) -> None:
+        r = msg.reference
+        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        self.samples.append((t, list(r.positions), list(r.velocities), list(r.accelerations)))
+
+    def check(self) -> int:
+        """Every reference sample inside the FR3's velocity and acceleration limits, and the
+        mean jerk between two samples (never above the peak) inside its jerk limit; returns how
+        many samples were checked."""
+        import numpy as np
+
+        from physai_ros.core.motion.limits import load_limits
+
+        limits = load_limits("fr3")
+        t = np.array([s[0] for s in self.samples])
+        qd, qdd = (np.array([s[k] for s in self.samples]) for k in (2, 3))
+        slack = 1.0 + 1e-6
+        assert np.all(np.abs(qd) <= limits.velocity * slack), np.abs(qd).max(axis=0)
+        assert np.all(np.abs(qdd) <= limits.acceleration * slack), np.abs(qdd).max(axis=0)
+        dt = np.diff(t)[:, None]
+        steady = (dt[:, 0] > 0.005) & (dt[:, 0] < 0.05)  # two consecutive samples, 20 ms apart
+        jerk = np.abs(np.diff(qdd, axis=0))[steady] / dt[steady]
+        assert np.all(jerk <= limits.jerk * slack), jerk.max(axis=0)
+        return len(t)
+
+
+def located(x: float, y: float, z: float = CUBE_HALF, place: tuple | None = None):
+    """A goal that says where the cube is (world [m]), as on a real robot (no cube frame), and
+    with ``place`` where to put it."""
+    goal = place_goal(*place) if place is not None else Pick.Goal()
+    goal.object_frame = ""
+    goal.object_pose.header.frame_id = "world"
+    at = goal.object_pose.pose.position
+    at.x, at.y, at.z = x, y, z
+    return goal
+
+
+def test_the_real_fr3_graph_picks_and_places_through_the_trajectory_node_and_ends_on_a_reflex(
+    ros2, ros_context, tmp_path
+):
+    """The graph ``pick.launch.py sim:=false robot:=panda franka:=fr3`` starts beside franka_ros2
+    (the trajectory node, the TF publisher and the pick), against the sim bridge standing in
+    for a real FR3 (``stand_in``: wall-time stamps, no cube pose, no jaw wrenches): a place
+    judged by the robot alone and by the simulation's truth, a reflex while lifting (aborted
+    with both reasons, nothing sent after it), the user's recovery, a Grasp where nothing is
+    (MISSED from the hand's width), and a last place; everything the arm controller followed
+    inside the FR3's velocity, acceleration and jerk limits."""
+    import numpy as np
+
+    log = tmp_path / "launch.log"
+    user = FrankaPickUser(ros_context, cube_topic="/sim_bridge/true_cube_pose")
+    witness = ControllerWitness(user.node)
+    ros2("launch", "physai_ros", "pick.launch.py", "sim:=false", "robot:=panda", "franka:=fr3",
+         "start_pick:=false", log=log)  # fmt: skip
+    ros2(*STAND_IN, log=tmp_path / "stand_in.log")
+    try:
+        assert user.pick.wait_for_server(timeout_sec=GRAPH_UP), log.read_text()[-3000:]
+
+        def placed(x: float, y: float, place: tuple) -> None:
+            answer = user.wait(user.start_pick(located(x, y, place=place), GRAPH_UP), 120.0)
+            r = answer.result
+            assert answer.status == GoalStatus.STATUS_SUCCEEDED, r.reason
+            assert r.outcome == Pick.Result.PLACED, r.reason
+            assert r.judged_by == "robot", r.judged_by  # a real Franka's own witness
+            user.spin_for(1.0)
+            error = float(np.linalg.norm(user.cube[1] - np.array(place)))
+            assert error <= 0.01, f"the cube rests {error * 100:.2f} cm from the place"
+
+        placed(CUBE[0], CUBE[1], (0.5, 0.06, CUBE_HALF))
+        user.reflex_in("lift", located(0.5, 0.06))
+        recover(ros2)
+        answer = user.wait(user.start_pick(located(0.5, 0.15), 30.0), 120.0)
+        r = answer.result
+        assert (r.outcome, r.judged_by) == (Pick.Result.MISSED, "robot"), r.reason
+        assert "grasp failed" in r.reason, r.reason
+        # the cube back where it started (the simulation's reset), then a last place
+        call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
+        user.spin_for(3.0)
+        placed(CUBE[0], CUBE[1], (0.46, -0.05, CUBE_HALF))
+        assert witness.check() > 1000
+    finally:
+        user.node.destroy_node()

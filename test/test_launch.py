@@ -25,8 +25,11 @@ from physai_ros.core.pick.machine import load_pick_tree
 from physai_ros.errors import InvalidInput
 from physai_ros.launching.graph import (
     ARMS,
+    FRANKA_CHAIN_GAP,
     FRANKA_CONTROLLER_ACTION,
     FRANKA_FIRST_POINT,
+    FRANKA_PICK_ACTION,
+    franka_stand_in,
     pick_graph,
     trajectory_graph,
     two_arm_graph,
@@ -155,8 +158,35 @@ def test_pick_launch_arguments_are_validated():
     module = load("pick.launch.py")
     with pytest.raises(ValueError):
         module.node_specs({**defaults(module), "cube_x": "far away"})
-    with pytest.raises(Exception, match="a real arm is the SO-101"):
+    with pytest.raises(Exception, match="a real Panda runs under franka_ros2: name its robot"):
         module.node_specs({**defaults(module), "robot": "panda", "sim": "false"})
+
+
+@pytest.mark.parametrize("franka", ["panda", "fr3"])
+def test_the_real_franka_pick_graph_is_what_runs_beside_franka_ros2(franka):
+    """sim:=false robot:=panda franka:=...: nothing franka_ros2 starts itself (no robot node):
+    the trajectory node on the profile's arm controller and limits, the TF publisher and the
+    pick, on wall time; the pick's arm goals go through the trajectory node, its close is a
+    franka_gripper Grasp judged by the hand's width (no jaw wrenches on a Franka Hand), and its
+    chained goals leave the trajectory node the time to forward each on time. The stand-in
+    robot for tests and benches is the Franka-shaped sim bridge under the same profile."""
+    module = load("pick.launch.py")
+    values = {**defaults(module), "robot": "panda", "sim": "false", "franka": franka}
+    specs = {s.name: s.parameters for s in module.node_specs(values)}
+    assert sorted(specs) == ["pick", "tf_publisher", "trajectory"]
+    trajectory, pick = specs["trajectory"], specs["pick"]
+    assert trajectory["controller_action"] == f"/{franka}_arm_controller/follow_joint_trajectory"
+    assert trajectory["robot"] == pick["limits_robot"] == franka  # one set of limits
+    assert trajectory["joint_prefix"] == pick["joint_prefix"] == f"{franka}_"
+    assert pick["arm_action"] == FRANKA_PICK_ACTION == "/trajectory/follow_joint_trajectory"
+    assert pick["arm_controller"] == f"{franka}_arm_controller"  # its controller_state
+    assert (pick["jaw_contact"], pick["place_load"], pick["close_mode"]) == (False, False, "force")
+    assert pick["ros.chain_gap"] == FRANKA_CHAIN_GAP > 0.0
+    assert not any(p["use_sim_time"] for p in specs.values())
+    stand_in = franka_stand_in(franka).parameters
+    assert stand_in == {"robot": "panda", "franka_profile": franka, "stand_in": True}
+    with pytest.raises(InvalidInput, match="needs its profile"):
+        franka_stand_in("none")
 
 
 def test_the_panda_pick_serves_franka_gripper_at_the_names_the_pick_calls():

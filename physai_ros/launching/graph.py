@@ -104,8 +104,9 @@ def pick_graph(
     """The pick: a robot (sim bridge, or the real SO-101 driver), the TF publisher and the pick
     (and, with ``record``, the dataset recorder).
 
-    robot: ``so101``, or ``panda`` (simulated only: the Franka Hand through franka_gripper's
-    actions, served by the sim bridge under ``FRANKA_GRIPPER``; config/pick.yaml ``panda``).
+    robot: ``so101``, or ``panda`` (the Franka Hand through franka_gripper's actions, served
+    in the simulation by the sim bridge under ``FRANKA_GRIPPER``; config/pick.yaml ``panda``;
+    a real one under franka_ros2, ``franka``).
     cube_x, cube_y: cube centre in the base frame [m] (None: the robot's place in
     config/scene.yaml); cube_mu: its friction; cube_mass [kg]; jaw_torque_cap: gripper cap
     [N m SO-101 | N Panda], both the sim actuator's and the pick's GripperCommand max_effort
@@ -135,11 +136,13 @@ def pick_graph(
     profile = franka_profile(franka)
     if franka != "none" and robot != "panda":
         raise InvalidInput(f"franka={franka!r} needs robot 'panda', not {robot!r}")
-    if robot != "so101" and not sim:
+    if robot == "panda" and not sim and franka == "none":
         raise InvalidInput(
-            f"the pick runs a real {robot!r} nowhere yet: a real arm is the SO-101 (sim:=true "
-            "for the simulated Panda)"
+            "a real Panda runs under franka_ros2: name its robot, franka:=panda (franka_ros2 "
+            "v0.1.13) or franka:=fr3 (v3.4)"
         )
+    if robot not in ("so101", "panda") and not sim:
+        raise InvalidInput(f"the pick runs a real 'so101' or 'panda', not {robot!r}")
     if cameras and not sim:
         raise InvalidInput(
             f"cameras {cameras!r} are the simulation's: a real arm's images come from its own "
@@ -154,10 +157,10 @@ def pick_graph(
     shared = {"robot": robot, "model_path": model_path}
     # the sim's jaw wrenches carry the full contact force: a place senses the jaws' load too
     pick = {**shared, "use_sim_time": sim, "place_load": sim, "autostart": bool(start_pick), **cap}
-    if not sim and not limits_set:  # the driver's own set, named, so the pick's is the same
-        limits_set = str(node_tree("so101_driver.yaml")["limits_set"])
+    if not sim and not limits_set and robot == "so101":  # the driver's own set, named, so the
+        limits_set = str(node_tree("so101_driver.yaml")["limits_set"])  # pick's is the same
     if limits_set:
-        load_limits(robot, limits_set)  # InvalidInput naming the valid sets
+        load_limits(profile.limits or robot, limits_set)  # InvalidInput naming the valid sets
         pick["limits_set"] = limits_set
     env: dict[str, str] = {}
     tf = {**shared, "use_sim_time": sim}
@@ -189,6 +192,15 @@ def pick_graph(
                 **({"cameras_rate": float(RECORD_FPS)} if cameras and record else {}),
             },
         )
+    elif robot == "panda":  # franka_ros2 runs the robot: the trajectory node stands before it
+        pick["cube_position"] = [float(v) for v in placed_cube_world(robot, (cube_x, cube_y))]
+        env = discovery_env(discovery)
+        pick["arm_action"] = FRANKA_PICK_ACTION
+        pick["jaw_contact"] = False  # a Franka Hand measures no contact: its width judges
+        pick["ros.chain_gap"] = FRANKA_CHAIN_GAP
+        pick["ros.stop_lead"] = FRANKA_STOP_LEAD
+        driver = trajectory_graph(robot, sim=False, franka=franka, limits_set=limits_set or None)[0]
+        driver = replace(driver, env=env)
     else:
         world = placed_cube_world(robot, (cube_x, cube_y))
         pick["cube_position"] = [float(v) for v in world]  # world frame [m]
@@ -483,6 +495,18 @@ def emulator_spec(
     return NodeSpec("so101_emulator", name, params, discovery_env(discovery))
 
 
+def franka_stand_in(franka: str, discovery: str = "localhost") -> NodeSpec:
+    """The sim bridge standing in for a real Panda or FR3 under franka_ros2 (``franka``: its
+    profile) beside the graph ``pick_graph(sim=False, franka=franka)`` starts, which then runs
+    unchanged: the robot's names, controllers, franka_gripper and (FR3) robot errors, its stamps
+    on wall time, and nothing a real Franka does not measure (``stand_in``)."""
+    franka_profile(franka)  # InvalidInput naming the profiles
+    if franka == "none":
+        raise InvalidInput("a stand-in for a real Franka needs its profile: panda or fr3")
+    params = {"robot": "panda", "franka_profile": franka, "stand_in": True}
+    return NodeSpec("sim_bridge", "sim_bridge", params, discovery_env(discovery))
+
+
 def emulated_pick_graph(
     directory: Path, cube: tuple[float, float] = (0.22, 0.0), **graph: Any
 ) -> tuple[list[NodeSpec], NodeSpec]:
@@ -529,6 +553,22 @@ FR3 releases name it ``fr3_arm_controller`` on ``fr3_joint1..7`` (``franka="fr3"
 FRANKA_JOINT_PREFIX = FRANKA_PROFILES["panda"].joint_prefix
 """franka_ros2 names the Panda's joints ``panda_joint1``…; our limits file says ``joint1``…"""
 
+
+FRANKA_PICK_ACTION = "/" + interfaces.under("trajectory", interfaces.FOLLOW_JOINT_TRAJECTORY)
+"""Where the pick on a real Franka sends its arm goals: the trajectory node's action, which
+checks each against libfranka's limits (jerk included, as the controller follows it) before
+franka_ros2's arm controller gets it."""
+
+FRANKA_CHAIN_GAP = 0.2
+"""[s] the pick's ``ros.chain_gap`` before a real Franka: the trajectory node sends each chained
+arm goal once the one before has ended (its result in), and this leaves it the time to do so
+by the goal's stamp, so the arm runs each phase when the pick planned it."""
+
+FRANKA_STOP_LEAD = 0.2
+"""[s] the pick's ``ros.stop_lead`` before a real Franka: a place's stop on sensed support goes
+through the trajectory node, which plans it from where the descent will be as the controller
+gets it; the controller joins it from there to its stamp, and at the direct controller's 0.1 s
+the relay's tens of ms left a join too short for libfranka's acceleration limit."""
 
 FRANKA_FIRST_POINT = 0.1
 """[s] the trajectory node's ``first_point`` in front of franka_ros2 (and the Franka-shaped sim

@@ -43,7 +43,7 @@ import numpy as np
 
 from physai_ros.errors import InvalidInput
 from physai_ros.experiments.trials.force_runs import positions, wilson
-from physai_ros.launching.graph import pick_graph
+from physai_ros.launching.graph import franka_stand_in, pick_graph
 
 HALF = 0.025  # [m] cube positions within ±2.5 cm of the reachable square's centre
 TOLERANCE = 0.01  # [m] a placed cube's centre within this of the place position
@@ -104,9 +104,16 @@ def table(goals: list[Goal], place: bool) -> str:
 
 class Client:
     """The bench's node: the /pick action client, the sim bridge's reset and parameters, the
-    start pick's outcome and the cube's true pose (sim bridge ``cube_pose``)."""
+    start pick's outcome and the cube's true pose (``cube_topic``: the sim bridge's
+    ``cube_pose``, or its ``~/true_cube_pose`` when it stands in for a real robot)."""
 
-    def __init__(self, context, outcome_topic: str = "", name: str = "pick_goals_bench") -> None:
+    def __init__(
+        self,
+        context,
+        outcome_topic: str = "",
+        name: str = "pick_goals_bench",
+        cube_topic: str = "/cube_pose",
+    ) -> None:
         import rclpy
         from geometry_msgs.msg import PoseStamped
         from physai_ros_interfaces.action import Pick
@@ -128,7 +135,7 @@ class Client:
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         topic = outcome_topic or interfaces.PICK_OUTCOME
         node.create_subscription(PickOutcome, topic, self._outcome, latched)
-        node.create_subscription(PoseStamped, "/cube_pose", self._cube, 10)
+        node.create_subscription(PoseStamped, cube_topic, self._cube, 10)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(node)
 
@@ -221,17 +228,26 @@ def robot_squares(franka: str) -> tuple[tuple[float, float], tuple[tuple[float, 
     return (float(x), float(y)), PANDA_SQUARE
 
 
-def one_goal(client: Client, cube: tuple[float, float], place: np.ndarray | None) -> Goal:
-    """Put the cube, send the goal, judge it by its result and by the sim's truth."""
+def one_goal(
+    client: Client, cube: tuple[float, float], place: np.ndarray | None, robot: str = ""
+) -> Goal:
+    """Put the cube, send the goal, judge it by its result and by the sim's truth. ``robot``
+    given: the goal says where the cube was put (``object_pose``, world), as a user of a real
+    arm does; else it names the cube's TF frame, which the simulation publishes."""
     from geometry_msgs.msg import PoseStamped
     from physai_ros_interfaces.action import Pick
 
     from physai_ros.config import node_tree
     from physai_ros.nodes._pick_outcome import outcome_name
+    from physai_ros.sim.scene import placed_cube_world
 
     client.put_cube(*cube)
     rest = client.cube[1].copy() if client.cube is not None else np.full(3, math.nan)
-    goal = Pick.Goal(object_frame="cube", time_limit=GOAL_TIMEOUT - 10.0)
+    goal = Pick.Goal(object_frame="" if robot else "cube", time_limit=GOAL_TIMEOUT - 10.0)
+    if robot:
+        goal.object_pose.header.frame_id = "world"
+        at = goal.object_pose.pose.position
+        at.x, at.y, at.z = (float(v) for v in placed_cube_world(robot, cube))
     if place is not None:
         target = PoseStamped()
         target.header.frame_id = "world"
@@ -278,6 +294,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="none",
         help="none: the SO-101; panda | fr3: the simulated Panda under franka_ros2's names",
     )
+    parser.add_argument(
+        "--stand-in",
+        action="store_true",
+        help="with --franka: the graph pick.launch.py sim:=false starts beside franka_ros2, "
+        "the sim bridge standing in for the real robot (goals give the cube's position)",
+    )
     parser.add_argument("--domain", type=int, default=83, help="ROS_DOMAIN_ID of the graph")
     parser.add_argument("--keep", type=Path, default=None, help="keep the node logs here")
     parser.add_argument("--json", type=Path, default=None, help="write every goal's numbers here")
@@ -289,6 +311,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.goals < 1:
         raise InvalidInput(f"--goals must be at least 1, got {args.goals}")
+    if args.stand_in and args.franka == "none":
+        raise InvalidInput("--stand-in stands in for a real Franka: give --franka panda|fr3")
     if not 0.0 <= args.half <= HALF:
         raise InvalidInput(
             f"--half must be in [0, {HALF}] m (the reachable square), got {args.half}"
@@ -305,7 +329,10 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ["ROS_DOMAIN_ID"] = str(args.domain)
     robot = "so101" if args.franka == "none" else "panda"
-    specs = pick_graph(robot, sim=True, franka=args.franka)
+    if args.stand_in:  # the real-robot graph, and the simulated robot standing in for it
+        specs = [*pick_graph(robot, sim=False, franka=args.franka), franka_stand_in(args.franka)]
+    else:
+        specs = pick_graph(robot, sim=True, franka=args.franka)
     os.environ.update(specs[0].env)  # this client discovers as the graph does
     centre, square = robot_squares(args.franka)
     cubes = positions(args.goals, centre, lambda x, y: True, args.half)
@@ -313,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
     load = os.getloadavg()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load[0]:.1f}, "
           f"{os.cpu_count()} cores; {args.goals} goals in one {robot} graph, franka "
-          f"{args.franka}", file=sys.stderr)  # fmt: skip
+          f"{args.franka}{', stand-in' if args.stand_in else ''}", file=sys.stderr)  # fmt: skip
     context = rclpy.Context()
     rclpy.init(context=context)
     goals: list[Goal] = []
@@ -321,13 +348,15 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="pick-goals-") as tmp:
         base = args.keep or Path(tmp)
         base.mkdir(parents=True, exist_ok=True)
-        client = Client(context)  # first: it sees the start pick's latched outcome
+        truth = "/sim_bridge/true_cube_pose" if args.stand_in else "/cube_pose"
+        client = Client(context, cube_topic=truth)  # first: it sees the start pick's outcome
         procs = start(specs, base)
         try:
             first = client.start_outcome()
             tqdm.write(f"start pick: {first['outcome']}")
+            client.spin_for(1.0)  # its last arm goal ends (as after every goal) before a reset
             for cube, place in tqdm(list(zip(cubes, places, strict=True)), unit="goal"):
-                goals.append(one_goal(client, cube, place))
+                goals.append(one_goal(client, cube, place, robot if args.stand_in else ""))
                 g = goals[-1]
                 tqdm.write(f"goal {len(goals)}: {g.outcome} (truth {g.truth}, {g.error_cm:.2f} cm)")
                 if args.json is not None:
