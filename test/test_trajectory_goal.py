@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -476,6 +476,9 @@ are refused for the jerk of that step at libfranka's 1 ms (a planner refusal: no
     steps=arrays(
         np.float64, st.tuples(st.integers(1, 3), st.just(7)), elements=st.floats(-0.5, 0.5)
     ),
+)
+@example(  # a first waypoint 1e-33 rad away: once timed as its own move and stretched to days
+    shape="cubic", first_point=0.0, steps=np.array([[2.5e-33] + [0.0] * 6, [0.325] + [0.0] * 6])
 )
 def test_whatever_the_controller_follows_through_a_plan_is_inside_the_limits(
     shape, first_point, steps

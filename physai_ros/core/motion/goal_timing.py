@@ -87,6 +87,12 @@ def limits_path(robot: str, limits_file: str = "") -> Path:
     return Path(limits_file) if limits_file else config_path(f"limits_{robot}.yaml")
 
 
+SAME_POSITION = 1e-9
+"""[rad] an untimed waypoint this close to the one before is that one (no segment): timed as a
+move of its own, a step of 1e-33 rad took a few microseconds, which the controller's samples 10
+ms apart could only follow after the plan was stretched to days (found by the property test)."""
+
+
 class GoalPoint(NamedTuple):
     """One waypoint as a message carries it: ``time_from_start`` [s] and per-joint values in the
     goal's joint order. Velocities/accelerations are optional and only validated: the timing is
@@ -330,7 +336,7 @@ class TrajectoryPlanner:
         moves = [
             JointMove(self.joint_names, ends[k], ends[k + 1])
             for k in range(len(waypoints))
-            if times is not None or np.any(ends[k] != ends[k + 1])
+            if times is not None or np.any(np.abs(ends[k + 1] - ends[k]) > SAME_POSITION)
         ]
         if not moves:  # already there: hold the current state for one period
             moves = [JointMove(self.joint_names, start, start)]
