@@ -260,6 +260,9 @@ def run(args: argparse.Namespace) -> int:
             picks = [s for s in specs if s.name == "pick"]  # this computer's share has it
             goal = pick_goal(picks[0]) if picks else None
         print(f"starting {len(specs)} nodes: {', '.join(s.name for s in specs)} (logs: {log_dir})")
+        # SIGTERM (a service manager, `timeout`) stops the graph too, as ros2 launch does: its
+        # default would end this process alone and leave the nodes running
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
         if args.emulated:
             os.environ.update(specs[0].env)  # this observer discovers as the graph does
             cube = {k: kwargs[k] for k in ("cube_x", "cube_y") if k in kwargs}

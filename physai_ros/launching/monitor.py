@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -237,7 +238,7 @@ def watch_graph(
         reliability=ReliabilityPolicy.RELIABLE,
     )
     context = rclpy.Context()
-    rclpy.init(context=context)
+    rclpy.init(args=sys.argv[:1], context=context)  # the command's own arguments are not ROS's
     try:
         node = rclpy.create_node("physai_graph_monitor", context=context)
         node.create_subscription(
