@@ -303,9 +303,8 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         )
         self.timer = self.create_timer(1.0 / ros["control_rate"], self.tick)
         self.lead = float(ros["command_lead"])  # [s] see config/pick.yaml
-        self.chain = GoalChain(
-            self.lead, float(ros["chain_gap"])
-        )  # arm goals start where the last one really ends
+        # arm goals start where the last one really ends (and chain_gap after it)
+        self.chain = GoalChain(self.lead, float(ros["chain_gap"]))
         self.jaw_delay = self.lead  # [s] after the close state began, the jaw was commanded
         self.stop_lead = float(ros["stop_lead"])  # [s] a place's stop on support, see pick.yaml
         self.report_at: float | None = None  # [s] the machine is done; report once the arm is
@@ -509,7 +508,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         if into <= 0.0:
             return
         late = self.chain.started(phase, seconds(feedback.header.stamp) - into)
-        if late > 1e-3 and phase == self.phase:
+        if late > 1e-3 and phase == self.phase and self.machine is not None:
             self.shift += late
             self.get_logger().info(
                 f"the {self.machine.state} arm goal started {late:.3f} s after its stamp; "
