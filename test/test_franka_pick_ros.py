@@ -215,7 +215,7 @@ def located(x: float, y: float, z: float = CUBE_HALF, place: tuple | None = None
     return goal
 
 
-def test_the_real_fr3_graph_picks_and_places_through_the_trajectory_node_and_ends_on_a_reflex(
+def test_the_real_fr3_graph_picks_and_places_through_the_trajectory_node_and_ends_on_reflexes(
     ros2, ros_context, tmp_path
 ):
     """The graph ``pick.launch.py sim:=false robot:=panda franka:=fr3`` starts beside franka_ros2
@@ -223,7 +223,8 @@ def test_the_real_fr3_graph_picks_and_places_through_the_trajectory_node_and_end
     for a real FR3 (``stand_in``: wall-time stamps, no cube pose, no jaw wrenches): a place
     judged by the robot alone and by the simulation's truth, a reflex while lifting (aborted
     with both reasons, nothing sent after it), the user's recovery, a Grasp where nothing is
-    (MISSED from the hand's width), and a last place; everything the arm controller followed
+    (MISSED from the hand's width), a reflex while a place carries the cube, the recovery
+    again, and a last place; everything the arm controller followed
     inside the FR3's velocity, acceleration and jerk limits."""
     import numpy as np
 
@@ -253,7 +254,12 @@ def test_the_real_fr3_graph_picks_and_places_through_the_trajectory_node_and_end
         r = answer.result
         assert (r.outcome, r.judged_by) == (Pick.Result.MISSED, "robot"), r.reason
         assert "grasp failed" in r.reason, r.reason
-        # the cube back where it started (the simulation's reset), then a last place
+        # the cube back where it started (the simulation's reset), a reflex while a place
+        # carries it, the user's recovery, the cube back again, and a last place
+        call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
+        user.spin_for(3.0)
+        user.reflex_in("carry", located(CUBE[0], CUBE[1], place=(0.5, 0.15, CUBE_HALF)))
+        recover(ros2)
         call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
         user.spin_for(3.0)
         placed(CUBE[0], CUBE[1], (0.46, -0.05, CUBE_HALF))
