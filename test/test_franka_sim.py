@@ -249,9 +249,10 @@ def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(
 ):
     """A cartesian reflex injected mid-move: the goal aborts with joint_trajectory_controller's
     deactivation text, libfranka's text is logged at ERROR, the arm stops where it is, goals are
-    refused and /joint_states is silent until the user recovers in franka_hardware's documented
-    order (ErrorRecovery, hardware active, controllers activated) with ROS 2's own tools; the
-    gripper carries on meanwhile. Then a move succeeds."""
+    refused and /joint_states repeats the arm's last state (franka_ros2's joint_state_publisher
+    beside a deactivated broadcaster; the fingers live) until the user recovers in
+    franka_hardware's documented order (ErrorRecovery, hardware active, controllers activated)
+    with ROS 2's own tools; the gripper carries on meanwhile. Then a move succeeds."""
     from action_msgs.msg import GoalStatus
     from control_msgs.action import FollowJointTrajectory
     from franka_msgs.action import Move
@@ -291,15 +292,23 @@ def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(
         stopped_at = np.array(stopped.position[:7])
         assert np.abs(stopped_at - target).max() > 0.2  # it did not get there
 
-        # in error: /joint_states silent, arm goals refused, clearing the parameter refused
+        # in error: /joint_states repeats the arm's last state, arm goals refused, clearing
+        # the parameter refused
         user.spin_until(lambda: False, 1.0)
-        assert user.states["/joint_states"] is stopped
+        repeated = user.states["/joint_states"]
+        assert repeated is not stopped  # still published
+        assert list(repeated.position[:7]) == list(stopped.position[:7])
+        assert list(repeated.velocity[:7]) == list(stopped.velocity[:7])
         assert not user.call(user.arm, trajectory_goal(joints, [(1.0, home)]))[0]
         out = ros2("param", "set", "/sim_bridge", "franka_fault", "''").communicate(timeout=60)[0]
         assert "Setting parameter failed" in out and "error_recovery" in out, out
-        # franka_gripper is another connection: it carries on
+        # franka_gripper is another connection: it carries on, and /joint_states shows it
         _, status, _ = user.call(user.move, Move.Goal(width=0.03, speed=0.1))
         assert status == GoalStatus.STATUS_SUCCEEDED
+        user.spin_until(lambda: False, 0.3)
+        width = 2.0 * user.positions(["fr3_finger_joint1"])[0]
+        assert width == pytest.approx(0.03, abs=0.005)
+        assert list(user.states["/joint_states"].position[:7]) == list(stopped.position[:7])
 
         # recovery, as franka_hardware's documentation gives it
         out = ros2_output(
@@ -328,7 +337,10 @@ def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(
         assert "ok=True" in out, out
         out = ros2_output(ros2("service", "call", *switch))
         assert "ok=True" in out, out
-        assert user.spin_until(lambda: user.states["/joint_states"] is not stopped, 5.0)
+        assert user.spin_until(  # the broadcaster's live state again (the arm holds still)
+            lambda: list(user.states["/joint_states"].velocity[:7]) != list(stopped.velocity[:7]),
+            5.0,
+        )
         # nothing moved the arm while it was in error: it holds where it stopped
         np.testing.assert_allclose(user.positions(joints), stopped_at, atol=0.02)
         _, status, result = user.call(user.arm, trajectory_goal(joints, [(3.0, home)]))

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from physai_ros.core.motion.limits import load_limits
+from physai_ros.core.motion.time_scaling import get_shape
 from physai_ros.core.pick.judge import (
     MAX_TILT,
     NO_MEASUREMENT,
@@ -171,6 +172,22 @@ def test_places_sensed_by_the_arm_stall_alone_land_within_1_cm(model):
         assert result.jaw_gap > 0.005
 
 
+def test_a_place_without_sensing_releases_at_the_placing_height_within_1_cm(model):
+    """``sense_support`` false (a stiff arm such as a Franka): the descent ends at the placing
+    height itself, on its own clock, and the jaw opens there; the cube, set down on the table
+    where it was told to go, stands upright within 1 cm."""
+    cfg = replace(CFG, place=replace(CFG.place, sense_support=False))
+    for place in square_places(2, seed=31):
+        result = run_place(model, CUBE, place, cfg, LIMITS, sense_load=False)
+        assert (result.state, result.support_by) == ("placed", "height"), result.abort_reason
+        assert result.verdict.outcome == "placed", (place, result.verdict.reason)
+        assert result.verdict.error < PLACE_TOLERANCE and result.verdict.tilt < MAX_TILT
+        assert result.jaw_gap > 0.005
+        # lower ran its whole descent (approach only, no press), not cut by a sensed support
+        whole = get_shape("quintic").peak(1) * cfg.place.approach / cfg.place.lower_speed
+        assert result.phases["lower"] >= whole - DT
+
+
 def test_a_place_given_the_cube_position_only_lands_within_1_cm(model):
     """A real arm without a detector: the pick is told where the cube is and never measures it.
     After the grip that position says nothing (the cube is in the jaws): the place takes the
@@ -306,7 +323,7 @@ coords = st.floats(0.0, 1.0)
     support=st.floats(0.02, 1.2),
     grip=st.tuples(*[st.floats(-0.005, 0.005)] * 3),
     set_name=st.sampled_from(["sts3215", "first_use"]),
-    signal=st.sampled_from(["load", "stall"]),
+    signal=st.sampled_from(["load", "stall", "none"]),
     sag=st.lists(st.floats(-0.01, 0.01), min_size=5, max_size=5),
     press=st.lists(st.floats(-0.05, 0.05), min_size=5, max_size=5),
 )
@@ -314,17 +331,20 @@ def test_every_commanded_place_step_is_within_the_velocity_and_acceleration_limi
     model, u, v, support, grip, set_name, signal, sag, press
 ):
     """Random places over the square, grips, support times and arm lags (the relief before
-    the jaw opens moves the arm back by the press), with either support signal."""
+    the jaw opens moves the arm back by the press), with either support signal, or none
+    sensed (``sense_support`` false: released at the placing height)."""
     limits = load_limits("so101", set_name)
     lim = limits.select(CFG.robot["arm_joints"])
     x = PLACE_SQUARE[0][0] + u * (PLACE_SQUARE[0][1] - PLACE_SQUARE[0][0])
     y = PLACE_SQUARE[1][0] + v * (PLACE_SQUARE[1][1] - PLACE_SQUARE[1][0])
-    machine = PickMachine(CFG, arm_ik(model, CFG), np.zeros(5), place=(x, y, 0.015), limits=limits)
+    cfg = replace(CFG, place=replace(CFG.place, sense_support=signal != "none"))
+    machine = PickMachine(cfg, arm_ik(model, cfg), np.zeros(5), place=(x, y, 0.015), limits=limits)
     press = np.asarray(press)
     if signal == "stall":  # the stall must show: one joint lags past the threshold
         press[0] = math.copysign(max(abs(press[0]), 2 * CFG.place.stall_lag), press[0])
     machine = drive(machine, support, grip, signal, np.asarray(sag), press)
     assert machine.state == "placed", machine.abort_reason
+    assert (machine.support_by == "height") == (signal == "none"), machine.support_by
     states = [s for s, _ in machine.arms]
     first = states.index("carry") - 2  # at rest at the end of lift, then the place's moves
     arms = np.array([q for _, q in machine.arms[first:]])

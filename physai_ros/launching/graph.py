@@ -199,6 +199,8 @@ def pick_graph(
         pick["jaw_contact"] = False  # a Franka Hand measures no contact: its width judges
         pick["ros.chain_gap"] = FRANKA_CHAIN_GAP
         pick["ros.stop_lead"] = FRANKA_STOP_LEAD
+        # a stiff arm: released at the place's height, never pressed onto the table to sense it
+        pick["place.sense_support"] = False
         driver = trajectory_graph(robot, sim=False, franka=franka, limits_set=limits_set or None)[0]
         driver = replace(driver, env=env)
     else:
@@ -565,10 +567,12 @@ arm goal once the one before has ended (its result in), and this leaves it the t
 by the goal's stamp, so the arm runs each phase when the pick planned it."""
 
 FRANKA_STOP_LEAD = 0.2
-"""[s] the pick's ``ros.stop_lead`` before a real Franka: a place's stop on sensed support goes
-through the trajectory node, which plans it from where the descent will be as the controller
-gets it; the controller joins it from there to its stamp, and at the direct controller's 0.1 s
-the relay's tens of ms left a join too short for libfranka's acceleration limit."""
+"""[s] the pick's ``ros.stop_lead`` before a real Franka, for a place that senses support (the
+graph's ``place.sense_support`` false releases at the place height instead; a user may turn it
+back on): a place's stop on sensed support goes through the trajectory node, which plans it
+from where the descent will be as the controller gets it; the controller joins it from there
+to its stamp, and at the direct controller's 0.1 s the relay's tens of ms left a join too short
+for libfranka's acceleration limit."""
 
 FRANKA_FIRST_POINT = 0.1
 """[s] the trajectory node's ``first_point`` in front of franka_ros2 (and the Franka-shaped sim

@@ -12,7 +12,9 @@ What a real FR3 under franka_ros2 v3.4.0 on Jazzy or later does when libfranka r
   aborts its goal with INVALID_GOAL, "Current goal cancelled during deactivate transition."
   (joint_trajectory_controller's ``on_deactivate``), refuses new goals ("Can't accept new
   action goals. Controller is not running.") and publishes no ``controller_state``; the
-  ``joint_state_broadcaster`` stops too, so ``/joint_states`` falls silent;
+  ``joint_state_broadcaster`` stops too: franka_ros2's joint_state_publisher, which merges it
+  with the fingers onto ``/joint_states``, repeats the arm's last values (stale, freshly
+  stamped) while the fingers stay live;
 * recovery is the user's, in franka_hardware's documented order: the ErrorRecovery action
   (``/action_server/error_recovery``, libfranka's ``automaticErrorRecovery``), the hardware
   component back to active (``/controller_manager/set_hardware_component_state``, name

@@ -20,7 +20,8 @@ and franka_gripper's actions (``physai_ros.nodes._franka_gripper``), so that cod
 real Franka runs unchanged on the simulated Panda. Under the FR3 profile ``franka_fault`` plays
 a libfranka robot error and franka_ros2's recovery from it (``physai_ros.nodes._franka_errors``).
 With ``stand_in`` it plays a real Franka for the graph ``pick.launch.py sim:=false`` starts (its
-nodes on wall time): every stamp it reads and writes is wall time, and it publishes what a real
+nodes on wall time): every stamp it reads and writes is wall time, ``/joint_states`` come at
+franka_ros2's rate (its joint_state_publisher's 30 Hz), and it publishes what a real
 Franka does not measure (the cube's pose, the jaws' wrenches) only as a witness for tests
 (``~/true_cube_pose``), never as an input of that graph.
 """
@@ -63,7 +64,11 @@ from physai_ros.nodes._controllers import (
 from physai_ros.nodes._messages import PatchedMessage, contact_markers, stamp
 from physai_ros.nodes._sim_cameras import SimCameras
 from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
-from physai_ros.robots.franka.names import PROFILE_PARAMETERS, franka_profile
+from physai_ros.robots.franka.names import (
+    JOINT_STATE_PUBLISHER_RATE,
+    PROFILE_PARAMETERS,
+    franka_profile,
+)
 from physai_ros.sim.mujoco_sim import MujocoSim
 from physai_ros.sim.render import camera_names
 
@@ -126,8 +131,10 @@ class SimBridge(Node):
         if self.stand_in:
             if p["franka_profile"] == "none" or self.rtf != 1.0:
                 raise SystemExit(f"sim_bridge: {STAND_IN_NEEDS}")
-            # a real Franka publishes no clock, and measures neither the cube nor jaw wrenches
+            # a real Franka publishes no clock, and measures neither the cube nor jaw wrenches;
+            # its /joint_states come from franka_ros2's joint_state_publisher
             self.rates["clock"] = self.rates["contacts"] = 0.0
+            self.rates["joint_states"] = JOINT_STATE_PUBLISHER_RATE
         self.marker_cfg = {
             k: p[f"markers.{k}"] for k in ("force_scale", "cone_height", "cone_segments")
         }
@@ -515,10 +522,16 @@ class SimBridge(Node):
         self._send(self.out_clock)
 
     def _pub_joints(self) -> None:
-        if self.robot_errors is not None and not self.robot_errors.broadcasting:
-            return  # franka_ros2's joint_state_broadcaster is deactivated by a robot error
         slots = self.out_joints.slots
-        self.sim.joint_state_into(slots["position"], slots["velocity"], slots["effort"])
+        if self.robot_errors is not None and not self.robot_errors.broadcasting:
+            # franka_ros2's joint_state_broadcaster is deactivated by a robot error; its
+            # joint_state_publisher repeats the arm's last values beside the live fingers
+            fresh = self.sim.joint_state()
+            arm = len(self.sim.arm_joints)
+            for slot, values in zip(("position", "velocity", "effort"), fresh, strict=True):
+                slots[slot][arm:] = values[arm:]
+        else:
+            self.sim.joint_state_into(slots["position"], slots["velocity"], slots["effort"])
         self._send(self.out_joints)
 
     def _pub_error(self) -> None:

@@ -213,7 +213,8 @@ class RobotPlaceReading(NamedTuple):
 
     released: gripper-site position [m] when the jaw opened, by forward kinematics of the
     measured joints (where the object's centre sits from it: ``grip``); supported: the descent
-    ended on a sensed support signal (not on its bound); jaw_touch: contact still estimated on
+    ended on a sensed support signal (not on its bound), or at the placing height when support
+    is not sensed (``place.sense_support`` false); jaw_touch: contact still estimated on
     a jaw after the retreat; age: age of the oldest of these readings [s].
     """
 

@@ -61,7 +61,6 @@ from physai_ros.core.pick.place import (
     along,
     brake,
     descent_duration,
-    move_duration,
     stoppable_duration,
     support_onset,
 )
@@ -398,7 +397,8 @@ class PickMachine(PickSkeleton):
         self._segment: tuple[np.ndarray, np.ndarray, float, float] | None = None
         self.place: PlaceTarget | None = None
         self._lift_site = np.full(3, np.nan)  # [m] site target of lift (from the cube pose)
-        self.support_by: str | None = None  # "load" | "stall" once lowering sensed support
+        self.support_by: str | None = None  # "load" | "stall" once lowering sensed support,
+        # "height" released at the placing height (sense_support false)
         self._brake: Brake | None = None
         self._load0: float | None = None  # [N] the jaws' load when lowering began
         self._lag0: np.ndarray | None = None  # [rad] command − measured arm then (its sag)
@@ -571,6 +571,10 @@ class PickMachine(PickSkeleton):
         """End the descent on a support signal (the brake starts here, then open), or fail it
         when the move has ended and ``support_wait`` passed without one."""
         p = self.cfg.place
+        if not p.sense_support:  # lowered to the placing height itself: release there
+            if t >= self.durations["lower"] - 1e-9:
+                self._release_in_place(now)
+            return
         by = None
         if math.isfinite(sensed.load):
             if self._load0 is None:
@@ -614,6 +618,17 @@ class PickMachine(PickSkeleton):
                 best = (off, commanded, lag)
         return best[1], best[2]
 
+    def _release_in_place(self, now: float) -> None:
+        """The descent ended at rest at the placing height (``sense_support`` false): no stop and
+        no relief, the jaw opens at once; ``support_by`` "height"."""
+        T = self.durations["lower"]
+        self._brake = Brake(now, 1.0, T, 0.0)
+        self.poses["braked"] = self.poses["released"] = self.poses["bottom"]
+        self._open_at = 0.0
+        self.durations["open"] = self.cfg.place.open
+        self.support_by = "height"
+        self._enter("open", now)
+
     def _release(self, now: float, t: float, by: str, lag: np.ndarray | None) -> None:
         """Supported: brake the descent, then (with the arm measured) move back to where the
         object met the table, its free-descent sag kept, so the jaw opens on an arm that no
@@ -634,7 +649,9 @@ class PickMachine(PickSkeleton):
             delay = p.stall_delay if by == "stall" else 0.0
             released = support_onset(self._lowering, self._lag0, p.stall_lag, delay)
         self.poses["released"] = released
-        relief = move_duration(braked, released, lim, p.relief) if lag is not None else 0.0
+        # timed as every move of the pick (half the limits): at the limits, the relief of a
+        # stall sensed late (the arm pressing while the command went on) bound the whole stop
+        relief = stoppable_duration(braked, released, lim, p.relief) if lag is not None else 0.0
         self._open_at = self._brake.D + relief
         self.durations["open"] = self._open_at + p.open
         self.support_by = by
@@ -752,7 +769,8 @@ class PickMachine(PickSkeleton):
         self.durations["descend"] = stoppable_duration(
             poses["carry"], poses["approach"], lim, p.descend
         )
-        slow = get_shape("quintic").peak(1) * (p.approach + p.press) / p.lower_speed
+        depth = p.approach + (p.press if p.sense_support else 0.0)  # approach → bottom [m]
+        slow = get_shape("quintic").peak(1) * depth / p.lower_speed
         self.durations["lower"] = descent_duration(poses["approach"], poses["bottom"], lim, slow)
 
 

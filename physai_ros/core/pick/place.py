@@ -18,6 +18,11 @@ at most that far; its end plus ``support_wait`` without a signal fails the place
 When support is sensed mid-move the arm cannot stop at once without an acceleration spike: the
 move's clock is slowed to rest along the same path (:class:`Brake`), within the joint limits.
 
+Without sensing (``sense_support`` false) the descent ends at the placing height itself and the
+jaw opens there: for a stiff arm that a press into the table would trip (a Franka's Cartesian
+reflex), and whose place height is known. The object is then released where it was told to go,
+and a table higher than that is met by the arm's own collision detection, not by a sensed stop.
+
 Pure: no ROS; MuJoCo only through the IK callable the machine is given.
 """
 
@@ -66,7 +71,8 @@ class PlaceParams:
     shortest move back to where the table stopped the arm (its press relieved) before the jaw opens;
     table_z [m]: the table top in the base frame (a place position below it is inside the table);
     carry, descend, open, retreat [s]: shortest durations of those moves (lengthened to what the
-    joint limits need).
+    joint limits need); sense_support: false lowers to the placing height itself and opens there
+    (module doc), with no press and no stop.
     """
 
     carry_height: float = 0.05
@@ -86,6 +92,7 @@ class PlaceParams:
     descend: float = 0.6
     open: float = 0.4
     retreat: float = 0.8
+    sense_support: bool = True
 
     def __post_init__(self) -> None:
         bad = {k: v for k, v in vars(self).items() if not math.isfinite(v)}
@@ -127,7 +134,7 @@ class PlaceParams:
             raise InvalidInput(
                 f"unknown place parameters {unknown}; valid: {list(cls.__dataclass_fields__)}"
             )
-        return cls(**{k: float(v) for k, v in section.items()})
+        return cls(**{k: bool(v) if k == "sense_support" else float(v) for k, v in section.items()})
 
 
 class PlaceTarget(NamedTuple):
@@ -157,7 +164,8 @@ class PlaceTarget(NamedTuple):
     def site_targets(self, params: PlaceParams, grip: np.ndarray) -> dict[str, np.ndarray]:
         """Gripper-site positions [m] of the place: over it (carry), ``approach`` above the
         placing height (where the sensed descent starts), the descent's lowest end (bottom: the
-        placing height less ``press``) and after the release (retreat).
+        placing height less ``press``; the placing height itself without sensing) and after
+        the release (retreat).
 
         grip: the object's centre seen from the site, xy [m], and the site's height above the
         centre, z [m] (as the pick's ``offsets.down``): the site goes where the object lands on
@@ -168,7 +176,7 @@ class PlaceTarget(NamedTuple):
         return {
             "carry": over + up * params.carry_height,
             "approach": over + up * (grip[2] + params.approach),
-            "bottom": over + up * (grip[2] - params.press),
+            "bottom": over + up * (grip[2] - (params.press if params.sense_support else 0.0)),
             "retreat": over + up * params.retreat_height,
         }
 

@@ -59,6 +59,13 @@ PROFILE_PARAMETERS = {
     "franka_gripper": "franka_gripper",
 }
 
+# franka_ros2's /joint_states: ros2_control_node's joint_state_broadcaster publishes the arm on
+# ``franka/joint_states``, and a joint_state_publisher (``source_list``: that and the gripper's
+# joint_states) merges them onto ``/joint_states`` at this rate [Hz] (franka_moveit_config's and
+# franka_fr3_moveit_config's moveit.launch.py, v0.1.13 and v3.4.0). It repeats the last values it
+# got from a source that stopped: after a robot error the arm's last broadcast state keeps coming.
+JOINT_STATE_PUBLISHER_RATE = 30.0
+
 # franka_hardware's recovery after a robot error (franka_ros2 v3.x; v0.1.13 has none): its
 # ``action_server`` node's ErrorRecovery action, and the ros2_control hardware component it
 # leaves to be set active again (franka_description's name for a single arm)
