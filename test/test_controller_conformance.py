@@ -46,6 +46,8 @@ JAW_OPEN = 0.85  # [rad] open around the 3 cm cube (config/pick.yaml jaw_open)
 JAW_SHUT = 0.0  # [rad] a closing goal the cube keeps the jaw from
 KEEP = 3000  # samples of each stream kept: > 30 s at 100 Hz, longer than any case
 JOINT_RATE = 100.0  # [Hz] /joint_states of both (sim_bridge.yaml, so101_driver.yaml loop_rate)
+CLOCK_STEP = 0.01  # [s] the sim clock advances in physics chunks this long and catches up after a
+# lag: a sim-time delay can pass that much sooner on the wall clock
 MIN_SHARE = 0.2  # a motion window is judged on at least this share of JOINT_RATE's samples
 STARTUP = 90.0  # [s wall] MuJoCo compile / bus scan + DDS discovery, on a loaded 2-core machine
 
@@ -555,7 +557,7 @@ def test_goal_tolerance_not_met_within_goal_time_aborts(backend):
     assert status == GoalStatus.STATUS_ABORTED
     assert result.error_code == GOAL_TOLERANCE_VIOLATED
     assert result.error_string.startswith(GOAL_TIME_ABORT), result.error_string
-    assert took > 1.2, took
+    assert took > 1.2 - CLOCK_STEP, took  # not at the last point: 0.2 s after it
     backend.goto(target)
 
 

@@ -18,7 +18,7 @@ import time
 import pytest
 from action_msgs.msg import GoalStatus
 from support.pick_action import BenchClient, Pick, place_goal
-from support.processes import call_again_if_lost, ros2_output
+from support.processes import call_again_if_lost, ros2_output, ros2_param
 
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
@@ -123,8 +123,8 @@ def test_a_reflex_ends_the_fr3_pick_and_only_a_requested_recovery_brings_the_rob
 
         # a simulation reset moves the robot home; the robot stays in error
         call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
-        out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
-        assert "cartesian_reflex" in out, out
+        out = ros2_param(ros2, "get", "/sim_bridge", "franka_fault")
+        assert "String value is: cartesian_reflex" in out, out
         # and the pick refuses goals before anything moves until its controller runs again
         handle = user.wait(user.pick.send_goal_async(Pick.Goal(object_frame="cube")), 60.0)
         r = user.wait(handle.get_result_async(), 30.0).result
@@ -157,8 +157,8 @@ def recover(ros2) -> None:
     """``/pick/recover`` as a user calls it; the robot error is then cleared."""
     out = ros2_output(ros2("service", "call", "/pick/recover", "std_srvs/srv/Trigger"))
     assert "success=True" in out, out
-    out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
-    assert "cartesian_reflex" not in out, out
+    out = ros2_param(ros2, "get", "/sim_bridge", "franka_fault")
+    assert "String value is" in out and "cartesian_reflex" not in out, out
 
 
 STAND_IN = ("run", "physai_ros", "sim_bridge", "--ros-args", "-p", "robot:=panda",

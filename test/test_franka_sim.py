@@ -259,7 +259,7 @@ def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(
     from rcl_interfaces.msg import Log
     from rclpy.parameter import Parameter
     from rclpy.parameter_client import AsyncParameterClient
-    from support.processes import ros2_output
+    from support.processes import ros2_output, ros2_param
 
     bridge = start_bridge(spawn, "fr3")
     user = FrankaClient(ros_context, "fr3", "franka_gripper")
@@ -300,7 +300,7 @@ def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(
         assert list(repeated.position[:7]) == list(stopped.position[:7])
         assert list(repeated.velocity[:7]) == list(stopped.velocity[:7])
         assert not user.call(user.arm, trajectory_goal(joints, [(1.0, home)]))[0]
-        out = ros2("param", "set", "/sim_bridge", "franka_fault", "''").communicate(timeout=60)[0]
+        out = ros2_param(ros2, "set", "/sim_bridge", "franka_fault", "''")
         assert "Setting parameter failed" in out and "error_recovery" in out, out
         # franka_gripper is another connection: it carries on, and /joint_states shows it
         _, status, _ = user.call(user.move, Move.Goal(width=0.03, speed=0.1))
@@ -318,7 +318,7 @@ def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(
             )
         )  # fmt: skip
         assert "SUCCEEDED" in out, out
-        out = ros2_output(ros2("param", "get", "/sim_bridge", "franka_fault"))
+        out = ros2_param(ros2, "get", "/sim_bridge", "franka_fault")
         assert 'String value is: ""' in out or "String value is: \n" in out, out
         switch = (
             "/controller_manager/switch_controller",

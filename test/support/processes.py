@@ -46,14 +46,20 @@ def call_again_if_lost(ros2, *args: str, wait: float = 30.0, attempts: int = 3) 
     raise AssertionError("unreachable")
 
 
-def set_param(ros2, node: str, name: str, value: str, timeout: float = 60.0) -> None:
-    """``ros2 param set``, again while the command line's discovery has not found the node
-    yet ("Node not found": a fresh ``ros2`` process, or its daemon, may not have seen a node
-    the test's own client already talks to)."""
+def ros2_param(ros2, *args: str, timeout: float = 60.0) -> str:
+    """``ros2 param <args>`` and what it printed, again while the command line's discovery has
+    not found the node yet ("Node not found": a fresh ``ros2`` process, or its daemon, may not
+    have seen a node the test's own client already talks to; on a loaded machine it can take
+    seconds)."""
     end = time.monotonic() + timeout
     while True:
-        out = ros2("param", "set", node, name, value).communicate(timeout=60)[0]
+        out = ros2("param", *args).communicate(timeout=60)[0]
         if "Node not found" not in out or time.monotonic() > end:
-            break
+            return out
         time.sleep(1.0)
+
+
+def set_param(ros2, node: str, name: str, value: str, timeout: float = 60.0) -> None:
+    """``ros2 param set`` (:func:`ros2_param`), which must succeed."""
+    out = ros2_param(ros2, "set", node, name, value, timeout=timeout)
     assert "Set parameter successful" in out, out
