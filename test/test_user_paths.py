@@ -318,6 +318,31 @@ def test_ros2_launch_trajectory_franka_against_a_franka_shaped_sim(ros2, tmp_pat
     assert "goal samples" in log.read_text(), log.read_text()[-3000:]
 
 
+def test_trajectory_franka_starts_a_goal_that_reached_the_robot_after_its_end(ros2, tmp_path):
+    """A goal that reaches the robot's controller after it was to end (the first goal to a
+    controller just discovered, a starved computer) is rejected there as ending in the past,
+    as joint_trajectory_controller does; the trajectory node of ``trajectory_franka.launch.py``
+    sends it once more unstamped and it runs from where the arm is. The adversary: the stand-in
+    Panda takes each arm goal 1.5 s after it arrives, longer than the goal's 0.3 s start delay
+    and its duration together."""
+    ros2(
+        "run", "physai_ros", "sim_bridge", "--ros-args", "-p", "robot:=panda",
+        "-p", "franka_profile:=panda", "-p", "stand_in:=true", "-p", "arm_goal_delay:=1.5",
+        log=tmp_path / "bridge.log",
+    )  # fmt: skip
+    log = tmp_path / "launch.log"
+    ros2("launch", "physai_ros", "trajectory_franka.launch.py", log=log)
+    assert "0.3" in wait_param(ros2, "/trajectory", "start_delay"), log.read_text()[-3000:]
+    goal = "{trajectory: {joint_names: [panda_joint1], points: [{positions: [0.02]}]}}"
+    action = "/trajectory/follow_joint_trajectory"
+    kind = "control_msgs/action/FollowJointTrajectory"
+    out = ros2_output(ros2("action", "send_goal", action, kind, goal), timeout=120)
+    bridge = (tmp_path / "bridge.log").read_text()
+    assert "SUCCEEDED" in out, out + log.read_text()[-3000:] + bridge[-2000:]
+    assert "that ends in the past" in bridge, bridge[-2000:]
+    assert "sent again, unstamped, to start on arrival" in log.read_text(), log.read_text()[-3000:]
+
+
 def sampled_goal() -> str:
     """panda_joint1 from 2.5 back to 2.0 rad as a 1.5 s minimum-jerk move, every 20 ms, each
     point with its position, velocity and acceleration (YAML for ``ros2 action send_goal``)."""

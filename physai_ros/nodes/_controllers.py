@@ -202,7 +202,9 @@ class ControllerServers:
     ros_stamp: loop time → a ``builtin_interfaces/Time`` for outgoing headers; arm_name: the
     arm controller's name, under which its action and topics are served
     (``<arm_name>/follow_joint_trajectory`` ...); names: joint names on the wire (default: the
-    model's). Raises ``InvalidInput`` for a controller name ROS cannot use.
+    model's); arrival_delay: an arm goal is taken this long [s] after it arrives (the sim
+    bridge's adversary ``arm_goal_delay``). Raises ``InvalidInput`` for a controller name ROS
+    cannot use.
     """
 
     def __init__(
@@ -220,6 +222,7 @@ class ControllerServers:
         names: JointPrefix | None = None,
         tighten_only: bool = False,
         state_from_loop: bool = False,
+        arrival_delay: float = 0.0,
     ) -> None:
         if not grippers:
             raise InvalidInput("ControllerServers needs at least one gripper controller")
@@ -244,6 +247,7 @@ class ControllerServers:
         # more action servers on these controllers (the franka_gripper actions): they get every
         # end too, since a goal of one can end a goal of another (a new gripper goal preempts)
         self.also_deliver: list[Callable[[Sequence[GoalEnd | GripperEnd]], None]] = []
+        self.arrival_delay = arrival_delay
         ActionServer(
             node,
             FollowJointTrajectory,
@@ -351,6 +355,8 @@ class ControllerServers:
     # --- arm -----------------------------------------------------------------------------
     def _check_arm(self, goal) -> GoalResponse:
         self.log.info("Received new action goal")
+        if self.arrival_delay > 0.0:
+            time.sleep(self.arrival_delay)
         try:
             with self.lock:
                 self.arm.prepare(self._trajectory(self._timed(goal.trajectory)), self.now())

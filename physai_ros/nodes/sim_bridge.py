@@ -195,6 +195,7 @@ class SimBridge(Node):
                 monitor_rate=p["arm_controller.action_monitor_rate"],
                 state_rate=p["arm_controller.state_publish_rate"],
                 state_from_loop=True,  # stamped in sim time by the physics loop below
+                arrival_delay=p["arm_goal_delay"],
                 arm_name=p["arm_controller_name"],
                 names=self.prefix,
             )

@@ -449,6 +449,24 @@ class TrajectoryNode(Node):
         )
         relay = (lambda f: self._relay(handle, run, f.feedback)) if handle is not None else None
         sent = self._wait(self.client.send_goal_async(goal, relay))
+        answered = self.get_clock().now().nanoseconds * 1e-9
+        if (
+            sent is not None
+            and not sent.accepted
+            and join is None
+            and answered > start + planned.duration
+        ):
+            # It may have reached the controller after its end (the first goal to a controller
+            # just discovered, a starved computer), which must reject a stamped goal ending in
+            # the past: from where the arm still is, it is sent once more, to start on arrival.
+            self.get_logger().warning(
+                f"the controller rejected the goal and answered {answered - start:.3f} s after "
+                "its stamp, past its end: sent again, unstamped, to start on arrival"
+            )
+            goal.trajectory.header.stamp = Time()
+            start = answered
+            run.monitor = TrackingMonitor(planned, start)
+            sent = self._wait(self.client.send_goal_async(goal, relay))
         if sent is None or not sent.accepted:
             msg = (
                 "the controller rejected the trajectory (see its log)"
