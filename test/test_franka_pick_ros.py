@@ -266,3 +266,59 @@ def test_the_real_fr3_graph_picks_and_places_through_the_trajectory_node_and_end
         assert witness.check() > 1000
     finally:
         user.node.destroy_node()
+
+
+PANDA_STAND_IN = ("run", "physai_ros", "sim_bridge", "--ros-args", "-p", "robot:=panda",
+                  "-p", "franka_profile:=panda", "-p", "stand_in:=true")  # fmt: skip
+TERMINATE = "terminate called after throwing an instance of 'franka::ControlException'"
+
+
+def test_the_real_panda_graph_ends_a_pick_franka_ros2_ended_and_places_once_it_runs_again(
+    ros2, ros_context, tmp_path
+):
+    """The graph ``pick.launch.py sim:=false robot:=panda franka:=panda`` beside the stand-in
+    for franka_ros2 v0.1.13, which ends on a robot error (libfranka's exception on stderr, the
+    process aborted, as ros2_control_node and with it franka_ros2's launch): a reflex while
+    lifting ends the pick aborted, naming the silence and what franka_ros2 did; the graph
+    stays up and sends nothing to the robot the user starts again until a new goal, which
+    places."""
+    from physai_ros.robots.franka.names import PANDA_SILENCE_HINT
+
+    log = tmp_path / "launch.log"
+    user = FrankaPickUser(ros_context, cube_topic="/sim_bridge/true_cube_pose")
+    ros2("launch", "physai_ros", "pick.launch.py", "sim:=false", "robot:=panda", "franka:=panda",
+         "start_pick:=false", log=log)  # fmt: skip
+    first = tmp_path / "stand_in.log"
+    ros2(*PANDA_STAND_IN, log=first)
+    try:
+        assert user.pick.wait_for_server(timeout_sec=GRAPH_UP), log.read_text()[-3000:]
+        result = user.start_pick(located(CUBE[0], CUBE[1], place=(0.5, 0.06, CUBE_HALF)), 90.0)
+        assert user.spin_until(lambda: user.state == "lift", 90.0), user.state
+        assert user.spin_until(user.in_hand, 10.0), user.cube
+        user.spin_for(0.3)  # the arm moving
+        user.set_fault("cartesian_reflex")
+        answer = user.wait(result, 30.0)
+        r = answer.result
+        assert answer.status == GoalStatus.STATUS_ABORTED, r.reason
+        assert (r.outcome, r.state) == (Pick.Result.ABORTED, "aborted"), r.reason
+        assert "robot silent" in r.reason or "no current /joint_states" in r.reason, r.reason
+        assert PANDA_SILENCE_HINT in r.reason, r.reason
+        ended = first.read_text()
+        assert TERMINATE in ended and REFLEX in ended, ended[-2000:]
+        # the user starts franka_ros2 again (a fresh simulation: the arm at home, the cube back)
+        again = tmp_path / "stand_in_again.log"
+        ros2(*PANDA_STAND_IN, log=again)
+        restarted = time.monotonic()
+        assert user.spin_until(lambda: user.cube[0] > restarted, 60.0), again.read_text()[-2000:]
+        user.spin_for(3.0)  # anything the graph might still send arrives
+        received = [line for line in again.read_text().splitlines() if "Received" in line]
+        assert not received, received
+        answer = user.wait(
+            user.start_pick(located(*CUBE, place=(0.5, 0.06, CUBE_HALF)), 60.0), 120.0
+        )
+        r = answer.result
+        assert (answer.status, r.outcome) == (GoalStatus.STATUS_SUCCEEDED, Pick.Result.PLACED), (
+            r.reason
+        )
+    finally:
+        user.node.destroy_node()

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.dds
 
 DISCOVERY_TIMEOUT = 30.0  # [s wall] bridge start-up (MuJoCo compile) + Fast DDS discovery
 CUBE = 0.03  # [m]
+REFLEX_TEXT = 'libfranka: Move command aborted: motion aborted by reflex! ["cartesian_reflex"]'
 
 
 class FrankaClient:
@@ -236,12 +237,33 @@ def test_fr3_profile_serves_fr3_names_and_limits(ros_context, spawn):
         user.close()
 
 
-def test_panda_profile_refuses_a_robot_error_it_does_not_play(spawn, ros_domain):
-    """franka_ros2 v0.1.13 ends ros2_control_node on a robot error; the sim does not pretend."""
-    args = ["robot:=panda", "franka_profile:=panda", "franka_fault:=cartesian_reflex"]
-    bridge = spawn("physai_ros.nodes.sim_bridge", "--ros-args", *_params(args), module=True)
+@pytest.mark.parametrize(
+    ("args", "says", "ends_as_franka_ros2"),
+    [
+        (["franka_profile:=panda", "franka_fault:=cartesian_reflex"], REFLEX_TEXT, True),
+        (["franka_profile:=panda", "franka_fault:=reflex"], "is not one of", False),
+        (["franka_fault:=cartesian_reflex"], "needs franka_profile panda or fr3", False),
+    ],
+)
+def test_a_panda_that_starts_in_error_ends_as_franka_ros2_v0113_does(
+    spawn, ros_domain, args, says, ends_as_franka_ros2
+):
+    """franka_ros2 v0.1.13 lets libfranka's exception end ros2_control_node: under the Panda
+    profile a robot error ends the bridge with C++'s words and SIGABRT (the first read of a
+    Panda in error); an unknown error or no Franka profile is refused with the reason."""
+    import signal
+
+    bridge = spawn(
+        "physai_ros.nodes.sim_bridge", "--ros-args", *_params(["robot:=panda", *args]),
+        module=True,
+    )  # fmt: skip
     out, _ = bridge.communicate(timeout=60)
-    assert bridge.returncode != 0 and "franka_fault needs franka_profile fr3" in out, out
+    assert says in out, out
+    if ends_as_franka_ros2:
+        assert "terminate called after throwing an instance of" in out, out
+        assert bridge.returncode == -signal.SIGABRT, (bridge.returncode, out)
+    else:
+        assert bridge.returncode not in (0, -signal.SIGABRT), (bridge.returncode, out)
 
 
 def test_a_reflex_on_the_simulated_fr3_ends_and_recovers_as_franka_ros2_does(

@@ -15,7 +15,12 @@ from physai_ros import interfaces
 from physai_ros.config import node_tree
 from physai_ros.core.motion.limits import load_limits
 from physai_ros.errors import InvalidInput
-from physai_ros.robots.franka.names import ERROR_RECOVERY, FRANKA_PROFILES, franka_profile
+from physai_ros.robots.franka.names import (
+    ERROR_RECOVERY,
+    FRANKA_PROFILES,
+    PANDA_SILENCE_HINT,
+    franka_profile,
+)
 
 
 @dataclass(frozen=True)
@@ -525,7 +530,7 @@ def emulated_pick_graph(
 def franka_pick(franka: str) -> dict[str, Any]:
     """The pick's parameters for franka_ros2's robot ``franka`` (panda | fr3): its joint,
     controller and gripper names, its limits, and (FR3: franka_ros2 v3.x) the error recovery
-    ``~/recover`` runs."""
+    ``~/recover`` runs, or (Panda: v0.1.13, which ends on a robot error) what its silence means."""
     profile = franka_profile(franka)
     gripper = profile.franka_gripper
     params: dict[str, Any] = {
@@ -538,6 +543,8 @@ def franka_pick(franka: str) -> dict[str, Any]:
     }
     if franka == "fr3":
         params["recovery.error_recovery"] = ERROR_RECOVERY
+    else:  # franka_ros2 v0.1.13 ends on a robot error: the pick learns it as silence
+        params["silence_hint"] = PANDA_SILENCE_HINT
     return params
 
 
@@ -609,6 +616,8 @@ def trajectory_graph(
         params["joint_prefix"] = profile.joint_prefix
     if franka != "none":
         params["first_point"] = FRANKA_FIRST_POINT
+    if franka == "panda":
+        params["silence_hint"] = PANDA_SILENCE_HINT
     params.update({k: v for k, v in trajectory.items() if v is not None})
     node = NodeSpec("trajectory", "trajectory", params)
     if not sim:

@@ -24,8 +24,9 @@ What a real FR3 under franka_ros2 v3.4.0 on Jazzy or later does when libfranka r
 
 The franka_gripper actions are another connection to the hand and carry on. franka_ros2 v0.1.13
 (the Panda's last release, on Humble) does not survive such an error: its ``read`` does not
-catch the exception and Humble's controller manager neither, so ``ros2_control_node`` ends;
-the simulation does not play that (``franka_fault`` is refused under the Panda profile).
+catch the exception and Humble's controller manager neither, so ``ros2_control_node`` ends,
+and with it franka_ros2's launch: under the Panda profile the sim bridge ends the same way
+(``physai_ros.nodes.sim_bridge``).
 """
 
 from __future__ import annotations
@@ -42,18 +43,10 @@ from rclpy.parameter import Parameter
 
 from physai_ros.core.controllers.jtc import JointTrajectoryController
 from physai_ros.errors import InvalidInput
-from physai_ros.robots.franka.names import ERROR_RECOVERY
+from physai_ros.robots.franka.names import ERROR_RECOVERY, REFLEX
 from physai_ros.robots.franka.names import HARDWARE_COMPONENT as HARDWARE
+from physai_ros.robots.franka.names import ROBOT_ERRORS as ERRORS
 
-# libfranka's error names (franka::Errors) the parameter may inject: those a pick can meet
-ERRORS = (
-    "cartesian_reflex",
-    "joint_reflex",
-    "communication_constraints_violation",
-    "power_limit_violation",
-    "joint_motion_generator_acceleration_discontinuity",
-)
-REFLEX = 'libfranka: Move command aborted: motion aborted by reflex! ["{error}"]'
 BROADCASTER = "joint_state_broadcaster"
 SWITCH_CONTROLLER = "/controller_manager/switch_controller"
 SET_HARDWARE_STATE = "/controller_manager/set_hardware_component_state"

@@ -62,8 +62,9 @@ moves timed for a faster one (the SO-101 driver's ``limits_set``; the launch pas
 A silent robot ends it too: no joint states for ``silence_timeout`` seconds of wall-clock time,
 or, under ``use_sim_time``, a clock that stands still that long (the sim bridge died: its clock
 stopped, so nothing timed on the node's clock would ever fire). A steady-clock timer watches for
-it; the pick then publishes an aborted outcome naming the silence and sends no further goals
-(the controller, if alive, holds the arm where its last goal ends; a dead one cannot move it).
+it; the pick then publishes an aborted outcome naming the silence (and ``silence_hint``: what
+the robot's driver does when it falls silent) and sends no further goals (the controller, if
+alive, holds the arm where its last goal ends; a dead one cannot move it).
 """
 
 from __future__ import annotations
@@ -189,6 +190,7 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         self.cube_frame = self.frame_prefix + p["cube_frame"]
         self.target, self.cube_size, self.max_age = p["cube_position"], p["cube_size"], p["max_age"]
         self.silence_timeout = float(p["silence_timeout"])
+        self.silence_hint = p["silence_hint"]
         ros = self.cfg.ros
         rob = self.cfg.robot
         model_arm, model_jaw = list(rob["arm_joints"]), str(rob["jaw_joint"])
@@ -778,6 +780,8 @@ class PickNode(PickPlumbing, ForceTarget, PickGoals, PlaceSensing, Node):
         if silent is None:
             return
         reason, silent_for = silent
+        if self.silence_hint:
+            reason = f"{reason}; {self.silence_hint}"
         self.get_logger().error(f"{reason}; the pick ends here and sends no more goals")
         self.report_at = None
         if not machine.finished:

@@ -18,7 +18,9 @@ Franka-shaped (``franka_profile`` panda | fr3, or ``joint_prefix``, ``arm_contro
 ``franka_gripper`` one by one): joint and controller names as franka_ros2's, the FR3's limits,
 and franka_gripper's actions (``physai_ros.nodes._franka_gripper``), so that code written for a
 real Franka runs unchanged on the simulated Panda. Under the FR3 profile ``franka_fault`` plays
-a libfranka robot error and franka_ros2's recovery from it (``physai_ros.nodes._franka_errors``).
+a libfranka robot error and franka_ros2's recovery from it (``physai_ros.nodes._franka_errors``);
+under the Panda profile the bridge ends on it as franka_ros2 v0.1.13 does (libfranka's exception
+on stderr, the process terminated), which ends every controller and ``/joint_states`` at once.
 With ``stand_in`` it plays a real Franka for the graph ``pick.launch.py sim:=false`` starts (its
 nodes on wall time): every stamp it reads and writes is wall time, ``/joint_states`` come at
 franka_ros2's rate (its joint_state_publisher's 30 Hz), and it publishes what a real
@@ -31,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sys
 import threading
 import time
 
@@ -66,7 +69,10 @@ from physai_ros.nodes._sim_cameras import SimCameras
 from physai_ros.nodes._soft import SOFT_PARAMETERS, declare_soft_object
 from physai_ros.robots.franka.names import (
     JOINT_STATE_PUBLISHER_RATE,
+    PANDA_TERMINATE,
     PROFILE_PARAMETERS,
+    REFLEX,
+    ROBOT_ERRORS,
     franka_profile,
 )
 from physai_ros.sim.mujoco_sim import MujocoSim
@@ -87,10 +93,8 @@ STAND_IN_NEEDS = (
     "stand_in stands in for a real Franka: it needs franka_profile panda or fr3 and "
     "real_time_factor 1 (a real robot's stamps are wall time)"
 )
-NO_ROBOT_ERRORS = (
-    "franka_fault needs franka_profile fr3 (franka_ros2 v3.4): the Panda's v0.1.13 ends "
-    "ros2_control_node on a robot error, which is not simulated"
-)
+NO_ROBOT_ERRORS = "franka_fault needs franka_profile panda or fr3"
+PANDA_END_DELAY = 0.2  # [s] the Panda profile ends this long after franka_fault is set (answered)
 SCHEMA = load_schema("sim_bridge")  # config/schema/sim_bridge.yaml
 
 
@@ -243,8 +247,7 @@ class SimBridge(Node):
         }
         self.create_service(Trigger, names.SIM_RESET, self._on_reset)
         self.add_on_set_parameters_callback(self._on_parameters)
-        if self.robot_errors is not None:
-            self.add_post_set_parameters_callback(self._after_parameters)
+        self.add_post_set_parameters_callback(self._after_parameters)
         self.viewer = self._open_viewer() if p["viewer"] else None
         self.now = self.sim.time
         self.outbox: list[tuple[object, object]] = []  # (publisher, bytes | message), in order
@@ -299,8 +302,11 @@ class SimBridge(Node):
         """A Franka robot error (``franka_fault``) and franka_ros2's recovery from it, under
         the FR3 profile (``physai_ros.nodes._franka_errors``); None under the others."""
         if p["franka_profile"] != "fr3":
-            if p["franka_fault"]:
-                raise SystemExit(f"sim_bridge: {NO_ROBOT_ERRORS}")
+            why = self._panda_error_refused(p["franka_fault"])
+            if why:
+                raise SystemExit(f"sim_bridge: {why}")
+            if p["franka_fault"]:  # a Panda that starts in error: its first read ends it
+                self._end_as_franka_ros2_v0113(p["franka_fault"])
             return None
         try:
             from physai_ros.nodes._franka_errors import FrankaRobotErrors
@@ -326,9 +332,27 @@ class SimBridge(Node):
 
     def _robot_error_refused(self, value: str) -> str:
         """Why ``franka_fault`` may not become ``value`` now ('' = it may)."""
-        if self.robot_errors is None:
-            return NO_ROBOT_ERRORS if value else ""
-        return self.robot_errors.check(value)
+        if self.robot_errors is not None:
+            return self.robot_errors.check(value)
+        return self._panda_error_refused(value)
+
+    def _panda_error_refused(self, value: str) -> str:
+        """Why ``franka_fault`` may not become ``value`` without the FR3's robot errors."""
+        if not value:
+            return ""
+        if self.p["franka_profile"] != "panda":
+            return NO_ROBOT_ERRORS
+        if value not in ROBOT_ERRORS:
+            return f"franka_fault {value!r} is not one of {list(ROBOT_ERRORS)}"
+        return ""
+
+    def _end_as_franka_ros2_v0113(self, error: str) -> None:
+        """franka_ros2 v0.1.13 on a robot error (``PANDA_TERMINATE``): libfranka's exception
+        on stderr and the process aborted, as C++ ends ros2_control_node; nothing is left to
+        answer, and the robot stays where libfranka stopped it."""
+        sys.stderr.write(PANDA_TERMINATE.format(reflex=REFLEX.format(error=error)) + "\n")
+        sys.stderr.flush()
+        os.abort()
 
     def _stamp_to_sim(self, stamp_s: float) -> float:
         """Goal stamps are sim time here (the nodes run with use_sim_time), or wall time when
@@ -371,8 +395,14 @@ class SimBridge(Node):
 
     def _after_parameters(self, params) -> None:
         for param in params:
-            if param.name == "franka_fault":
+            if param.name == "franka_fault" and self.robot_errors is not None:
                 self.robot_errors.inject(param.value)
+            elif param.name == "franka_fault" and param.value:  # the Panda's: after the answer
+                end = threading.Timer(
+                    PANDA_END_DELAY, self._end_as_franka_ros2_v0113, [param.value]
+                )
+                end.daemon = True
+                end.start()
 
     def _open_viewer(self):
         if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):

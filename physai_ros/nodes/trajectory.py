@@ -216,7 +216,9 @@ class TrajectoryNode(Node):
         """``_plan`` with the join given; ``arriving_late``: a join is checked for a goal that
         reaches the controller a little later too (the plan it is sent with)."""
         if time.monotonic() - self.state_wall > self.cfg["state_timeout"]:
-            raise PhysaiError(f"no current /joint_states (none in {self.cfg['state_timeout']} s)")
+            raise PhysaiError(
+                self._hinted(f"no current /joint_states (none in {self.cfg['state_timeout']} s)")
+            )
         points = [
             GoalPoint(seconds(p.time_from_start), p.positions, p.velocities, p.accelerations)
             for p in traj.points
@@ -551,6 +553,11 @@ class TrajectoryNode(Node):
             controller_error_code=code,
         )
 
+    def _hinted(self, silence: str) -> str:
+        """A silent robot's message with what its driver does then (``silence_hint``)."""
+        hint = self.cfg["silence_hint"]
+        return f"{silence}; {hint}" if hint else silence
+
     def _abandon(self, run: Run, handle, silent: float) -> dict:
         """The robot fell silent mid-goal (no /joint_states for ``state_timeout`` of wall
         time: its driver or the sim bridge died, and with the bridge the sim clock stopped, so
@@ -559,7 +566,7 @@ class TrajectoryNode(Node):
         without waiting for its answer (a live one holds the arm where it is, a dead one
         cannot move it), and no tracking report waits for states that will not come."""
         run.downstream.cancel_goal_async()
-        text = (
+        text = self._hinted(
             f"robot silent: no /joint_states for {silent:.1f} s (wall clock) mid-goal; the "
             "controller was asked to cancel, its result is not awaited"
         )

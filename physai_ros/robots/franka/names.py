@@ -71,3 +71,25 @@ JOINT_STATE_PUBLISHER_RATE = 30.0
 # leaves to be set active again (franka_description's name for a single arm)
 ERROR_RECOVERY = "/action_server/error_recovery"
 HARDWARE_COMPONENT = "FrankaHardwareInterface"
+
+# libfranka's robot errors (franka::Errors) a pick can meet, as the simulation injects them, and
+# the text of the ControlException libfranka throws for one
+ROBOT_ERRORS = (
+    "cartesian_reflex",
+    "joint_reflex",
+    "communication_constraints_violation",
+    "power_limit_violation",
+    "joint_motion_generator_acceleration_discontinuity",
+)
+REFLEX = 'libfranka: Move command aborted: motion aborted by reflex! ["{error}"]'
+
+# franka_ros2 v0.1.13 (the Panda's) on a robot error: FrankaHardwareInterface::read lets
+# libfranka's exception through, C++ ends ros2_control_node with this on stderr, and the launch's
+# on_exit=Shutdown() ends franka_ros2's whole launch: /joint_states and the controllers are gone
+PANDA_TERMINATE = (
+    "terminate called after throwing an instance of 'franka::ControlException'\n  what():  {reflex}"
+)
+PANDA_SILENCE_HINT = (
+    "under franka_ros2 v0.1.13 a robot error (a reflex, a communication constraint violation) "
+    "ends franka_ros2's launch: its log names libfranka's error; start it again for the next goal"
+)
