@@ -20,6 +20,9 @@ from action_msgs.msg import GoalStatus
 from support.pick_action import BenchClient, Pick, place_goal
 from support.processes import call_again_if_lost, ros2_output, ros2_param
 
+from physai_ros.core.motion.limits import load_limits
+from physai_ros.experiments.trials.pick_goals import FollowedReference
+
 pytestmark = [pytest.mark.dds, pytest.mark.slow]
 
 CUBE_HALF = 0.015  # [m] the cube's centre resting on the table
@@ -166,44 +169,6 @@ STAND_IN = ("run", "physai_ros", "sim_bridge", "--ros-args", "-p", "robot:=panda
 CUBE = (0.5, 0.0, CUBE_HALF)  # [m] world: where the stand-in's cube starts (config/scene.yaml)
 
 
-class ControllerWitness:
-    """What the FR3's arm controller follows, from its ``controller_state`` (the reference,
-    with velocities and accelerations, as the controller commands it; 50 Hz)."""
-
-    def __init__(self, node) -> None:
-        from control_msgs.msg import JointTrajectoryControllerState
-
-        self.samples: list[tuple[float, list[float], list[float], list[float]]] = []
-        node.create_subscription(
-            JointTrajectoryControllerState, "/fr3_arm_controller/controller_state", self._on, 100
-        )
-
-    def _on(self, msg) -> None:
-        r = msg.reference
-        t = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        self.samples.append((t, list(r.positions), list(r.velocities), list(r.accelerations)))
-
-    def check(self) -> int:
-        """Every reference sample inside the FR3's velocity and acceleration limits, and the
-        mean jerk between two samples (never above the peak) inside its jerk limit; returns how
-        many samples were checked."""
-        import numpy as np
-
-        from physai_ros.core.motion.limits import load_limits
-
-        limits = load_limits("fr3")
-        t = np.array([s[0] for s in self.samples])
-        qd, qdd = (np.array([s[k] for s in self.samples]) for k in (2, 3))
-        slack = 1.0 + 1e-6
-        assert np.all(np.abs(qd) <= limits.velocity * slack), np.abs(qd).max(axis=0)
-        assert np.all(np.abs(qdd) <= limits.acceleration * slack), np.abs(qdd).max(axis=0)
-        dt = np.diff(t)[:, None]
-        steady = (dt[:, 0] > 0.005) & (dt[:, 0] < 0.05)  # two consecutive samples, 20 ms apart
-        jerk = np.abs(np.diff(qdd, axis=0))[steady] / dt[steady]
-        assert np.all(jerk <= limits.jerk * slack), jerk.max(axis=0)
-        return len(t)
-
-
 def located(x: float, y: float, z: float = CUBE_HALF, place: tuple | None = None):
     """A goal that says where the cube is (world [m]), as on a real robot (no cube frame), and
     with ``place`` where to put it."""
@@ -230,7 +195,7 @@ def test_the_real_fr3_graph_picks_and_places_through_the_trajectory_node_and_end
 
     log = tmp_path / "launch.log"
     user = FrankaPickUser(ros_context, cube_topic="/sim_bridge/true_cube_pose")
-    witness = ControllerWitness(user.node)
+    witness = FollowedReference(user.node, "fr3_arm_controller")
     ros2("launch", "physai_ros", "pick.launch.py", "sim:=false", "robot:=panda", "franka:=fr3",
          "start_pick:=false", log=log)  # fmt: skip
     ros2(*STAND_IN, log=tmp_path / "stand_in.log")
@@ -263,7 +228,9 @@ def test_the_real_fr3_graph_picks_and_places_through_the_trajectory_node_and_end
         call_again_if_lost(ros2, "/sim/reset", "std_srvs/srv/Trigger")
         user.spin_for(3.0)
         placed(CUBE[0], CUBE[1], (0.46, -0.05, CUBE_HALF))
-        assert witness.check() > 1000
+        use = witness.use(load_limits("fr3"))  # what the FR3's arm controller followed
+        assert all(share <= 1.0 + 1e-6 for share in use.values()), use
+        assert len(witness.samples) > 1000, len(witness.samples)
     finally:
         user.node.destroy_node()
 

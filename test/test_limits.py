@@ -11,6 +11,7 @@ from support.paths import REPO_ROOT
 
 from physai_ros.core.motion.limits import (
     check_trajectory,
+    followed_limit_use,
     load_gripper_limits,
     load_limits,
     plan_move,
@@ -314,3 +315,32 @@ def test_limit_step_refuses_what_it_cannot_bound():
         limit_step(np.zeros(2), np.ones(2), np.array([1.0, -1.0]), 0.01)
     with pytest.raises(InvalidInput, match="finite"):
         limit_step(np.zeros(2), np.array([1.0, np.nan]), np.ones(2), 0.01)
+
+
+def test_followed_limit_use_is_each_rate_over_its_limit_and_jerk_between_close_samples():
+    """A quintic on the FR3's joint 4 that peaks at half its velocity limit, sampled every 20 ms
+    as a controller reports it: 0.5 of the velocity limit, the exact peak acceleration's share,
+    and the jerk from consecutive samples (within the exact peak); a pause between two goals
+    (a gap over 50 ms) makes no jerk; too few samples or the wrong width is refused."""
+    limits = load_limits("fr3")
+    j, T = 3, 1.0
+    dq = 0.5 * limits.velocity[j] * T / 1.875  # the quintic's peak speed is 1.875 dq / T
+    t = np.arange(0.0, T + 1e-9, 0.02)
+    s = t / T
+    qd, qdd = np.zeros((t.size, 7)), np.zeros((t.size, 7))
+    qd[:, j] = dq / T * (30 * s**2 - 60 * s**3 + 30 * s**4)
+    qdd[:, j] = dq / T**2 * (60 * s - 180 * s**2 + 120 * s**3)
+    use = followed_limit_use(t, qd, qdd, limits)
+    assert use["velocity"] == pytest.approx(0.5, rel=1e-9)  # s = 0.5 is a sample
+    peak_acc = dq / T**2 * 10 / np.sqrt(3)  # at s = 1/2 ± 1/(2√3)
+    assert use["acceleration"] == pytest.approx(peak_acc / limits.acceleration[j], rel=0.01)
+    peak_jerk = 60 * dq / T**3  # at both ends
+    assert 0.8 * peak_jerk <= use["jerk"] * limits.jerk[j] <= peak_jerk
+    paused = np.concatenate([t[:2], t[2:] + 10.0])  # 10 s between the first two samples
+    qdd_jump = np.zeros_like(qdd)
+    qdd_jump[2:, j] = 1.0
+    assert followed_limit_use(paused, np.zeros_like(qd), qdd_jump, limits)["jerk"] == 0.0
+    with pytest.raises(InvalidInput, match="at least two samples"):
+        followed_limit_use(t[:1], qd[:1], qdd[:1], limits)
+    with pytest.raises(InvalidInput, match="7 joints"):
+        followed_limit_use(t, qd[:, :6], qdd[:, :6], limits)

@@ -299,6 +299,36 @@ def _violations(peaks: Peaks, limits: JointLimits) -> list[str]:
     return out
 
 
+def followed_limit_use(
+    times: np.ndarray,
+    velocities: np.ndarray,
+    accelerations: np.ndarray,
+    limits: JointLimits,
+    sample_gap: tuple[float, float] = (0.005, 0.05),
+) -> dict[str, float]:
+    """The largest share of its limit (1.0 = at it) any joint reached in a reference a
+    controller followed, as it reports it (``controller_state``: one row per sample at
+    ``times`` [s], joints in ``limits``' order): velocity and acceleration at every sample, jerk
+    as the change of acceleration between two consecutive samples ``sample_gap`` [s] apart (the
+    mean over the gap, never above the peak; a longer gap is a pause between goals). What the
+    controller followed is what the robot was asked to do, whoever planned it."""
+    t = np.asarray(times, dtype=float)
+    qd, qdd = (np.atleast_2d(np.asarray(v, dtype=float)) for v in (velocities, accelerations))
+    if t.size < 2 or qd.shape != (t.size, len(limits.joint_names)) or qdd.shape != qd.shape:
+        raise InvalidInput(
+            f"need at least two samples of {len(limits.joint_names)} joints' velocity and "
+            f"acceleration, got times {t.shape}, velocities {qd.shape}, accelerations {qdd.shape}"
+        )
+    dt = np.diff(t)
+    steady = (dt > sample_gap[0]) & (dt < sample_gap[1])
+    jerk = np.abs(np.diff(qdd, axis=0))[steady] / dt[steady, None]
+    return {
+        "velocity": float((np.abs(qd) / limits.velocity).max()),
+        "acceleration": float((np.abs(qdd) / limits.acceleration).max()),
+        "jerk": float((jerk / limits.jerk).max()) if jerk.size else 0.0,
+    }
+
+
 def check_trajectory(reference: Reference, limits: JointLimits, dt: float | None = None) -> Peaks:
     """Raise ``LimitViolation`` (naming the joint and the limit) unless ``reference`` stays
     within ``limits`` when sampled at ``dt`` (default: the limits' control period)."""

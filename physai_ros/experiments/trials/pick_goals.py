@@ -24,7 +24,11 @@ Wilson 95 % intervals, how often they agree, and the place errors and durations:
 ``--franka panda|fr3`` runs the simulated Panda's pick under franka_ros2's names instead
 (``pick.launch.py sim:=true robot:=panda franka:=…``: the Franka-shaped sim, the pick on the
 profile's joints, controller, limits and franka_gripper Grasp), its cubes around the Panda's
-place in config/scene.yaml and its places over ``PANDA_SQUARE``.
+place in config/scene.yaml and its places over ``PANDA_SQUARE``; with ``--stand-in`` the graph
+``pick.launch.py sim:=false`` starts beside franka_ros2, the sim bridge standing in for the real
+robot. Every run also reports how close what the arm controller followed (its
+``controller_state`` reference, every goal's) came to the robot's velocity, acceleration and jerk
+limits.
 """
 
 from __future__ import annotations
@@ -41,9 +45,11 @@ from pathlib import Path
 
 import numpy as np
 
+from physai_ros.core.motion.limits import followed_limit_use, load_limits
 from physai_ros.errors import InvalidInput
 from physai_ros.experiments.trials.force_runs import positions, wilson
 from physai_ros.launching.graph import franka_stand_in, pick_graph
+from physai_ros.robots.franka.names import franka_profile
 
 HALF = 0.025  # [m] cube positions within ±2.5 cm of the reachable square's centre
 TOLERANCE = 0.01  # [m] a placed cube's centre within this of the place position
@@ -208,6 +214,31 @@ class Client:
         self.node.destroy_node()
 
 
+class FollowedReference:
+    """What an arm controller follows, from its ``controller_state``: the reference it
+    commands, with velocities and accelerations (50 Hz by ros2_controllers' default), each
+    sample with its stamp [s]."""
+
+    def __init__(self, node, controller: str) -> None:
+        from control_msgs.msg import JointTrajectoryControllerState
+
+        from physai_ros import interfaces
+
+        self.samples: list[tuple[float, list[float], list[float]]] = []  # t, qd, qdd
+        topic = "/" + interfaces.under(controller, interfaces.CONTROLLER_STATE)
+        node.create_subscription(JointTrajectoryControllerState, topic, self._on, 100)
+
+    def _on(self, msg) -> None:
+        r, stamp = msg.reference, msg.header.stamp
+        t = stamp.sec + stamp.nanosec * 1e-9
+        self.samples.append((t, list(r.velocities), list(r.accelerations)))
+
+    def use(self, limits) -> dict[str, float]:
+        """The largest share of each limit any joint reached (``followed_limit_use``)."""
+        t, qd, qdd = zip(*self.samples, strict=True) if self.samples else ((), (), ())
+        return followed_limit_use(np.array(t), np.array(qd), np.array(qdd), limits)
+
+
 def tilt_deg(quat_wxyz: np.ndarray) -> float:
     """The angle [deg] between a body's z axis and the world's."""
     _, x, y, _ = quat_wxyz / np.linalg.norm(quat_wxyz)
@@ -350,6 +381,8 @@ def run(args: argparse.Namespace) -> int:
         base.mkdir(parents=True, exist_ok=True)
         truth = "/sim_bridge/true_cube_pose" if args.stand_in else "/cube_pose"
         client = Client(context, cube_topic=truth)  # first: it sees the start pick's outcome
+        profile = franka_profile(args.franka)
+        followed = FollowedReference(client.node, profile.arm_controller)
         procs = start(specs, base)
         try:
             first = client.start_outcome()
@@ -366,6 +399,12 @@ def run(args: argparse.Namespace) -> int:
             stop(procs)
             rclpy.shutdown(context=context)
     print(table(goals, args.place))
+    if followed.samples:
+        limits = load_limits(profile.limits or robot)
+        use = followed.use(limits)
+        shares = ", ".join(f"{name} {share * 100:.1f} %" for name, share in use.items())
+        print(f"\nwhat {profile.arm_controller} followed ({len(followed.samples)} samples of its "
+              f"controller_state): at most {shares} of the '{limits.set_name}' limits")  # fmt: skip
     print(f"\nload {load[0]:.1f} at start, {os.getloadavg()[0]:.1f} at end; "
           f"{time.monotonic() - started:.0f} s for {len(goals)} goals")  # fmt: skip
     return 0
