@@ -9,6 +9,11 @@ gripper goal: the hand keeps squeezing what it holds); the robot stays in error 
 simulation reset (the pick refuses goals meanwhile) until the user asks ``/pick/recover`` with
 ``ros2 service call``; after each recovery the next goal runs: a Grasp where the cube is not,
 judged missed from the hand's width alone, a place, and the last pick, which holds.
+
+Then the graph ``pick.launch.py sim:=false`` starts beside franka_ros2, against the sim bridge
+standing in for it: the FR3's (places, reflexes while lifting and carrying, recoveries, a missed
+Grasp, everything its arm controller followed inside the FR3's limits) and the Panda's, whose
+franka_ros2 v0.1.13 ends on a robot error and is started again by the user.
 """
 
 from __future__ import annotations
